@@ -1,0 +1,235 @@
+"""What kind of value an expression holds, from its bindings.
+
+Kinds: ``optimizer``, ``scaler``, ``scheduler``, ``sampler`` (a DistributedSampler),
+``loader``, ``criterion`` (a loss module), ``loss`` (a loss value), ``module``,
+``parameter``, ``leaf`` (a tensor created with ``requires_grad=True``), ``tensor``.
+
+Resolution goes through imports and assignments first. Variable names are a
+last-resort hint, used only for optimizers, scalers and schedulers whose
+construction is out of sight (a parameter, ``self.optimizer`` set elsewhere).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from lint_rules.analysis import names as N
+from lint_rules.analysis.model import (ASSIGN, CLASS, DEF, FOR, PARAM, WITH, call_method,
+                                       dotted, is_true, keyword_arg)
+
+if TYPE_CHECKING:
+    from lint_rules.analysis.model import FileModel
+
+OPTIMIZER = "optimizer"
+SCALER = "scaler"
+SCHEDULER = "scheduler"
+SAMPLER = "sampler"
+LOADER = "loader"
+CRITERION = "criterion"
+LOSS = "loss"
+MODULE = "module"
+PARAMETER = "parameter"
+LEAF = "leaf"
+TENSOR = "tensor"
+
+_TENSOR_METHODS = frozenset(
+    "sum mean max min norm abs sqrt exp log argmax argmin float double half long int "
+    "detach clone view reshape squeeze unsqueeze flatten softmax log_softmax pow mul add "
+    "sub div matmul to cuda contiguous std var masked_fill eq ne gt lt ge le sigmoid "
+    "tanh relu permute transpose t".split())
+
+_OPT_HINT = re.compile(r"(^|[._])(optim|optimizer|optimiser|opt)(s?)([_\d]|$)|optimizer", re.I)
+_SCALER_HINT = re.compile(r"(^|[._])(grad_)?scaler([_\d]|$)", re.I)
+_SCHED_HINT = re.compile(r"sched|lr_scheduler", re.I)
+_MODULE_HINT = re.compile(r"^(model|net|network|module)$|_(model|net)$|^(model|net)_", re.I)
+
+
+def name_hint(text: str | None) -> str | None:
+    """Last-resort guess from a variable's spelling."""
+    if not text:
+        return None
+    leaf = text.rsplit(".", 1)[-1]
+    if _SCHED_HINT.search(leaf):
+        return SCHEDULER
+    if _SCALER_HINT.search(leaf):
+        return SCALER
+    if _OPT_HINT.search(leaf):
+        return OPTIMIZER
+    if _MODULE_HINT.search(leaf):
+        return MODULE
+    return None
+
+
+def kind_of(model: "FileModel", expr: cst.CSTNode, _depth: int = 0) -> str | None:
+    key = id(expr)
+    cache = model._kind_cache
+    if key in cache:
+        return cache[key]
+    cache[key] = None  # cycle guard
+    result = _kind_of(model, expr, _depth) if _depth < 10 else None
+    cache[key] = result
+    return result
+
+
+def _kind_of(model: "FileModel", expr: cst.CSTNode, depth: int) -> str | None:
+    if isinstance(expr, (cst.Name, cst.Attribute)):
+        if isinstance(expr, cst.Attribute) and expr.attr.value in ("weight", "bias"):
+            if kind_of(model, expr.value, depth + 1) == MODULE:
+                return PARAMETER
+        if isinstance(expr, cst.Attribute) and expr.attr.value == "sampler":
+            if kind_of(model, expr.value, depth + 1) == LOADER:
+                return SAMPLER
+        bindings = model.bindings_of(expr)
+        kinds = set()
+        if bindings:
+            for b in bindings:
+                kinds.add(_binding_kind(model, b, depth))
+        kinds.discard(None)
+        if len(kinds) == 1:
+            return kinds.pop()
+        if not kinds:
+            if isinstance(expr, cst.Name) and model.is_backward_receiver(expr):
+                return LOSS
+            return name_hint(dotted(expr))
+        if kinds <= {LOSS, TENSOR}:
+            return LOSS
+        return None
+    if isinstance(expr, cst.Call):
+        return _call_kind(model, expr, depth)
+    if isinstance(expr, cst.BinaryOperation):
+        left = kind_of(model, expr.left, depth + 1)
+        right = kind_of(model, expr.right, depth + 1)
+        if LOSS in (left, right):
+            return LOSS
+        if TENSOR in (left, right) or LEAF in (left, right) or PARAMETER in (left, right):
+            return TENSOR
+        return None
+    if isinstance(expr, cst.UnaryOperation):
+        return kind_of(model, expr.expression, depth + 1)
+    if isinstance(expr, cst.Subscript):
+        inner = kind_of(model, expr.value, depth + 1)
+        return TENSOR if inner in (TENSOR, LOSS, LEAF, PARAMETER) else None
+    return None
+
+
+def _binding_kind(model: "FileModel", b, depth: int) -> str | None:
+    if b.kind in (ASSIGN, WITH) and b.value is not None:
+        return kind_of(model, b.value, depth + 1)
+    if b.kind == FOR and b.value is not None:
+        return _iterated_kind(model, b.value, depth)
+    if b.kind == PARAM:
+        param = b.node
+        if isinstance(param, cst.Param) and param.annotation is not None:
+            q = model.qualified_name(param.annotation.annotation)
+            if q is not None:
+                return _class_kind(model, q)
+        return None
+    return None
+
+
+def _iterated_kind(model: "FileModel", iterable: cst.CSTNode, depth: int) -> str | None:
+    """Kind of the loop variable of ``for x in <iterable>``."""
+    method = call_method(iterable)
+    if method == "parameters":
+        return PARAMETER
+    if method == "named_parameters":
+        return PARAMETER  # the tuple's second element; targets are checked by the caller
+    if isinstance(iterable, cst.Subscript):
+        # for p in group["params"]
+        for el in iterable.slice:
+            idx = el.slice
+            if isinstance(idx, cst.Index) and isinstance(idx.value, cst.SimpleString) \
+                    and idx.value.evaluated_value == "params":
+                return PARAMETER
+    return None
+
+
+def _class_kind(model: "FileModel", q: str) -> str | None:
+    if N.is_optimizer_class(q):
+        return OPTIMIZER
+    if q in N.GRAD_SCALERS:
+        return SCALER
+    if q.startswith("torch.optim.lr_scheduler."):
+        return SCHEDULER
+    if q in N.DISTRIBUTED_SAMPLERS:
+        return SAMPLER
+    if q in N.DATA_LOADERS:
+        return LOADER
+    if q == N.PARAMETER:
+        return PARAMETER
+    if q in ("torch.Tensor",):
+        return TENSOR
+    if q.startswith("torch.nn.") and q.count(".") == 2 and q.rsplit(".", 1)[1][:1].isupper():
+        return CRITERION if q.endswith("Loss") else MODULE
+    if q.startswith("torch.nn.parallel.") and q.endswith("DataParallel") or q == N.DATA_PARALLEL:
+        return MODULE
+    return None
+
+
+def _local_class_kind(model: "FileModel", classdef: cst.ClassDef, depth: int) -> str | None:
+    for base in classdef.bases:
+        q = model.qualified_name(base.value)
+        if q is not None:
+            k = _class_kind(model, q)
+            if k is not None:
+                return k
+        elif isinstance(base.value, cst.Name) and depth < 6:
+            bindings = model.bindings_of(base.value)
+            if bindings and len(bindings) == 1 and bindings[0].kind == CLASS:
+                k = _local_class_kind(model, bindings[0].value, depth + 1)
+                if k is not None:
+                    return k
+    return None
+
+
+def _call_kind(model: "FileModel", call: cst.Call, depth: int) -> str | None:
+    func = call.func
+    q = model.qualified_name(func)
+    if q is not None:
+        k = _class_kind(model, q)
+        if k is not None:
+            return k
+        if q in N.TENSOR_FACTORIES:
+            arg = keyword_arg(call, "requires_grad")
+            return LEAF if arg is not None and is_true(arg.value) else TENSOR
+        if N.is_loss_function(q):
+            return LOSS
+        if q.startswith("torch.") and q not in N.NON_TENSOR_TORCH and q.rsplit(".", 1)[1][:1].islower() \
+                and not q.startswith(("torch.distributed.", "torch.cuda.", "torch.backends.",
+                                      "torch.utils.", "torch.optim.", "torch.jit.", "torch.nn.init.")):
+            return TENSOR
+        return None
+    if isinstance(func, cst.Name):
+        bindings = model.bindings_of(func)
+        if bindings and len(bindings) == 1:
+            b = bindings[0]
+            if b.kind == CLASS:
+                return _local_class_kind(model, b.value, depth)
+            if b.kind == DEF:
+                return None
+        callee = kind_of(model, func, depth + 1)
+    elif isinstance(func, cst.Attribute):
+        method = func.attr.value
+        receiver = kind_of(model, func.value, depth + 1)
+        if method == "requires_grad_" and receiver in (TENSOR, LEAF):
+            if not call.args or is_true(call.args[0].value):
+                return LEAF
+        if "optimizer" in method.lower() and method.startswith(("configure", "create", "build", "make", "get")):
+            return OPTIMIZER
+        if receiver == MODULE and method in ("to", "cuda", "cpu", "train", "eval", "double", "float", "half"):
+            return MODULE
+        if receiver in (TENSOR, LEAF, PARAMETER, LOSS) and method in _TENSOR_METHODS:
+            return LOSS if receiver == LOSS and method not in ("detach", "item") else TENSOR
+        if receiver == SCALER and method == "scale":
+            return LOSS
+        callee = receiver if method == "forward" else None
+    else:
+        callee = None
+    if callee == CRITERION:
+        return LOSS
+    if callee == MODULE:
+        return TENSOR
+    return None

@@ -1,0 +1,149 @@
+"""Training-loop facts: backward/step/zero_grad events and the loops around them.
+
+An *event* is a call that matters to the order of a training step:
+
+* ``backward``: ``<expr>.backward(...)`` (``loss.backward()``,
+  ``scaler.scale(loss).backward()``, ``accelerator.backward(loss)``) or
+  ``torch.autograd.backward``;
+* ``step``: ``opt.step()`` on an optimizer, or ``scaler.step(opt)``;
+* ``clear``: ``opt.zero_grad()``, ``model.zero_grad()``, ``p.grad = None``,
+  ``p.grad.zero_()``.
+
+A *training loop* is a ``for``/``while`` whose body (through nested blocks and
+loops, not nested functions) holds a backward or a step. A *step loop* holds
+one directly (not only through an inner loop); an *epoch loop* holds a training
+loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from lint_rules.analysis.kinds import OPTIMIZER, SCALER, kind_of
+from lint_rules.analysis.model import dotted, is_none
+
+if TYPE_CHECKING:
+    from lint_rules.analysis.model import FileModel
+
+BACKWARD = "backward"
+STEP = "step"
+CLEAR = "clear"
+ANY = "*"  # a clear that covers every optimizer (model.zero_grad(), p.grad = None)
+
+
+@dataclass(frozen=True)
+class Event:
+    kind: str
+    node: cst.CSTNode
+    key: str | None  # the optimizer's spelling for step/clear; ANY for a global clear
+    index: int  # document order
+
+
+def _key(model: "FileModel", expr: cst.CSTNode) -> str:
+    text = dotted(expr)
+    if text is not None:
+        return text
+    return model.module.code_for_node(expr)
+
+
+class TrainingFacts:
+    def __init__(self, model: "FileModel") -> None:
+        self.model = model
+        self.events: list[Event] = []
+        for node in model.ordered:
+            if isinstance(node, cst.Call):
+                ev = self._call_event(node)
+            elif isinstance(node, cst.Assign):
+                ev = self._assign_event(node)
+            else:
+                continue
+            if ev is not None:
+                self.events.append(ev)
+        # Innermost loop (within the same function) of every event, and loop -> events.
+        self.loop_events: dict[int, list[Event]] = {}
+        self.direct_events: dict[int, list[Event]] = {}
+        self.loops: dict[int, cst.CSTNode] = {}
+        for ev in self.events:
+            loops = model.enclosing_loops(ev.node)
+            for i, loop in enumerate(loops):
+                self.loops[id(loop)] = loop
+                self.loop_events.setdefault(id(loop), []).append(ev)
+                if i == 0:
+                    self.direct_events.setdefault(id(loop), []).append(ev)
+
+    # -------------------------------------------------------------- events
+    def _call_event(self, call: cst.Call) -> Event | None:
+        model = self.model
+        func = call.func
+        idx = model.order[id(call)]
+        if isinstance(func, cst.Attribute):
+            method = func.attr.value
+            if method == "backward":
+                return Event(BACKWARD, call, None, idx)
+            if method == "step":
+                receiver = func.value
+                rkind = kind_of(model, receiver)
+                if rkind == OPTIMIZER:
+                    return Event(STEP, call, _key(model, receiver), idx)
+                if rkind == SCALER and call.args:
+                    return Event(STEP, call, _key(model, call.args[0].value), idx)
+                return None
+            if method == "zero_grad":
+                receiver = func.value
+                if kind_of(model, receiver) == OPTIMIZER:
+                    return Event(CLEAR, call, _key(model, receiver), idx)
+                return Event(CLEAR, call, ANY, idx)
+            if method in ("zero_", "detach_") or (method == "fill_" and call.args and _is_zero(call.args[0].value)):
+                base = func.value
+                if isinstance(base, cst.Attribute) and base.attr.value == "data":
+                    base = base.value
+                if isinstance(base, cst.Attribute) and base.attr.value == "grad" and method != "detach_":
+                    return Event(CLEAR, call, ANY, idx)
+            return None
+        q = model.qualified_name(func)
+        if q == "torch.autograd.backward":
+            return Event(BACKWARD, call, None, idx)
+        return None
+
+    def _assign_event(self, node: cst.Assign) -> Event | None:
+        if not is_none(node.value):
+            return None
+        for t in node.targets:
+            target = t.target
+            if isinstance(target, cst.Attribute) and target.attr.value == "grad":
+                return Event(CLEAR, node, ANY, self.model.order[id(node)])
+        return None
+
+    # --------------------------------------------------------------- loops
+    def is_training_loop(self, loop: cst.CSTNode) -> bool:
+        return any(e.kind in (BACKWARD, STEP) for e in self.loop_events.get(id(loop), ()))
+
+    def is_step_loop(self, loop: cst.CSTNode) -> bool:
+        return any(e.kind in (BACKWARD, STEP) for e in self.direct_events.get(id(loop), ()))
+
+    def training_loops(self) -> list[cst.CSTNode]:
+        return [loop for key, loop in self.loops.items() if self.is_training_loop(loop)]
+
+    def is_epoch_loop(self, loop: cst.CSTNode) -> bool:
+        """A loop around a training loop."""
+        for other in self.training_loops():
+            if other is not loop and self.model.is_inside(other, loop):
+                return True
+        return False
+
+    def region_events(self, region: cst.CSTNode) -> list[Event]:
+        """Events of one loop iteration, or of one function body, in statement order."""
+        if isinstance(region, (cst.For, cst.While)):
+            return sorted(self.loop_events.get(id(region), ()), key=lambda e: e.index)
+        return [e for e in self.events if self._region_of_function(e.node) is region]
+
+    def _region_of_function(self, node: cst.CSTNode) -> cst.CSTNode:
+        fn = self.model.enclosing_function(node)
+        return fn if fn is not None else self.model.module
+
+
+def _is_zero(expr: cst.CSTNode) -> bool:
+    return isinstance(expr, (cst.Integer, cst.Float)) and float(expr.value) == 0.0

@@ -1,0 +1,113 @@
+"""Parse once, run every enabled rule in one pass, collect, position, suppress, sort.
+
+The engine never reads argv and never prints.
+"""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass, field
+from typing import Iterable
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from lint_rules import registry, suppression
+from lint_rules.analysis.model import FileModel
+from lint_rules.rule import Finding, Report, Rule
+
+
+@dataclass
+class FileResult:
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    internal_error: bool = False
+    skipped: bool = False  # never mentions torch, or skip-file
+
+
+def _builtin_finding(path: str, code: registry.BuiltinCode, line: int, col: int, message: str) -> Finding:
+    return Finding(path, line, col, line, col, code.CODE, code.NAME, message, code.SEVERITY)
+
+
+def lint_source(source: str, path: str, codes: Iterable[str] | None = None) -> FileResult:
+    """Lint one file's text with the rules in ``codes`` (default: every active rule)."""
+    result = FileResult(path)
+    if "torch" not in source:
+        result.skipped = True
+        return result
+    if suppression.is_skip_file(source):
+        result.skipped = True
+        return result
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError as e:
+        msg = f"SyntaxError: {e.message}"
+        result.findings.append(_builtin_finding(path, registry.SYNTAX_ERROR, e.raw_line,
+                                                e.raw_column + 1, msg))
+        return result
+    except (RecursionError, ValueError, MemoryError) as e:
+        result.findings.append(_builtin_finding(path, registry.SYNTAX_ERROR, 1, 1,
+                                                f"could not parse: {type(e).__name__}: {e}"))
+        return result
+
+    rule_classes = registry.active_rules()
+    selected = [rule_classes[c] for c in (rule_classes if codes is None else codes) if c in rule_classes]
+    interesting: set[type] = set()
+    for rc in selected:
+        interesting.update(rc.visited_types())
+    model = FileModel(module, frozenset(interesting))
+    rules: list[Rule] = [rc(model) for rc in selected]
+
+    dispatch: dict[type, list[tuple[Rule, object]]] = {}
+    for rule in rules:
+        for tp, attr in type(rule).visited_types().items():
+            dispatch.setdefault(tp, []).append((rule, getattr(rule, attr)))
+    crashed: dict[str, str] = {}
+    for node in model.ordered:
+        handlers = dispatch.get(type(node))
+        if not handlers:
+            continue
+        for rule, method in handlers:
+            if rule.CODE in crashed:
+                continue
+            try:
+                method(node)
+            except Exception as e:  # one rule must never hide the others
+                crashed[rule.CODE] = _crash_text(e)
+    for rule in rules:
+        if rule.CODE in crashed:
+            continue
+        try:
+            rule.finish()
+        except Exception as e:
+            crashed[rule.CODE] = _crash_text(e)
+
+    reports: list[tuple[Rule, Report]] = [
+        (rule, rep) for rule in rules if rule.CODE not in crashed for rep in rule.reports]
+    for code, text in sorted(crashed.items()):
+        rc = rule_classes[code]
+        result.findings.append(_builtin_finding(
+            path, registry.INTERNAL_ERROR, 1, 1, f"rule {code} ({rc.NAME}) crashed: {text}"))
+        result.internal_error = True
+    if not reports:
+        return result
+
+    # Positions cost more than the parse; compute them only for files with findings.
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    table = suppression.suppressions(source)
+    for rule, rep in reports:
+        rng = positions[rep.node]
+        line = rng.start.line
+        if suppression.is_suppressed(table, line, rule.CODE):
+            continue
+        result.findings.append(Finding(
+            path, line, rng.start.column + 1, rng.end.line, rng.end.column + 1,
+            rule.CODE, rule.NAME, rep.message, rule.SEVERITY))
+    result.findings.sort(key=Finding.sort_key)
+    return result
+
+
+def _crash_text(e: BaseException) -> str:
+    frames = traceback.extract_tb(e.__traceback__)
+    where = f" at {frames[-1].filename.rsplit('/', 1)[-1]}:{frames[-1].lineno}" if frames else ""
+    return f"{type(e).__name__}: {e}{where}"

@@ -1,0 +1,124 @@
+"""Rule discovery, unique codes, and selection by code or prefix (``TRN1``, ``ALL``)."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from lint_rules.errors import UsageError
+from lint_rules.rule import ERROR, Rule
+
+CODE_RE = re.compile(r"^TRN\d{3}$")
+SELECTOR_RE = re.compile(r"^(ALL|TRN\d{0,3})$")
+
+
+@dataclass(frozen=True)
+class BuiltinCode:
+    """A code the engine itself reports; always on, cannot be selected away."""
+
+    CODE: str
+    NAME: str
+    MESSAGE: str
+    DOC: str
+    SEVERITY: str = ERROR
+
+    def documentation(self) -> str:
+        return self.DOC.strip()
+
+    def summary(self) -> str:
+        return self.MESSAGE
+
+
+SYNTAX_ERROR = BuiltinCode(
+    "TRN000",
+    "syntax-error",
+    "File could not be parsed",
+    """
+## What it does
+Reports a file that LibCST cannot parse, at the parser's position. The other files
+are still linted.
+
+## Why is this bad?
+No rule can check a file that does not parse, so its training bugs go unseen.
+""",
+)
+
+INTERNAL_ERROR = BuiltinCode(
+    "TRN001",
+    "internal-error",
+    "A rule crashed on this file",
+    """
+## What it does
+Reports that a torchcheck rule raised an exception on this file. The message names
+the rule and the exception. The file's other findings are still reported, and the
+run exits with code 2.
+
+## Why is this bad?
+The crashed rule checked nothing in this file. Please report it with the file.
+""",
+)
+
+BUILTINS: dict[str, BuiltinCode] = {b.CODE: b for b in (SYNTAX_ERROR, INTERNAL_ERROR)}
+
+
+@lru_cache(maxsize=1)
+def all_rules() -> dict[str, type[Rule]]:
+    """Every registered rule by code, sorted. Imports each ``rules/trnNNN_*.py`` once."""
+    import lint_rules.rules as pkg
+
+    found: dict[str, type[Rule]] = {}
+    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
+        if not re.match(r"^trn\d{3}_", info.name):
+            continue
+        module = importlib.import_module(f"{pkg.__name__}.{info.name}")
+        for obj in vars(module).values():
+            if isinstance(obj, type) and issubclass(obj, Rule) and obj is not Rule \
+                    and obj.__module__ == module.__name__:
+                if obj.CODE in found or obj.CODE in BUILTINS:
+                    raise RuntimeError(f"duplicate rule code {obj.CODE} in {module.__name__}")
+                found[obj.CODE] = obj
+    return dict(sorted(found.items()))
+
+
+def active_rules() -> dict[str, type[Rule]]:
+    return {c: r for c, r in all_rules().items() if not r.REMOVED}
+
+
+def lookup(code: str):
+    """A rule class or builtin code by its code, or None."""
+    return all_rules().get(code) or BUILTINS.get(code)
+
+
+def known_codes() -> list[str]:
+    return sorted([*BUILTINS, *all_rules()])
+
+
+def expand(selectors: list[str] | tuple[str, ...], source: str) -> set[str]:
+    """Codes matched by ``selectors``; an unknown selector is a UsageError naming it."""
+    codes = list(active_rules())
+    out: set[str] = set()
+    bad: list[str] = []
+    for raw in selectors:
+        sel = raw.strip().upper()
+        if not sel:
+            continue
+        if not SELECTOR_RE.match(sel):
+            bad.append(raw)
+            continue
+        if sel == "ALL":
+            out.update(codes)
+            continue
+        matched = [c for c in codes if c.startswith(sel)]
+        if not matched and sel not in BUILTINS:
+            bad.append(raw)
+        out.update(matched)
+    if bad:
+        listing = ", ".join(repr(b) for b in bad)
+        raise UsageError(
+            f"unknown rule code or prefix {listing} in {source}; "
+            f"use ALL, a prefix such as TRN1, or one of: {', '.join(known_codes())}"
+        )
+    return out

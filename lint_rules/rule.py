@@ -1,0 +1,125 @@
+"""The Rule base class, findings, and the examples each rule carries."""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+import libcst as cst
+
+if TYPE_CHECKING:
+    from lint_rules.analysis.model import FileModel
+
+ERROR = "error"
+WARNING = "warning"
+
+# Marks the line(s) an INVALID example must be reported on.
+BUG_MARKER = "# BUG"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One diagnostic. Lines and columns are 1-based; the end column is exclusive."""
+
+    path: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    code: str
+    name: str
+    message: str
+    severity: str
+
+    def sort_key(self) -> tuple:
+        return (self.path, self.line, self.column, self.code)
+
+    def to_dict(self) -> dict:
+        return {
+            "path": self.path,
+            "line": self.line,
+            "column": self.column,
+            "end_line": self.end_line,
+            "end_column": self.end_column,
+            "code": self.code,
+            "name": self.name,
+            "message": self.message,
+            "severity": self.severity,
+        }
+
+
+@dataclass(frozen=True)
+class Valid:
+    code: str
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """An example the rule must flag: on every line marked ``# BUG``, and nowhere else."""
+
+    code: str
+
+    @property
+    def expected_lines(self) -> list[int]:
+        src = textwrap.dedent(self.code)
+        return [i for i, line in enumerate(src.splitlines(), 1) if BUG_MARKER in line]
+
+
+@dataclass
+class Report:
+    node: cst.CSTNode
+    message: str
+
+
+class Rule:
+    """Base class. Subclasses define ``visit_<NodeType>(self, node)`` methods.
+
+    The engine calls every visit method of every enabled rule during one pass
+    over the nodes of the file in document order, then ``finish()``. Rules ask
+    the shared :class:`FileModel` (``self.model``) for names, kinds, loops and
+    grad mode instead of keeping their own context stacks.
+    """
+
+    CODE: ClassVar[str]
+    NAME: ClassVar[str]
+    MESSAGE: ClassVar[str]
+    FIX_TITLE: ClassVar[str | None] = None
+    SEVERITY: ClassVar[str] = ERROR
+    VALID: ClassVar[list[Valid]] = []
+    INVALID: ClassVar[list[Invalid]] = []
+    # Rules that are listed but never run (a retired code stays registered).
+    REMOVED: ClassVar[bool] = False
+
+    def __init__(self, model: "FileModel") -> None:
+        self.model = model
+        self.reports: list[Report] = []
+        self._reported: set[int] = set()
+
+    def report(self, node: cst.CSTNode, message: str | None = None) -> None:
+        if id(node) in self._reported:
+            return
+        self._reported.add(id(node))
+        self.reports.append(Report(node, message or self.MESSAGE))
+
+    def finish(self) -> None:
+        """Called after every node was visited; override for whole-file checks."""
+
+    @classmethod
+    def summary(cls) -> str:
+        return cls.MESSAGE
+
+    @classmethod
+    def documentation(cls) -> str:
+        return textwrap.dedent(cls.__doc__ or "").strip()
+
+    @classmethod
+    def visited_types(cls) -> dict[type, str]:
+        """Node type -> visit method name, from the class's ``visit_<Type>`` methods."""
+        out = {}
+        for attr in dir(cls):
+            if attr.startswith("visit_"):
+                tp = getattr(cst, attr[len("visit_"):], None)
+                if isinstance(tp, type) and issubclass(tp, cst.CSTNode):
+                    out[tp] = attr
+        return out

@@ -1,0 +1,227 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from lint_rules.analysis.training import ANY, BACKWARD, CLEAR, STEP, Event
+from lint_rules.rule import Invalid, Rule, Valid
+
+
+class ZeroGradBetweenBackwardAndStep(Rule):
+    """
+    ## What it does
+    Flags clearing gradients (`optimizer.zero_grad()`, `model.zero_grad()`,
+    `p.grad = None`, `p.grad.zero_()`) after a `backward()` and before the `step()`
+    of the same optimizer, with no other `backward()` in between. Statement order is
+    read within one loop iteration (wrapping around to the top of the loop) or
+    within one function body.
+
+    ## Why is this bad?
+    `backward()` writes the gradients, `zero_grad()` erases them, and `step()` then
+    applies all-zero (or `None`) gradients. The loss never goes down, and nothing
+    raises: the run burns its whole budget training nothing.
+
+    ## Example
+    ```python
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.zero_grad()
+        optimizer.step()
+    ```
+
+    Use instead:
+    ```python
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+    ```
+
+    ## Known problems
+    Events hidden behind calls to your own helper functions are not followed, so a
+    `zero_grad()` inside `my_step()` is not seen. An optimizer is recognised from its
+    construction (`torch.optim.*`), a type annotation, or, as a last resort, a name
+    such as `optimizer` or `opt_g`.
+
+    ## References
+    - https://pytorch.org/docs/stable/generated/torch.optim.Optimizer.zero_grad.html
+    - https://pytorch.org/tutorials/recipes/recipes/zeroing_out_gradients.html
+    """
+
+    CODE = "TRN101"
+    NAME = "zero-grad-between-backward-and-step"
+    MESSAGE = "Gradients are cleared after backward() and before step(): the step applies zero gradients"
+    FIX_TITLE = "Move zero_grad() before backward() or after step()"
+
+    VALID = [
+        Valid(
+            """
+            import torch
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in loader:
+                opt.zero_grad()
+                loss = criterion(model(x), y)
+                loss.backward()
+                opt.step()
+            """
+        ),
+        Valid(
+            """
+            # zero_grad after step
+            import torch
+            opt = torch.optim.Adam(model.parameters())
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                loss.backward()
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+            """
+        ),
+        Valid(
+            """
+            # gradient accumulation: clear after the conditional step
+            import torch
+            opt = torch.optim.AdamW(model.parameters())
+            for i, (x, y) in enumerate(loader):
+                loss = criterion(model(x), y) / accum_steps
+                loss.backward()
+                if (i + 1) % accum_steps == 0:
+                    opt.step()
+                    opt.zero_grad()
+            """
+        ),
+        Valid(
+            """
+            # GAN: D is cleared after G's backward but before D's own backward
+            import torch
+            opt_g = torch.optim.Adam(gen.parameters())
+            opt_d = torch.optim.Adam(disc.parameters())
+            for real in loader:
+                opt_g.zero_grad()
+                g_loss = -disc(gen(z)).mean()
+                g_loss.backward()
+                opt_g.step()
+                opt_d.zero_grad()
+                d_loss = disc(gen(z).detach()).mean() - disc(real).mean()
+                d_loss.backward()
+                opt_d.step()
+            """
+        ),
+        Valid(
+            """
+            # AMP with a GradScaler
+            import torch
+            scaler = torch.amp.GradScaler("cuda")
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in loader:
+                opt.zero_grad(set_to_none=True)
+                with torch.autocast("cuda"):
+                    loss = criterion(model(x), y)
+                scaler.scale(loss).backward()
+                scaler.step(opt)
+                scaler.update()
+            """
+        ),
+        Valid(
+            """
+            # clearing another optimizer's gradients does not affect this step
+            import torch
+            opt_a = torch.optim.SGD(a.parameters(), lr=0.1)
+            opt_b = torch.optim.SGD(b.parameters(), lr=0.1)
+            for x in loader:
+                opt_a.zero_grad()
+                opt_b.zero_grad()
+                loss_a(x).backward()
+                opt_b.zero_grad()
+                opt_a.step()
+            """
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                loss.backward()
+                opt.zero_grad()  # BUG
+                opt.step()
+            """
+        ),
+        Invalid(
+            """
+            import torch.optim as optim
+            optimizer = optim.Adam(model.parameters())
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                loss.backward()
+                model.zero_grad()  # BUG
+                optimizer.step()
+            """
+        ),
+        Invalid(
+            """
+            import torch
+            def train_step(model, optimizer, scaler, x, y):
+                with torch.autocast("cuda"):
+                    loss = model(x, y)
+                scaler.scale(loss).backward()
+                optimizer.zero_grad(set_to_none=True)  # BUG
+                scaler.step(optimizer)
+                scaler.update()
+            """
+        ),
+        Invalid(
+            """
+            import torch
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in loader:
+                opt.step()
+                loss = criterion(model(x), y)
+                loss.backward()
+                for p in model.parameters():
+                    p.grad = None  # BUG
+            """
+        ),
+    ]
+
+    def finish(self) -> None:
+        facts = self.model.training
+        if not facts.events:
+            return
+        regions: list[cst.CSTNode] = [facts.loops[k] for k in facts.loops]
+        seen_functions = set()
+        for ev in facts.events:
+            fn = facts._region_of_function(ev.node)
+            if id(fn) not in seen_functions:
+                seen_functions.add(id(fn))
+                regions.append(fn)
+        for region in regions:
+            events = facts.region_events(region)
+            cyclic = isinstance(region, (cst.For, cst.While))
+            for i, ev in enumerate(events):
+                if ev.kind == CLEAR and self._clears_before_step(events, i, cyclic):
+                    self.report(ev.node)
+
+    def _clears_before_step(self, events: list[Event], i: int, cyclic: bool) -> bool:
+        clear = events[i]
+        model = self.model
+        # A backward must have run before the clear in this iteration (or, in a
+        # loop, anywhere in the body: the previous iteration's).
+        before = events[:i] if not cyclic else events[:i] + events[i + 1:]
+        if not any(e.kind == BACKWARD and not model.mutually_exclusive(e.node, clear.node)
+                   for e in before):
+            return False
+        after = events[i + 1:] + (events[:i] if cyclic else [])
+        for e in after:
+            if model.mutually_exclusive(e.node, clear.node):
+                continue
+            if e.kind == BACKWARD:
+                return False
+            if e.kind == STEP and (clear.key == ANY or e.key == clear.key):
+                return True
+            if e.kind == CLEAR and e.key == clear.key:
+                return False  # the next clear is the one to judge
+        return False

@@ -1,0 +1,196 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from lint_rules.analysis.training import ANY, BACKWARD, CLEAR, STEP
+from lint_rules.rule import Invalid, Rule, Valid
+
+
+class MissingZeroGrad(Rule):
+    """
+    ## What it does
+    Flags an optimizer `step()` in a training loop that calls `backward()` and
+    `step()` but never clears that optimizer's gradients anywhere in the loop: no
+    `optimizer.zero_grad()`, no `model.zero_grad()`, no `p.grad = None`.
+
+    ## Why is this bad?
+    `backward()` adds to `.grad`; it does not overwrite it. Without clearing, every
+    step applies the sum of all gradients since the start of training. The effective
+    learning rate grows with the step count and training diverges or stalls, with no
+    error.
+
+    ## Example
+    ```python
+    optimizer.zero_grad()
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+    ```
+
+    Use instead:
+    ```python
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+    ```
+
+    ## Known problems
+    Clearing done inside a helper function called from the loop is not followed;
+    write the `zero_grad()` in the loop or suppress the finding. Clearing inside a
+    closure defined in the loop (the LBFGS pattern) is seen.
+
+    ## References
+    - https://pytorch.org/tutorials/recipes/recipes/zeroing_out_gradients.html
+    - https://pytorch.org/docs/stable/generated/torch.optim.Optimizer.zero_grad.html
+    """
+
+    CODE = "TRN102"
+    NAME = "missing-zero-grad"
+    MESSAGE = "Training loop steps this optimizer but never clears its gradients: they accumulate across steps"
+    FIX_TITLE = "Call optimizer.zero_grad() once per step"
+
+    VALID = [
+        Valid(
+            """
+            import torch
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in loader:
+                opt.zero_grad()
+                criterion(model(x), y).backward()
+                opt.step()
+            """
+        ),
+        Valid(
+            """
+            # gradient accumulation with the clear after the conditional step
+            import torch
+            opt = torch.optim.AdamW(model.parameters())
+            for i, (x, y) in enumerate(loader):
+                (criterion(model(x), y) / 4).backward()
+                if (i + 1) % 4 == 0:
+                    opt.step()
+                    opt.zero_grad(set_to_none=True)
+            """
+        ),
+        Valid(
+            """
+            # nanoGPT-style micro-steps inside the step loop
+            import torch
+            optimizer = model.configure_optimizers(weight_decay, learning_rate)
+            while True:
+                for micro_step in range(accum):
+                    scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+                optimizer.zero_grad(set_to_none=True)
+            """
+        ),
+        Valid(
+            """
+            # model.zero_grad() and p.grad = None clear every optimizer of the model
+            import torch
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in loader:
+                model.zero_grad()
+                criterion(model(x), y).backward()
+                opt.step()
+            for x, y in loader:
+                criterion(model(x), y).backward()
+                opt.step()
+                for p in model.parameters():
+                    p.grad = None
+            """
+        ),
+        Valid(
+            """
+            # LBFGS: the closure clears the gradients
+            import torch
+            opt = torch.optim.LBFGS(model.parameters())
+            for x, y in loader:
+                def closure():
+                    opt.zero_grad()
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    return loss
+                opt.step(closure)
+            """
+        ),
+        Valid(
+            """
+            # a scheduler's step is not an optimizer step
+            import torch
+            for epoch in range(10):
+                loss.backward()
+                scheduler.step()
+            """
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            opt.zero_grad()
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                loss.backward()
+                opt.step()  # BUG
+            """
+        ),
+        Invalid(
+            """
+            from torch import optim
+            optimizer = optim.Adam(net.parameters())
+            scaler = torch.amp.GradScaler()
+            for epoch in range(10):
+                optimizer.zero_grad()  # once per epoch only
+                for x, y in loader:
+                    scaler.scale(criterion(net(x), y)).backward()
+                    scaler.step(optimizer)  # BUG
+                    scaler.update()
+            """
+        ),
+        Invalid(
+            """
+            import torch
+            opt_g = torch.optim.Adam(gen.parameters())
+            opt_d = torch.optim.Adam(disc.parameters())
+            for real in loader:
+                opt_d.zero_grad()
+                d_loss(real).backward()
+                opt_d.step()
+                g_loss(real).backward()
+                opt_g.step()  # BUG
+            """
+        ),
+    ]
+
+    def finish(self) -> None:
+        facts = self.model.training
+        for ev in facts.events:
+            if ev.kind != STEP:
+                continue
+            loop = self._training_loop_of(ev)
+            if loop is None:
+                continue
+            if not self._clears(loop, ev.key):
+                self.report(ev.node)
+
+    def _training_loop_of(self, step) -> cst.CSTNode | None:
+        """Innermost loop around the step that also holds a backward."""
+        facts = self.model.training
+        for loop in self.model.enclosing_loops(step.node):
+            if any(e.kind == BACKWARD for e in facts.loop_events.get(id(loop), ())):
+                return loop
+        return None
+
+    def _clears(self, loop: cst.CSTNode, key: str | None) -> bool:
+        facts = self.model.training
+        for ev in facts.events:
+            if ev.kind == CLEAR and (ev.key == ANY or ev.key == key) \
+                    and self.model.is_inside(ev.node, loop):
+                return True
+        return False

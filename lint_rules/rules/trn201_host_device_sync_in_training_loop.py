@@ -1,0 +1,265 @@
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from lint_rules.analysis.kinds import LEAF, LOSS, MODULE, PARAMETER, TENSOR
+from lint_rules.rule import WARNING, Invalid, Rule, Valid
+
+_SYNC_METHODS = frozenset({"item", "cpu", "numpy", "tolist"})
+_CASTS = frozenset({"builtins.float", "builtins.int", "builtins.bool"})
+_TENSORISH = frozenset({TENSOR, LOSS, LEAF, PARAMETER})
+# Conditions that run a block only now and then: `step % log_every == 0`, `if i == 0`,
+# or a flag whose name says so.
+_RARE_NAME = re.compile(r"interval|every|freq|period|(^|_)log(_|$)|logging|verbose|debug|print", re.I)
+
+
+class HostDeviceSyncInTrainingLoop(Rule):
+    """
+    ## What it does
+    Flags operations that copy a tensor to the host inside a training step loop:
+    `.item()`, `.cpu()`, `.numpy()`, `.tolist()`, `float()`/`int()`/`bool()` of a
+    tensor, and `print()` of a tensor. Quiet under a logging-interval condition
+    (`if step % log_every == 0:`, `if i == 0:`), after the loop, inside nested
+    functions, and in loops that neither call `backward()` nor step an optimizer
+    (evaluation loops).
+
+    ## Why is this bad?
+    On a GPU each of these blocks the Python thread until every queued kernel has
+    finished, so the CPU can no longer run ahead and queue the next step. One
+    `.item()` per step commonly costs 5-30% of throughput, silently.
+
+    ## Example
+    ```python
+    for step, (x, y) in enumerate(loader):
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+        running_loss += loss.item()
+    ```
+
+    Use instead:
+    ```python
+    for step, (x, y) in enumerate(loader):
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+        running_loss += loss.detach()
+        if step % log_every == 0:
+            print(running_loss.item() / log_every)
+    ```
+
+    ## Known problems
+    On CPU-only training the copy is cheap, and the finding is a portability note.
+    `float(x)`/`print(x)` are flagged only when `x` is known to be a tensor (a loss,
+    a model output, a `torch.*` result). Conditions that run rarely but say so in no
+    recognisable way (`if should_log:`) are not recognised; suppress with
+    `# noqa: TRN201`.
+
+    ## References
+    - https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html#avoid-unnecessary-cpu-gpu-synchronization
+    - https://pytorch.org/docs/stable/generated/torch.cuda.set_sync_debug_mode.html
+    """
+
+    CODE = "TRN201"
+    NAME = "host-device-sync-in-training-loop"
+    MESSAGE = "Host-device synchronisation in the training loop: `{op}` blocks on the GPU every step"
+    FIX_TITLE = "Accumulate on the device and sync only at a logging interval"
+    SEVERITY = WARNING
+
+    VALID = [
+        Valid(
+            """
+            import torch
+            for step, (x, y) in enumerate(loader):
+                optimizer.zero_grad()
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                if step % log_every == 0:
+                    print(f"step {step}: {loss.item():.4f}")
+            """
+        ),
+        Valid(
+            """
+            # evaluation loop, and a sync after the training loop
+            import torch
+            for x, y in train_loader:
+                optimizer.zero_grad()
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+            print(loss.item())
+            with torch.no_grad():
+                for x, y in val_loader:
+                    correct += (model(x).argmax(1) == y).sum().item()
+            """
+        ),
+        Valid(
+            """
+            # once per epoch, and the first step only
+            import torch
+            for epoch in range(epochs):
+                for i, (x, y) in enumerate(loader):
+                    optimizer.zero_grad()
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    if i == 0:
+                        first = loss.item()
+                print(epoch, loss.item())
+            """
+        ),
+        Valid(
+            """
+            # int()/float() of plain Python values are not syncs
+            import torch
+            for i, (x, y) in enumerate(loader):
+                optimizer.zero_grad()
+                criterion(model(x), y).backward()
+                optimizer.step()
+                lr = float(args.lr) * int(world_size)
+                model.cpu() if args.offload else None
+            """
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch
+            for x, y in loader:
+                optimizer.zero_grad()
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                running_loss += loss.item()  # BUG
+            """
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.nn.functional as F
+            for x, y in loader:
+                out = model(x)
+                loss = F.cross_entropy(out, y)
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+                acc = (out.argmax(1) == y).float().mean().cpu().numpy()  # BUG
+                history.append(float(loss))  # BUG
+            """
+        ),
+        Invalid(
+            """
+            import torch
+            while step < max_steps:
+                loss = model(next(batches))
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+                if loss.item() > 1e4:  # BUG
+                    raise RuntimeError("diverged")
+                print(loss)  # BUG
+                step += 1
+            """
+        ),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        op = self._sync_op(node)
+        if op is None:
+            return
+        if not self._in_step_loop(node):
+            return
+        self.report(node, self.MESSAGE.format(op=op))
+
+    def _sync_op(self, node: cst.Call) -> str | None:
+        func = node.func
+        model = self.model
+        if isinstance(func, cst.Attribute):
+            method = func.attr.value
+            if method not in _SYNC_METHODS or (method != "cpu" and node.args):
+                return None
+            receiver = func.value
+            if model.kind_of(receiver) == MODULE:
+                return None
+            if self._chain_has_sync(receiver):
+                return None  # report the first sync of a chain once
+            if method == "numpy" and not _looks_like_tensor_chain(receiver):
+                return None
+            return f".{method}()"
+        q = model.qualified_name(func)
+        if q in _CASTS and len(node.args) == 1:
+            arg = node.args[0].value
+            if model.kind_of(arg) in _TENSORISH and not self._chain_has_sync(arg):
+                return f"{q.split('.', 1)[1]}(tensor)"
+            return None
+        if q == "builtins.print":
+            for arg in node.args:
+                if arg.keyword is None and model.kind_of(arg.value) in _TENSORISH:
+                    return "print(tensor)"
+        return None
+
+    def _chain_has_sync(self, expr: cst.CSTNode) -> bool:
+        while True:
+            if isinstance(expr, cst.Call):
+                func = expr.func
+                if isinstance(func, cst.Attribute):
+                    if func.attr.value in _SYNC_METHODS:
+                        return True
+                    expr = func.value
+                    continue
+                return False
+            if isinstance(expr, cst.Attribute):
+                expr = expr.value
+                continue
+            return False
+
+    def _in_step_loop(self, node: cst.CSTNode) -> bool:
+        model = self.model
+        facts = model.training
+        child = node
+        for anc in model.ancestors(node):
+            if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                return False
+            if isinstance(anc, (cst.If, cst.IfExp)) and child is anc.body \
+                    and _is_rare_condition(anc.test):
+                return False
+            if isinstance(anc, (cst.For, cst.While)):
+                if not model.in_loop_body(node, anc):
+                    return False
+                return facts.is_step_loop(anc)
+            child = anc
+        return False
+
+
+def _looks_like_tensor_chain(expr: cst.CSTNode) -> bool:
+    """`.numpy()` also exists on NumPy-like objects; require a tensor-ish chain."""
+    return isinstance(expr, (cst.Call, cst.Name, cst.Attribute, cst.Subscript))
+
+
+def _is_rare_condition(test: cst.CSTNode) -> bool:
+    """`step % n == 0`, `i == 0`, `epoch_end`, `step in log_steps` and friends."""
+    stack = [test]
+    while stack:
+        expr = stack.pop()
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Modulo):
+            return True
+        if isinstance(expr, cst.Comparison):
+            for target in expr.comparisons:
+                if isinstance(target.operator, (cst.Equal, cst.In)):
+                    return True
+            stack.append(expr.left)
+            stack.extend(t.comparator for t in expr.comparisons)
+        elif isinstance(expr, cst.BooleanOperation):
+            stack.extend((expr.left, expr.right))
+        elif isinstance(expr, cst.UnaryOperation):
+            stack.append(expr.expression)
+        elif isinstance(expr, (cst.Name, cst.Attribute)):
+            text = expr.attr.value if isinstance(expr, cst.Attribute) else expr.value
+            if _RARE_NAME.search(text):
+                return True
+        elif isinstance(expr, cst.Call):
+            stack.append(expr.func)
+    return False
