@@ -55,6 +55,7 @@ def lint_source(source: str, path: str, codes: Iterable[str] | None = None) -> F
     interesting: set[type] = set()
     for rc in selected:
         interesting.update(rc.visited_types())
+        interesting.update(rc.NEEDS)
     model = FileModel(module, frozenset(interesting))
     rules: list[Rule] = [rc(model) for rc in selected]
 

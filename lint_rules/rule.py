@@ -88,6 +88,8 @@ class Rule:
     SEVERITY: ClassVar[str] = ERROR
     VALID: ClassVar[list[Valid]] = []
     INVALID: ClassVar[list[Invalid]] = []
+    # Extra node types the rule reads with ``model.nodes(tp)`` without visiting them.
+    NEEDS: ClassVar[tuple[type, ...]] = ()
     # Rules that are listed but never run (a retired code stays registered).
     REMOVED: ClassVar[bool] = False
 

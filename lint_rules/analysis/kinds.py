@@ -86,7 +86,7 @@ def _kind_of(model: "FileModel", expr: cst.CSTNode, depth: int) -> str | None:
         kinds = set()
         if bindings:
             for b in bindings:
-                kinds.add(_binding_kind(model, b, depth))
+                kinds.add(_binding_kind(model, b, depth, expr))
         kinds.discard(None)
         if len(kinds) == 1:
             return kinds.pop()
@@ -115,11 +115,18 @@ def _kind_of(model: "FileModel", expr: cst.CSTNode, depth: int) -> str | None:
     return None
 
 
-def _binding_kind(model: "FileModel", b, depth: int) -> str | None:
+def _binding_kind(model: "FileModel", b, depth: int, expr: cst.CSTNode) -> str | None:
     if b.kind in (ASSIGN, WITH) and b.value is not None:
         return kind_of(model, b.value, depth + 1)
     if b.kind == FOR and b.value is not None:
-        return _iterated_kind(model, b.value, depth)
+        kind = _iterated_kind(model, b.value, depth)
+        target = getattr(b.node, "target", None)
+        if kind is not None and isinstance(target, (cst.Tuple, cst.List)):
+            # `for name, p in named_parameters()`: only the last element is the tensor
+            last = target.elements[-1].value
+            if not (isinstance(last, cst.Name) and isinstance(expr, cst.Name) and last.value == expr.value):
+                return None
+        return kind
     if b.kind == PARAM:
         param = b.node
         if isinstance(param, cst.Param) and param.annotation is not None:

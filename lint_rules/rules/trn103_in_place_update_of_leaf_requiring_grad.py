@@ -1,0 +1,179 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from lint_rules.analysis.kinds import LEAF, PARAMETER
+from lint_rules.rule import Invalid, Rule, Valid
+
+# In-place tensor methods end in "_"; these few are not data updates.
+_NOT_DATA_UPDATES = frozenset({"requires_grad_", "share_memory_", "retain_grad_", "detach_",
+                               "set_", "resize_", "record_stream_"})
+_LEAF_KINDS = frozenset({LEAF, PARAMETER})
+
+
+class InPlaceUpdateOfLeafRequiringGrad(Rule):
+    """
+    ## What it does
+    Flags an in-place operation (`+=`, `-=`, `*=`, `/=`, `w[i] = ...`, `add_`,
+    `sub_`, `mul_`, `div_`, `copy_`, `zero_`, `fill_`, `clamp_`, `uniform_`, ...)
+    on a leaf tensor that requires grad: a parameter from `parameters()` or
+    `named_parameters()`, an `nn.Parameter`, or a tensor created with
+    `requires_grad=True`, when it is not inside `torch.no_grad()` or
+    `torch.inference_mode()` (block or decorator).
+
+    ## Why is this bad?
+    Autograd refuses: `RuntimeError: a leaf Variable that requires grad is being
+    used in an in-place operation`, usually hours into a job at the first manual
+    weight update, clipping or re-initialisation. Wrapping the update in
+    `torch.no_grad()` says that it is not part of the graph.
+
+    ## Example
+    ```python
+    for p in model.parameters():
+        p -= lr * p.grad
+    ```
+
+    Use instead:
+    ```python
+    with torch.no_grad():
+        for p in model.parameters():
+            p -= lr * p.grad
+    ```
+
+    ## Known problems
+    A leaf whose `requires_grad` was switched off later (`w.requires_grad_(False)`)
+    is still treated as requiring grad. Updates through `.data` are out of scope here
+    (see TRN108). `p.grad.zero_()` is not flagged: `p.grad` is not the leaf.
+
+    ## References
+    - https://pytorch.org/docs/stable/notes/autograd.html#in-place-operations-with-autograd
+    - https://pytorch.org/docs/stable/generated/torch.no_grad.html
+    """
+
+    CODE = "TRN103"
+    NAME = "in-place-update-of-leaf-requiring-grad"
+    MESSAGE = "In-place update of a leaf tensor that requires grad outside torch.no_grad(): autograd raises at run time"
+    FIX_TITLE = "Wrap the update in `with torch.no_grad():`"
+
+    VALID = [
+        Valid(
+            """
+            import torch
+            with torch.no_grad():
+                for p in model.parameters():
+                    p -= lr * p.grad
+            """
+        ),
+        Valid(
+            """
+            # p.grad.zero_() touches the gradient, not the leaf
+            import torch
+            for p in model.parameters():
+                if p.grad is not None:
+                    p.grad.zero_()
+                    p.grad.mul_(0.5)
+            """
+        ),
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.w = nn.Parameter(torch.empty(3, 3))
+                    self.reset_parameters()
+
+                @torch.no_grad()
+                def reset_parameters(self):
+                    self.w.uniform_(-0.1, 0.1)
+            """
+        ),
+        Valid(
+            """
+            # tensors that do not require grad, and a non-leaf result
+            import torch
+            buf = torch.zeros(10)
+            buf += 1
+            w = torch.randn(3, requires_grad=True)
+            y = w * 2
+            y += 1
+            """
+        ),
+        Valid(
+            """
+            import torch
+            w = torch.randn(3, requires_grad=True)
+            with torch.inference_mode():
+                w.clamp_(-1, 1)
+            """
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch
+            for p in model.parameters():
+                p -= lr * p.grad  # BUG
+            """
+        ),
+        Invalid(
+            """
+            import torch
+            w = torch.randn(3, 3, requires_grad=True)
+            w.add_(1.0)  # BUG
+            w[0] = 0.0  # BUG
+            """
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.weight = nn.Parameter(torch.empty(4, 4))
+                    self.weight.normal_(0, 0.02)  # BUG
+            """
+        ),
+        Invalid(
+            """
+            import torch
+            for name, param in model.named_parameters():
+                if "bias" in name:
+                    param.zero_()  # BUG
+            """
+        ),
+    ]
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._check(node, node.target)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            if isinstance(t.target, cst.Subscript):
+                self._check(node, t.target.value)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute):
+            method = func.attr.value
+            if method.endswith("_") and not method.startswith("_") and method not in _NOT_DATA_UPDATES:
+                self._check(node, func.value)
+
+    def _check(self, node: cst.CSTNode, target: cst.CSTNode) -> None:
+        if isinstance(target, cst.Subscript):
+            target = target.value
+        if not self._is_leaf(target):
+            return
+        if self.model.in_no_grad(node):
+            return
+        self.report(node)
+
+    def _is_leaf(self, expr: cst.CSTNode) -> bool:
+        model = self.model
+        if not isinstance(expr, (cst.Name, cst.Attribute)):
+            return False
+        if isinstance(expr, cst.Attribute) and expr.attr.value in ("grad", "data"):
+            return False
+        return model.kind_of(expr) in _LEAF_KINDS

@@ -1,0 +1,116 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from lint_rules.analysis.names import DATA_PARALLEL
+from lint_rules.rule import WARNING, Invalid, Rule, Valid
+
+
+class DataParallel(Rule):
+    """
+    ## What it does
+    Flags constructing or subclassing `torch.nn.DataParallel` under any spelling or
+    alias (`nn.DataParallel`, `torch.nn.parallel.DataParallel`,
+    `from torch.nn.parallel.data_parallel import DataParallel as DP`, ...).
+    `isinstance` checks are not flagged.
+
+    ## Why is this bad?
+    `DataParallel` runs one Python process that scatters every batch and gathers
+    every output through GPU 0 each step. It is usually slower than a single GPU
+    beyond two devices, unbalances memory onto GPU 0, and PyTorch recommends against
+    it: it is no longer maintained.
+
+    ## Example
+    ```python
+    model = nn.DataParallel(model)
+    ```
+
+    Use instead:
+    ```python
+    model = nn.parallel.DistributedDataParallel(model, device_ids=[local_rank])
+    ```
+    launched with `torchrun --nproc_per_node=N train.py`.
+
+    ## Known problems
+    `DataParallel` reached through `getattr` or a string is not seen.
+
+    ## References
+    - https://pytorch.org/docs/stable/generated/torch.nn.DataParallel.html
+    - https://pytorch.org/tutorials/intermediate/ddp_tutorial.html
+    """
+
+    CODE = "TRN301"
+    NAME = "data-parallel"
+    MESSAGE = "nn.DataParallel is slow and unmaintained; use DistributedDataParallel"
+    FIX_TITLE = "Use torch.nn.parallel.DistributedDataParallel with one process per GPU"
+    SEVERITY = WARNING
+
+    VALID = [
+        Valid(
+            """
+            import torch.nn as nn
+            model = nn.parallel.DistributedDataParallel(model, device_ids=[rank])
+            """
+        ),
+        Valid(
+            """
+            # isinstance checks unwrap models that others wrapped
+            from torch import nn
+            raw = model.module if isinstance(model, (nn.DataParallel, nn.parallel.DistributedDataParallel)) else model
+            """
+        ),
+        Valid(
+            """
+            # a local class that happens to share the name
+            import torch
+            class DataParallel:
+                def __init__(self, m):
+                    self.m = m
+            wrapped = DataParallel(model)
+            """
+        ),
+        Valid(
+            """
+            import torch
+            def wrap(torch, model):
+                return torch.nn.DataParallel(model)  # `torch` here is a parameter, not the module
+            """
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch
+            model = torch.nn.DataParallel(model)  # BUG
+            """
+        ),
+        Invalid(
+            """
+            from torch.nn.parallel.data_parallel import DataParallel as DP
+            model = DP(model, device_ids=[0, 1])  # BUG
+            """
+        ),
+        Invalid(
+            """
+            import torch.nn.parallel as par
+            class Wrapper(par.DataParallel):  # BUG
+                pass
+            """
+        ),
+        Invalid(
+            """
+            import torch.nn as nn
+            Parallel = nn.DataParallel
+            net = Parallel(net)  # BUG
+            """
+        ),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.model.qualified_name(node.func) == DATA_PARALLEL:
+            self.report(node)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        for base in node.bases:
+            if self.model.qualified_name(base.value) == DATA_PARALLEL:
+                self.report(base)
