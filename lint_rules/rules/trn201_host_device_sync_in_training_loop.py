@@ -64,7 +64,7 @@ class HostDeviceSyncInTrainingLoop(Rule):
 
     CODE = "TRN201"
     NAME = "host-device-sync-in-training-loop"
-    MESSAGE = "Host-device synchronisation in the training loop: `{op}` blocks on the GPU every step"
+    MESSAGE = "Host-device synchronisation in the training loop blocks on the GPU every step"
     FIX_TITLE = "Accumulate on the device and sync only at a logging interval"
     SEVERITY = WARNING
 
@@ -172,7 +172,7 @@ class HostDeviceSyncInTrainingLoop(Rule):
             return
         if not self._in_step_loop(node):
             return
-        self.report(node, self.MESSAGE.format(op=op))
+        self.report(node, f"`{op}` in the training loop forces a host-device sync every step")
 
     def _sync_op(self, node: cst.Call) -> str | None:
         func = node.func

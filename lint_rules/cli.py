@@ -1,0 +1,218 @@
+"""``torchcheck``: argument parsing and output formatting only.
+
+Exit codes: 0 no findings, 1 findings, 2 usage, configuration or internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tokenize
+from io import BytesIO
+from pathlib import Path
+from typing import Sequence
+
+from lint_rules import __version__, registry
+from lint_rules.config import Config, find_pyproject, load
+from lint_rules.engine import FileResult, lint_source
+from lint_rules.errors import TorchcheckError, UsageError
+from lint_rules.files import discover, display, matches
+from lint_rules.rule import Finding
+
+EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # exit 2 with a one-line hint, never a traceback
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_ERROR, f"torchcheck: error: {message}\n")
+
+
+def _codes_arg(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="torchcheck", description="Catch the bugs that silently ruin PyTorch training runs.")
+    parser.add_argument("--version", action="version", version=f"torchcheck {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    lint = sub.add_parser("lint", help="lint files and directories")
+    lint.add_argument("paths", nargs="*", metavar="PATH",
+                      help="files or directories to lint (default: .); '-' reads standard input")
+    lint.add_argument("--select", type=_codes_arg, action="append", metavar="CODES",
+                      help="comma-separated codes or prefixes to enable (TRN1, ALL); replaces the configured set")
+    lint.add_argument("--extend-select", type=_codes_arg, action="append", default=[], metavar="CODES",
+                      help="codes or prefixes to enable on top of the selection")
+    lint.add_argument("--ignore", type=_codes_arg, action="append", default=[], metavar="CODES",
+                      help="codes or prefixes to disable")
+    lint.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
+    lint.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
+    lint.add_argument("--stdin-filename", metavar="PATH", help="name used for standard input in output and config")
+    lint.add_argument("--config", metavar="PYPROJECT", help="read [tool.torchcheck] from this file")
+    lint.add_argument("--isolated", action="store_true", help="ignore every configuration file")
+    lint.add_argument("--quiet", "-q", action="store_true", help="print findings only, no summary line")
+
+    rules = sub.add_parser("rules", help="list every rule")
+    rules.add_argument("--format", choices=("text", "json"), default="text")
+
+    explain = sub.add_parser("explain", help="print a rule's documentation")
+    explain.add_argument("code", metavar="CODE", help="a rule code such as TRN101, or its name")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "lint":
+            return _lint(args)
+        if args.command == "rules":
+            return _rules(args)
+        if args.command == "explain":
+            return _explain(args)
+    except TorchcheckError as e:
+        print(f"torchcheck: error: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130
+    parser.print_help(sys.stderr)
+    return EXIT_ERROR
+
+
+# ------------------------------------------------------------------- lint
+def _load_config(args: argparse.Namespace) -> Config:
+    if args.isolated:
+        return Config()
+    if args.config:
+        path = Path(args.config)
+        if not path.is_file():
+            raise UsageError(f"--config {args.config!r}: no such file")
+        return load(path)
+    found = find_pyproject(Path.cwd())
+    return load(found) if found is not None else Config()
+
+
+def _flatten(groups: list[list[str]] | None) -> list[str]:
+    return [c for g in groups or [] for c in g]
+
+
+def selected_codes(args: argparse.Namespace, cfg: Config) -> set[str]:
+    if args.select:
+        codes = registry.expand(_flatten(args.select), "--select")
+    else:
+        where = f"[tool.torchcheck] in {cfg.path}" if cfg.path else "the defaults"
+        codes = registry.expand(cfg.select if cfg.select is not None else ["ALL"], where)
+        codes |= registry.expand(cfg.extend_select, where)
+    codes |= registry.expand(_flatten(args.extend_select), "--extend-select")
+    codes -= registry.expand(cfg.ignore, f"[tool.torchcheck] ignore in {cfg.path}")
+    codes -= registry.expand(_flatten(args.ignore), "--ignore")
+    return codes
+
+
+def _per_file_codes(path: Path, codes: set[str], cfg: Config) -> set[str]:
+    out = codes
+    for pattern, ignored in cfg.per_file_ignores.items():
+        if matches(path, [pattern], cfg.root):
+            out = out - registry.expand(ignored, "per-file-ignores")
+    return out
+
+
+def _decode(data: bytes) -> str:
+    encoding, _ = tokenize.detect_encoding(BytesIO(data).readline)
+    return data.decode(encoding)
+
+
+def _lint(args: argparse.Namespace) -> int:
+    cfg = _load_config(args)
+    codes = selected_codes(args, cfg)
+    paths = args.paths or ["."]
+    results: list[FileResult] = []
+    read_errors = 0
+    file_paths = discover([p for p in paths if p != "-"], cfg.exclude, cfg.root)
+    if "-" in paths:
+        name = args.stdin_filename or "-"
+        source = _decode(sys.stdin.buffer.read())
+        shown = Path(name)
+        results.append(lint_source(source, name, _per_file_codes(shown, codes, cfg)))
+    for path in file_paths:
+        shown = display(path)
+        try:
+            data = path.read_bytes()
+        except OSError as e:
+            print(f"torchcheck: error: cannot read {shown}: {e.strerror}", file=sys.stderr)
+            read_errors += 1
+            continue
+        if b"torch" not in data:
+            results.append(FileResult(shown, skipped=True))
+            continue
+        try:
+            source = _decode(data)
+        except (UnicodeDecodeError, SyntaxError, LookupError) as e:
+            results.append(FileResult(shown, [Finding(shown, 1, 1, 1, 1, registry.SYNTAX_ERROR.CODE,
+                                                      registry.SYNTAX_ERROR.NAME,
+                                                      f"cannot decode file: {e}", "error")]))
+            continue
+        results.append(lint_source(source, shown, _per_file_codes(path, codes, cfg)))
+
+    findings = sorted((f for r in results for f in r.findings), key=Finding.sort_key)
+    if args.format == "json":
+        json.dump([f.to_dict() for f in findings], sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        out = sys.stdout
+        for f in findings:
+            out.write(f"{f.path}:{f.line}:{f.column}: {f.code} {f.message}\n")
+        if not args.quiet:
+            checked = len(results)
+            files = len({f.path for f in findings})
+            if findings:
+                noun = "finding" if len(findings) == 1 else "findings"
+                out.write(f"Found {len(findings)} {noun} in {files} file{'s' if files != 1 else ''} "
+                          f"({checked} file{'s' if checked != 1 else ''} checked).\n")
+            else:
+                out.write(f"All checks passed ({checked} file{'s' if checked != 1 else ''} checked).\n")
+    if read_errors or any(r.internal_error for r in results):
+        return EXIT_ERROR
+    if findings and not args.exit_zero:
+        return EXIT_FINDINGS
+    return EXIT_OK
+
+
+# ------------------------------------------------------------ rules/explain
+def _rules(args: argparse.Namespace) -> int:
+    entries = [*registry.BUILTINS.values(), *registry.all_rules().values()]
+    if args.format == "json":
+        json.dump([{"code": r.CODE, "name": r.NAME, "summary": r.summary(), "severity": r.SEVERITY,
+                    "removed": bool(getattr(r, "REMOVED", False))} for r in entries], sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return EXIT_OK
+    width = max(len(r.NAME) for r in entries)
+    for r in entries:
+        removed = " (removed)" if getattr(r, "REMOVED", False) else ""
+        print(f"{r.CODE}  {r.NAME:<{width}}  {r.summary()}{removed}")
+    return EXIT_OK
+
+
+def _explain(args: argparse.Namespace) -> int:
+    wanted = args.code.strip()
+    rule = registry.lookup(wanted.upper())
+    if rule is None:
+        for r in [*registry.BUILTINS.values(), *registry.all_rules().values()]:
+            if r.NAME == wanted:
+                rule = r
+    if rule is None:
+        raise UsageError(f"unknown rule {wanted!r}; run `torchcheck rules` to list them "
+                         f"({', '.join(registry.known_codes())})")
+    print(f"# {rule.CODE} {rule.NAME}\n")
+    print(f"{rule.summary()}\n")
+    print(rule.documentation())
+    fix = getattr(rule, "FIX_TITLE", None)
+    if fix:
+        print(f"\n## Fix\n{fix}")
+    return EXIT_OK
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

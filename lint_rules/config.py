@@ -1,0 +1,118 @@
+"""``[tool.torchcheck]`` in the nearest ``pyproject.toml``.
+
+Every error names the key, the bad value, the file, and what is allowed.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lint_rules import registry
+from lint_rules.errors import ConfigError, UsageError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+LIST_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude")
+ALLOWED_KEYS = (*LIST_KEYS, "per-file-ignores")
+CODE_KEYS = ("select", "extend-select", "ignore")
+
+
+@dataclass
+class Config:
+    path: Path | None = None  # the pyproject.toml it came from
+    root: Path = field(default_factory=Path.cwd)  # patterns are relative to this
+    select: list[str] | None = None
+    extend_select: list[str] = field(default_factory=list)
+    ignore: list[str] = field(default_factory=list)
+    exclude: list[str] = field(default_factory=list)
+    per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
+
+
+def find_pyproject(start: Path) -> Path | None:
+    """The nearest pyproject.toml at or above ``start`` that has a [tool.torchcheck] table."""
+    start = start.resolve()
+    for d in (start, *start.parents):
+        candidate = d / "pyproject.toml"
+        if candidate.is_file():
+            try:
+                text = candidate.read_text(encoding="utf-8")
+            except OSError:
+                continue
+            if "torchcheck" in text and _has_table(candidate, text):
+                return candidate
+    return None
+
+
+def _has_table(path: Path, text: str) -> bool:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: not valid TOML: {e}") from None
+    return isinstance(data.get("tool"), dict) and "torchcheck" in data["tool"]
+
+
+def load(path: Path) -> Config:
+    """Read and validate [tool.torchcheck] from ``path``."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(f"cannot read configuration file {path}: {e.strerror}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: not valid TOML: {e}") from None
+    table = data.get("tool", {}).get("torchcheck", {}) if isinstance(data.get("tool"), dict) else {}
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.torchcheck] must be a table, got {type(table).__name__}")
+    cfg = Config(path=path, root=path.parent)
+    for key, value in table.items():
+        where = f"[tool.torchcheck] {key} in {path}"
+        if key not in ALLOWED_KEYS:
+            raise ConfigError(
+                f"unknown key {key!r} in [tool.torchcheck] of {path}; allowed keys: {', '.join(ALLOWED_KEYS)}")
+        if key in LIST_KEYS:
+            items = _string_list(value, where)
+            if key in CODE_KEYS:
+                _check_codes(items, where)
+            if key == "select":
+                cfg.select = items
+            elif key == "extend-select":
+                cfg.extend_select = items
+            elif key == "ignore":
+                cfg.ignore = items
+            else:
+                cfg.exclude.extend(items)
+        else:  # per-file-ignores
+            if not isinstance(value, dict):
+                raise ConfigError(
+                    f"{where} must be a table of glob = [codes], got {_show(value)}")
+            for pattern, codes in value.items():
+                items = _string_list(codes, f"[tool.torchcheck.per-file-ignores] {pattern!r} in {path}")
+                _check_codes(items, f"[tool.torchcheck.per-file-ignores] {pattern!r} in {path}")
+                cfg.per_file_ignores[pattern] = items
+    return cfg
+
+
+def _string_list(value: object, where: str) -> list[str]:
+    if isinstance(value, str):
+        raise ConfigError(f"{where} must be a list of strings, got the string {value!r}; "
+                          f"write [{value!r}]")
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where} must be a list of strings, got {_show(value)}")
+    return list(value)
+
+
+def _check_codes(items: list[str], where: str) -> None:
+    try:
+        registry.expand(items, where)
+    except UsageError as e:
+        raise ConfigError(str(e)) from None
+
+
+def _show(value: object) -> str:
+    return f"{value!r} ({type(value).__name__})"
