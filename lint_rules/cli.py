@@ -53,6 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
     lint.add_argument("--config", metavar="PYPROJECT", help="read [tool.torchcheck] from this file")
     lint.add_argument("--isolated", action="store_true", help="ignore every configuration file")
     lint.add_argument("--quiet", "-q", action="store_true", help="print findings only, no summary line")
+    lint.add_argument("--no-default-path", action="store_true",
+                      help="with no PATH, lint nothing instead of '.' (for pre-commit hooks)")
 
     rules = sub.add_parser("rules", help="list every rule")
     rules.add_argument("--format", choices=("text", "json"), default="text")
@@ -127,7 +129,7 @@ def _decode(data: bytes) -> str:
 def _lint(args: argparse.Namespace) -> int:
     cfg = _load_config(args)
     codes = selected_codes(args, cfg)
-    paths = args.paths or ["."]
+    paths = args.paths or ([] if args.no_default_path else ["."])
     results: list[FileResult] = []
     read_errors = 0
     file_paths = discover([p for p in paths if p != "-"], cfg.exclude, cfg.root)

@@ -5,6 +5,7 @@ The engine never reads argv and never prints.
 
 from __future__ import annotations
 
+import ast
 import traceback
 from dataclasses import dataclass, field
 from typing import Iterable
@@ -41,9 +42,8 @@ def lint_source(source: str, path: str, codes: Iterable[str] | None = None) -> F
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as e:
-        msg = f"SyntaxError: {e.message}"
-        result.findings.append(_builtin_finding(path, registry.SYNTAX_ERROR, e.raw_line,
-                                                e.raw_column + 1, msg))
+        line, col, msg = _syntax_error_position(source, e)
+        result.findings.append(_builtin_finding(path, registry.SYNTAX_ERROR, line, col, msg))
         return result
     except (RecursionError, ValueError, MemoryError) as e:
         result.findings.append(_builtin_finding(path, registry.SYNTAX_ERROR, 1, 1,
@@ -106,6 +106,22 @@ def lint_source(source: str, path: str, codes: Iterable[str] | None = None) -> F
             rule.CODE, rule.NAME, rep.message, rule.SEVERITY))
     result.findings.sort(key=Finding.sort_key)
     return result
+
+
+def _syntax_error_position(source: str, error: cst.ParserSyntaxError) -> tuple[int, int, str]:
+    """Line, 1-based column and message of a parse failure.
+
+    CPython's parser pinpoints errors better than LibCST's (which often points at
+    the next line), so ask it first; fall back to LibCST for syntax CPython accepts.
+    """
+    try:
+        compile(source, "<torchcheck>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as e:
+        if e.lineno:
+            return e.lineno, max(e.offset or 1, 1), f"SyntaxError: {e.msg}"
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    return error.raw_line, error.raw_column + 1, f"SyntaxError: {error.message}"
 
 
 def _crash_text(e: BaseException) -> str:

@@ -1,0 +1,357 @@
+"""The CLI, run as a subprocess the way pre-commit and CI call it."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+BUGGY_LOOP = textwrap.dedent(
+    """\
+    import torch
+    model = torch.nn.Linear(2, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x, y in loader:
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        opt.zero_grad()
+        opt.step()
+    """
+)
+DATA_PARALLEL = "import torch\nmodel = torch.nn.DataParallel(model)\n"
+CLEAN = "import torch\nx = torch.zeros(3)\n"
+
+
+def run(*args: str, cwd: Path, stdin: str | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+    full_env = {**os.environ, **(env or {})}
+    full_env.pop("PYTHONPATH", None)
+    return subprocess.run(
+        [sys.executable, "-m", "lint_rules", *args],
+        cwd=cwd, input=stdin, capture_output=True, text=True, timeout=120, env=full_env,
+    )
+
+
+def write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        p = root / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+
+
+# ---------------------------------------------------------------- exit codes
+def test_exit_0_when_clean(tmp_path):
+    write(tmp_path, {"a.py": CLEAN})
+    r = run("lint", ".", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "All checks passed (1 file checked)." in r.stdout
+
+
+def test_exit_1_with_findings_and_text_format(tmp_path):
+    write(tmp_path, {"train.py": BUGGY_LOOP})
+    r = run("lint", "train.py", cwd=tmp_path)
+    assert r.returncode == 1
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("train.py:7:5: TRN101 ")
+    assert lines[-1] == "Found 1 finding in 1 file (1 file checked)."
+
+
+def test_exit_zero_flag(tmp_path):
+    write(tmp_path, {"train.py": BUGGY_LOOP})
+    r = run("lint", "--exit-zero", "train.py", cwd=tmp_path)
+    assert r.returncode == 0
+    assert "TRN101" in r.stdout
+
+
+def test_default_path_is_cwd_and_output_is_sorted(tmp_path):
+    write(tmp_path, {"b.py": DATA_PARALLEL, "a/z.py": BUGGY_LOOP + DATA_PARALLEL, "a/y.py": DATA_PARALLEL})
+    r = run("lint", cwd=tmp_path)
+    assert r.returncode == 1
+    found = [line.split(": ", 1)[0] for line in r.stdout.splitlines() if re.match(r"^\S+:\d+:\d+: TRN", line)]
+    assert found == ["a/y.py:2:9", "a/z.py:7:5", "a/z.py:10:9", "b.py:2:9"]
+
+
+def test_skips_git_venv_build_and_pyvenv_directories(tmp_path):
+    write(tmp_path, {
+        "keep.py": DATA_PARALLEL,
+        ".git/x.py": DATA_PARALLEL,
+        ".venv/lib/x.py": DATA_PARALLEL,
+        "build/x.py": DATA_PARALLEL,
+        "myenv/pyvenv.cfg": "home = /usr\n",
+        "myenv/lib/x.py": DATA_PARALLEL,
+        "pkg.egg-info/x.py": DATA_PARALLEL,
+    })
+    r = run("lint", "--format", "json", ".", cwd=tmp_path)
+    assert {f["path"] for f in json.loads(r.stdout)} == {"keep.py"}
+
+
+def test_missing_path_is_usage_error(tmp_path):
+    r = run("lint", "nope.py", cwd=tmp_path)
+    assert r.returncode == 2
+    assert "'nope.py' does not exist" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_bad_option_value_is_usage_error(tmp_path):
+    r = run("lint", "--format", "xml", ".", cwd=tmp_path)
+    assert r.returncode == 2
+    assert "invalid choice: 'xml'" in r.stderr
+
+
+# ------------------------------------------------------------------- formats
+def test_json_schema(tmp_path):
+    write(tmp_path, {"train.py": BUGGY_LOOP})
+    r = run("lint", "--format", "json", "train.py", cwd=tmp_path)
+    assert r.returncode == 1
+    data = json.loads(r.stdout)
+    assert data == [{
+        "path": "train.py", "line": 7, "column": 5, "end_line": 7, "end_column": 20,
+        "code": "TRN101", "name": "zero-grad-between-backward-and-step",
+        "message": data[0]["message"], "severity": "error",
+    }]
+    assert "zero gradients" in data[0]["message"]
+
+
+def test_json_empty_list_when_clean(tmp_path):
+    write(tmp_path, {"a.py": CLEAN})
+    r = run("lint", "--format", "json", ".", cwd=tmp_path)
+    assert r.returncode == 0 and json.loads(r.stdout) == []
+
+
+# ------------------------------------------------------------------ selection
+@pytest.mark.parametrize(
+    ("args", "codes"),
+    [
+        ([], {"TRN101", "TRN301"}),
+        (["--select", "TRN1"], {"TRN101"}),
+        (["--select", "TRN301"], {"TRN301"}),
+        (["--select", "TRN1", "--extend-select", "TRN3"], {"TRN101", "TRN301"}),
+        (["--ignore", "TRN101"], {"TRN301"}),
+        (["--select", "ALL", "--ignore", "TRN3,TRN101"], set()),
+    ],
+)
+def test_select_extend_select_ignore(tmp_path, args, codes):
+    write(tmp_path, {"t.py": BUGGY_LOOP + DATA_PARALLEL})
+    r = run("lint", "--format", "json", *args, "t.py", cwd=tmp_path)
+    assert {f["code"] for f in json.loads(r.stdout)} == codes
+    assert r.returncode == (1 if codes else 0)
+
+
+def test_unknown_code_is_named(tmp_path):
+    write(tmp_path, {"t.py": CLEAN})
+    r = run("lint", "--select", "TRN101,TRN777", "t.py", cwd=tmp_path)
+    assert r.returncode == 2
+    assert "'TRN777'" in r.stderr and "--select" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+# --------------------------------------------------------------- suppression
+@pytest.mark.parametrize(
+    ("comment", "suppressed"),
+    [
+        ("# noqa", True),
+        ("# noqa: TRN101", True),
+        ("# noqa: E501, TRN101", True),
+        ("# noqa:TRN201", False),
+        ("# torchcheck: ignore[TRN101]", True),
+        ("# torchcheck: ignore[TRN102]", False),
+        ("# torchcheck: ignore", True),
+    ],
+)
+def test_suppression_comments(tmp_path, comment, suppressed):
+    src = BUGGY_LOOP.replace("opt.zero_grad()", f"opt.zero_grad()  {comment}")
+    write(tmp_path, {"t.py": src})
+    r = run("lint", "--format", "json", "t.py", cwd=tmp_path)
+    assert (json.loads(r.stdout) == []) is suppressed
+
+
+def test_noqa_inside_a_string_does_not_suppress(tmp_path):
+    src = BUGGY_LOOP.replace("opt.zero_grad()", 'opt.zero_grad(); s = "# noqa"')
+    write(tmp_path, {"t.py": src})
+    r = run("lint", "--format", "json", "t.py", cwd=tmp_path)
+    assert [f["code"] for f in json.loads(r.stdout)] == ["TRN101"]
+
+
+def test_skip_file(tmp_path):
+    write(tmp_path, {"t.py": "# torchcheck: skip-file\n" + BUGGY_LOOP})
+    r = run("lint", "t.py", cwd=tmp_path)
+    assert r.returncode == 0
+
+
+# --------------------------------------------------------------- bad files
+def test_syntax_error_is_reported_and_other_files_still_linted(tmp_path):
+    write(tmp_path, {"bad.py": "import torch\ndef f(:\n    pass\n", "good.py": DATA_PARALLEL})
+    r = run("lint", "--format", "json", ".", cwd=tmp_path)
+    assert r.returncode == 1
+    data = json.loads(r.stdout)
+    assert [(f["path"], f["code"], f["name"], f["line"]) for f in data] == [
+        ("bad.py", "TRN000", "syntax-error", 2), ("good.py", "TRN301", "data-parallel", 2)]
+    assert data[0]["column"] >= 1
+
+
+def test_undecodable_file_is_a_finding_not_a_traceback(tmp_path):
+    (tmp_path / "bin.py").write_bytes(b"import torch\nx = '\xff\xfe'\n")
+    r = run("lint", "bin.py", cwd=tmp_path)
+    assert r.returncode == 1
+    assert "TRN000" in r.stdout and "Traceback" not in r.stderr
+
+
+def test_crashing_rule_yields_internal_error_and_keeps_other_findings(tmp_path):
+    write(tmp_path, {"t.py": BUGGY_LOOP + DATA_PARALLEL})
+    script = textwrap.dedent(
+        """
+        import sys
+        from lint_rules.rules import trn301_data_parallel as m
+        def boom(self, node):
+            raise ZeroDivisionError("kaput")
+        m.DataParallel.visit_Call = boom
+        from lint_rules.cli import main
+        sys.exit(main(["lint", "--format", "json", "t.py"]))
+        """
+    )
+    r = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, r.stderr
+    data = json.loads(r.stdout)
+    assert [f["code"] for f in data] == ["TRN001", "TRN101"]
+    assert "TRN301" in data[0]["message"] and "ZeroDivisionError: kaput" in data[0]["message"]
+
+
+# ------------------------------------------------------------------ stdin
+def test_stdin_with_filename(tmp_path):
+    r = run("lint", "--stdin-filename", "src/train.py", "-", cwd=tmp_path, stdin=BUGGY_LOOP)
+    assert r.returncode == 1
+    assert r.stdout.startswith("src/train.py:7:5: TRN101")
+
+
+def test_stdin_default_name(tmp_path):
+    r = run("lint", "-", cwd=tmp_path, stdin=DATA_PARALLEL)
+    assert r.stdout.startswith("-:2:9: TRN301")
+
+
+# ----------------------------------------------------------- configuration
+def test_config_select_ignore_exclude_per_file_ignores(tmp_path):
+    write(tmp_path, {
+        "pyproject.toml": textwrap.dedent(
+            """
+            [tool.torchcheck]
+            select = ["TRN1", "TRN3"]
+            ignore = ["TRN102"]
+            exclude = ["vendored", "legacy/*.py"]
+            [tool.torchcheck.per-file-ignores]
+            "scripts/*.py" = ["TRN301"]
+            """
+        ),
+        "train.py": BUGGY_LOOP + DATA_PARALLEL,
+        "scripts/run.py": DATA_PARALLEL,
+        "vendored/x.py": DATA_PARALLEL,
+        "legacy/old.py": DATA_PARALLEL,
+    })
+    r = run("lint", "--format", "json", cwd=tmp_path)
+    assert sorted((f["path"], f["code"]) for f in json.loads(r.stdout)) == [
+        ("train.py", "TRN101"), ("train.py", "TRN301")]
+    # Excludes also apply to files passed explicitly, as pre-commit passes them.
+    r = run("lint", "--format", "json", "legacy/old.py", cwd=tmp_path)
+    assert json.loads(r.stdout) == [] and r.returncode == 0
+    # The command line replaces the configured selection.
+    r = run("lint", "--format", "json", "--select", "TRN301", "train.py", cwd=tmp_path)
+    assert [f["code"] for f in json.loads(r.stdout)] == ["TRN301"]
+
+
+def test_config_found_from_subdirectory(tmp_path):
+    write(tmp_path, {"pyproject.toml": '[tool.torchcheck]\nignore = ["TRN301"]\n', "sub/t.py": DATA_PARALLEL})
+    r = run("lint", ".", cwd=tmp_path / "sub")
+    assert r.returncode == 0, r.stdout
+
+
+@pytest.mark.parametrize(
+    ("toml", "expected"),
+    [
+        ('[tool.torchcheck]\nselcet = ["TRN1"]\n', ["unknown key 'selcet'", "allowed keys: select"]),
+        ('[tool.torchcheck]\nselect = "TRN1"\n', ["select", "must be a list of strings", "'TRN1'"]),
+        ('[tool.torchcheck]\nignore = [101]\n', ["ignore", "must be a list of strings", "[101]"]),
+        ('[tool.torchcheck]\nselect = ["TRN1", "TRX9"]\n', ["'TRX9'", "[tool.torchcheck] select"]),
+        ('[tool.torchcheck.per-file-ignores]\n"a.py" = ["TRN999"]\n', ["'TRN999'", "per-file-ignores"]),
+        ('[tool.torchcheck]\nselect = [\n', ["not valid TOML"]),
+    ],
+)
+def test_bad_config_is_exit_2_naming_key_value_and_file(tmp_path, toml, expected):
+    write(tmp_path, {"pyproject.toml": toml, "t.py": CLEAN})
+    r = run("lint", "t.py", cwd=tmp_path)
+    assert r.returncode == 2
+    assert "Traceback" not in r.stderr
+    for text in expected:
+        assert text in r.stderr
+    assert str(tmp_path / "pyproject.toml") in r.stderr
+
+
+def test_isolated_ignores_config(tmp_path):
+    write(tmp_path, {"pyproject.toml": '[tool.torchcheck]\nignore = ["TRN301"]\n', "t.py": DATA_PARALLEL})
+    assert run("lint", "t.py", cwd=tmp_path).returncode == 0
+    assert run("lint", "--isolated", "t.py", cwd=tmp_path).returncode == 1
+
+
+# ------------------------------------------------------ rules and explain
+def test_rules_lists_every_rule():
+    r = run("rules", cwd=REPO)
+    assert r.returncode == 0
+    codes = re.findall(r"^(TRN\d{3})\s+(\S+)\s+\S", r.stdout, re.M)
+    assert ("TRN101", "zero-grad-between-backward-and-step") in codes
+    assert ("TRN000", "syntax-error") in codes
+    assert len(codes) >= 10
+
+
+def test_explain_prints_documentation():
+    r = run("explain", "TRN101", cwd=REPO)
+    assert r.returncode == 0
+    for section in ("## What it does", "## Why is this bad?", "Use instead:", "## References"):
+        assert section in r.stdout
+    by_name = run("explain", "zero-grad-between-backward-and-step", cwd=REPO)
+    assert by_name.stdout == r.stdout
+
+
+def test_explain_unknown_code():
+    r = run("explain", "TRN555", cwd=REPO)
+    assert r.returncode == 2 and "'TRN555'" in r.stderr
+
+
+def test_no_command_is_usage_error():
+    r = run(cwd=REPO)
+    assert r.returncode == 2
+
+
+# ------------------------------------------------------------- pre-commit
+def _hook_entry() -> list[str]:
+    text = (REPO / ".pre-commit-hooks.yaml").read_text()
+    assert re.search(r"^- id: torchcheck$", text, re.M)
+    assert re.search(r"^\s+types: \[python\]$", text, re.M)
+    entry = re.search(r"^\s+entry: (.+)$", text, re.M).group(1).split()
+    assert entry[0] == "torchcheck"
+    return entry[1:]
+
+
+def test_precommit_entry_with_no_files_exits_0(tmp_path):
+    write(tmp_path, {"t.py": DATA_PARALLEL})  # must not be linted implicitly
+    r = run(*_hook_entry(), cwd=tmp_path)
+    assert r.returncode == 0, r.stdout
+
+
+def test_precommit_entry_with_staged_files(tmp_path):
+    write(tmp_path, {"a.py": DATA_PARALLEL, "b.py": CLEAN, "c.py": BUGGY_LOOP})
+    r = run(*_hook_entry(), "a.py", "b.py", cwd=tmp_path)
+    assert r.returncode == 1
+    assert "a.py:2:9: TRN301" in r.stdout and "c.py" not in r.stdout
+
+
+def test_console_script_installed():
+    exe = shutil.which("torchcheck")
+    assert exe, "the torchcheck console script is not on PATH"
+    r = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.startswith("torchcheck ")

@@ -1,0 +1,80 @@
+"""Every rule's VALID and INVALID examples become test cases (Fixit style)."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+
+import pytest
+
+from lint_rules import lint_source, registry
+
+RULES = registry.active_rules()
+
+
+def _cases(kind: str):
+    for code, rule in RULES.items():
+        for i, example in enumerate(getattr(rule, kind)):
+            yield pytest.param(code, example, id=f"{code}-{kind.lower()}-{i}")
+
+
+@pytest.mark.parametrize(("code", "example"), list(_cases("VALID")))
+def test_valid_example_is_quiet(code, example):
+    src = textwrap.dedent(example.code)
+    result = lint_source(src, "example.py", [code])
+    assert result.findings == [], "\n".join(f"{f.line}: {f.code} {f.message}" for f in result.findings)
+
+
+@pytest.mark.parametrize(("code", "example"), list(_cases("INVALID")))
+def test_invalid_example_is_flagged_on_marked_lines(code, example):
+    src = textwrap.dedent(example.code)
+    expected = example.expected_lines
+    assert expected, "an INVALID example must mark at least one line with '# BUG'"
+    result = lint_source(src, "example.py", [code])
+    assert not result.internal_error
+    assert {f.code for f in result.findings} == {code}
+    assert sorted(f.line for f in result.findings) == expected
+
+
+@pytest.mark.parametrize(("code", "example"), list(_cases("INVALID")))
+def test_invalid_example_flagged_with_every_rule_enabled(code, example):
+    # The other rules must not crash on it; this rule's finding survives.
+    result = lint_source(textwrap.dedent(example.code), "example.py")
+    assert not result.internal_error, [f.message for f in result.findings]
+    assert code in {f.code for f in result.findings}
+
+
+SECTIONS = ("## What it does", "## Why is this bad?", "## Example", "Use instead:", "## Known problems",
+            "## References")
+
+
+@pytest.mark.parametrize("code", list(RULES))
+def test_rule_metadata(code):
+    rule = RULES[code]
+    assert registry.CODE_RE.match(rule.CODE)
+    doc = rule.documentation()
+    for section in SECTIONS:
+        assert section in doc, f"{code} docs lack {section!r}"
+    assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)+", rule.NAME), rule.NAME
+    assert not rule.NAME.startswith(("avoid-", "use-", "no-")), "names describe the flagged pattern"
+    assert rule.MESSAGE and rule.FIX_TITLE
+    assert len(rule.VALID) >= 3, f"{code} needs at least three VALID examples"
+    assert len(rule.INVALID) >= 3, f"{code} needs at least three INVALID examples"
+    module = rule.__module__.rsplit(".", 1)[1]
+    assert module == f"{code.lower()}_{rule.NAME.replace('-', '_')}", "one module per rule, named after it"
+
+
+def test_codes_and_names_are_unique():
+    names = [r.NAME for r in RULES.values()] + [b.NAME for b in registry.BUILTINS.values()]
+    assert len(names) == len(set(names))
+    assert not set(RULES) & set(registry.BUILTINS)
+
+
+def test_selector_expansion():
+    assert registry.expand(["ALL"], "t") == set(RULES)
+    assert registry.expand(["TRN1"], "t") == {c for c in RULES if c.startswith("TRN1")}
+    assert registry.expand(["trn301"], "t") == {"TRN301"}
+    with pytest.raises(registry.UsageError, match="'TRN9'.*in --select"):
+        registry.expand(["TRN9"], "--select")
+    with pytest.raises(registry.UsageError, match="'E501'"):
+        registry.expand(["E501"], "--select")
