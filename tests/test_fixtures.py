@@ -1,0 +1,134 @@
+"""The reference implementations in ``fixtures/`` hold the linter to the truth.
+
+Every ``fixtures/buggy/<case>__<bug>.py`` declares the codes that must fire in its
+docstring (``Expected codes: TRN101``) and marks the planted line with ``# BUG``;
+every ``fixtures/correct/<case>.py`` must lint clean and train when run.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import subprocess
+import sys
+import tokenize
+from pathlib import Path
+
+import pytest
+
+from lint_rules import lint_source
+from lint_rules.registry import active_rules
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "fixtures"
+CORRECT = sorted((FIXTURES / "correct").glob("*.py"))
+BUGGY = sorted((FIXTURES / "buggy").glob("*.py"))
+
+_EXPECTED = re.compile(r"^Expected codes:\s*(?P<codes>.*?)\s*$", re.M)
+_CODE = re.compile(r"^TRN\d{3}$")
+_BUG_COMMENT = re.compile(r"^#\s*BUG\b")
+
+
+def _ids(paths: list[Path]) -> list[str]:
+    return [p.name for p in paths]
+
+
+def expected_codes(path: Path) -> set[str]:
+    """The codes named on the ``Expected codes:`` line of the module docstring."""
+    __tracebackhide__ = True
+    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    found = _EXPECTED.findall(doc)
+    if len(found) != 1:
+        pytest.fail(f"{path.relative_to(ROOT)}: the module docstring needs exactly one line "
+                    f"'Expected codes: TRN101' (comma-separated for several); found {len(found)}")
+    codes = {c.strip() for c in found[0].split(",") if c.strip()}
+    bad = sorted(c for c in codes if not _CODE.match(c))
+    if not codes or bad:
+        pytest.fail(f"{path.relative_to(ROOT)}: bad 'Expected codes:' line {found[0]!r}; "
+                    f"list codes such as TRN101, separated by commas")
+    return codes
+
+
+def bug_lines(source: str) -> set[int]:
+    """Lines carrying a ``# BUG`` comment (comments only, never text in strings)."""
+    tokens = tokenize.generate_tokens(io.StringIO(source).readline)
+    return {tok.start[0] for tok in tokens
+            if tok.type == tokenize.COMMENT and _BUG_COMMENT.match(tok.string)}
+
+
+def _describe(findings) -> str:
+    return "\n".join(f"  line {f.line}: {f.code} {f.message}" for f in findings) or "  (none)"
+
+
+def test_fixture_directories_are_populated() -> None:
+    assert CORRECT, f"no reference implementations in {FIXTURES / 'correct'}"
+    assert BUGGY, f"no buggy twins in {FIXTURES / 'buggy'}"
+
+
+@pytest.mark.parametrize("path", BUGGY, ids=_ids(BUGGY))
+def test_buggy_twin_is_well_formed(path: Path) -> None:
+    rel = path.relative_to(ROOT)
+    case, sep, bug = path.stem.partition("__")
+    assert sep and bug, f"{rel}: name it <case>__<bug>.py"
+    assert (FIXTURES / "correct" / f"{case}.py").is_file(), \
+        f"{rel}: no reference fixtures/correct/{case}.py to be the twin of"
+    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    assert re.search(r"^Bug: \S", doc, re.M), f"{rel}: the docstring needs a line 'Bug: <one sentence>'"
+    expected_codes(path)
+
+
+@pytest.mark.parametrize("path", BUGGY, ids=_ids(BUGGY))
+def test_buggy_twin_gets_exactly_its_expected_codes_on_the_bug_line(path: Path) -> None:
+    rel = path.relative_to(ROOT).as_posix()
+    source = path.read_text(encoding="utf-8")
+    expected = expected_codes(path)
+    marked = bug_lines(source)
+    assert marked, f"{rel}: no '# BUG' comment marks the planted line"
+
+    findings = lint_source(source, rel).findings
+    found = {f.code for f in findings}
+    assert found == expected, (
+        f"{rel}: expected codes {sorted(expected)}, linter reported {sorted(found)}:\n"
+        f"{_describe(findings)}")
+    off_line = [f for f in findings if f.line not in marked]
+    assert not off_line, (
+        f"{rel}: findings away from the '# BUG' line(s) {sorted(marked)}:\n{_describe(off_line)}")
+    unreported = marked - {f.line for f in findings}
+    assert not unreported, f"{rel}: '# BUG' line(s) {sorted(unreported)} got no finding:\n{_describe(findings)}"
+
+
+@pytest.mark.parametrize("path", CORRECT, ids=_ids(CORRECT))
+def test_correct_reference_lints_clean(path: Path) -> None:
+    rel = path.relative_to(ROOT).as_posix()
+    result = lint_source(path.read_text(encoding="utf-8"), rel)
+    assert not result.skipped, f"{rel}: the linter skipped the file (it must mention torch)"
+    assert not result.findings, f"{rel}: false positive(s) on a correct reference:\n{_describe(result.findings)}"
+
+
+def test_every_active_rule_has_a_buggy_twin() -> None:
+    declared = set().union(*(expected_codes(p) for p in BUGGY))
+    missing = sorted(set(active_rules()) - declared)
+    assert not missing, (
+        f"rule(s) {', '.join(missing)} have no buggy twin: add fixtures/buggy/<case>__<bug>.py "
+        f"with 'Expected codes: <CODE>' in its docstring")
+
+
+@pytest.mark.parametrize("path", CORRECT, ids=_ids(CORRECT))
+def test_correct_reference_runs(path: Path, tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, str(path)], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, (
+        f"{path.relative_to(ROOT)} exited with {proc.returncode}\n"
+        f"--- stdout ---\n{proc.stdout[-3000:]}\n--- stderr ---\n{proc.stderr[-3000:]}")
+
+
+def test_cli_reports_every_buggy_file_and_no_correct_file() -> None:
+    proc = subprocess.run([sys.executable, "-m", "lint_rules", "lint", "fixtures"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    out = proc.stdout
+    assert proc.returncode == 1, f"exit code {proc.returncode}, expected 1\n{out}\n{proc.stderr}"
+    missing = [p.relative_to(ROOT).as_posix() for p in BUGGY if p.relative_to(ROOT).as_posix() not in out]
+    assert not missing, f"buggy files missing from the CLI output: {missing}\n{out}"
+    flagged = [p.relative_to(ROOT).as_posix() for p in CORRECT if p.relative_to(ROOT).as_posix() in out]
+    assert not flagged, f"correct files reported by the CLI: {flagged}\n{out}"
