@@ -34,6 +34,7 @@ MODULE = "module"
 PARAMETER = "parameter"
 LEAF = "leaf"
 TENSOR = "tensor"
+DISTRIBUTED_OPTIMIZER = "distributed-optimizer"
 
 _TENSOR_METHODS = frozenset(
     "sum mean max min norm abs sqrt exp log argmax argmin float double half long int "
@@ -157,6 +158,8 @@ def _iterated_kind(model: "FileModel", iterable: cst.CSTNode, depth: int) -> str
 def _class_kind(model: "FileModel", q: str) -> str | None:
     if N.is_optimizer_class(q):
         return OPTIMIZER
+    if q.startswith("torch.distributed.optim."):
+        return DISTRIBUTED_OPTIMIZER  # steps a distributed autograd context, not .grad
     if q in N.GRAD_SCALERS:
         return SCALER
     if q.startswith("torch.optim.lr_scheduler."):

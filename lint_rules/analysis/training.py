@@ -62,6 +62,8 @@ class TrainingFacts:
                 continue
             if ev is not None:
                 self.events.append(ev)
+        self._closures: set[int] | None = None
+        self._step_functions: set[int] | None = None
         # Innermost loop (within the same function) of every event, and loop -> events.
         self.loop_events: dict[int, list[Event]] = {}
         self.direct_events: dict[int, list[Event]] = {}
@@ -82,6 +84,10 @@ class TrainingFacts:
         if isinstance(func, cst.Attribute):
             method = func.attr.value
             if method == "backward":
+                q = model.qualified_name(func)
+                if q is not None and q.startswith("torch.distributed.autograd."):
+                    # Writes into a per-iteration distributed autograd context, not .grad.
+                    return None
                 return Event(BACKWARD, call, None, idx)
             if method == "step":
                 receiver = func.value
@@ -115,6 +121,55 @@ class TrainingFacts:
             target = t.target
             if isinstance(target, cst.Attribute) and target.attr.value == "grad":
                 return Event(CLEAR, node, ANY, self.model.order[id(node)])
+        return None
+
+    # ------------------------------------------------------ step functions
+    def step_closures(self) -> set[int]:
+        """FunctionDefs passed to an optimizer step (``opt.step(closure)``): run inside the step."""
+        if self._closures is None:
+            out: set[int] = set()
+            for ev in self.events:
+                if ev.kind == STEP and isinstance(ev.node, cst.Call):
+                    for arg in ev.node.args:
+                        fn = self._local_function(arg.value)
+                        if fn is not None:
+                            out.add(id(fn))
+            self._closures = out
+        return self._closures
+
+    def per_iteration_step_functions(self) -> set[int]:
+        """Functions that call backward()/step() outside any loop of their own and are
+        called from inside a loop in this file (``self._run_batch(x, y)`` in the batch loop)."""
+        if self._step_functions is None:
+            direct: set[int] = set()
+            for ev in self.events:
+                if ev.kind in (BACKWARD, STEP) and not self.model.enclosing_loops(ev.node):
+                    fn = self.model.enclosing_function(ev.node)
+                    if isinstance(fn, cst.FunctionDef):
+                        direct.add(id(fn))
+            out: set[int] = set()
+            if direct:
+                for call in self.model.nodes(cst.Call):
+                    fn = self._local_function(call.func)
+                    if fn is not None and id(fn) in direct and self.model.enclosing_loops(call):
+                        out.add(id(fn))
+            self._step_functions = out
+        return self._step_functions
+
+    def _local_function(self, expr: cst.CSTNode) -> cst.FunctionDef | None:
+        """The FunctionDef a Name or ``self.method`` refers to, when it is defined in this file."""
+        model = self.model
+        if isinstance(expr, cst.Name):
+            bindings = model.bindings_of(expr)
+        elif isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+            cls = model.scope_at(expr)
+            while cls is not None and cls.kind != "class":
+                cls = cls.parent
+            bindings = cls.bindings.get(expr.attr.value) if cls is not None else None
+        else:
+            return None
+        if bindings and len(bindings) == 1 and isinstance(bindings[0].value, cst.FunctionDef):
+            return bindings[0].value
         return None
 
     # --------------------------------------------------------------- loops

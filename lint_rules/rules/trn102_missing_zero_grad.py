@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from lint_rules.analysis.kinds import OPTIMIZER
 from lint_rules.analysis.training import ANY, BACKWARD, CLEAR, STEP
 from lint_rules.rule import Invalid, Rule, Valid
 
@@ -127,6 +128,30 @@ class MissingZeroGrad(Rule):
                 scheduler.step()
             """
         ),
+        Valid(
+            """
+            # distributed autograd keeps gradients in a per-iteration context, not .grad
+            import torch.distributed.autograd as dist_autograd
+            from torch.distributed.optim import DistributedOptimizer
+            opt = DistributedOptimizer(torch.optim.SGD, param_rrefs, lr=0.05)
+            for data, target in loader:
+                with dist_autograd.context() as context_id:
+                    loss = criterion(model(data), target)
+                    dist_autograd.backward(context_id, [loss])
+                    opt.step(context_id)
+            """
+        ),
+        Valid(
+            """
+            # a fresh optimizer every iteration (TRN203's concern, not this rule's)
+            import torch
+            for trial in range(3):
+                model = make_model()
+                opt = torch.optim.SGD(model.parameters(), lr=0.01)
+                model(x).sum().backward()
+                opt.step()
+            """
+        ),
     ]
     INVALID = [
         Invalid(
@@ -174,7 +199,7 @@ class MissingZeroGrad(Rule):
             if ev.kind != STEP:
                 continue
             loop = self._training_loop_of(ev)
-            if loop is None:
+            if loop is None or self._built_in(ev, loop):
                 continue
             if not self._clears(loop, ev.key):
                 self.report(ev.node)
@@ -186,6 +211,17 @@ class MissingZeroGrad(Rule):
             if any(e.kind == BACKWARD for e in facts.loop_events.get(id(loop), ())):
                 return loop
         return None
+
+    def _built_in(self, step, loop: cst.CSTNode) -> bool:
+        """An optimizer constructed inside the loop is fresh every iteration (TRN203's concern)."""
+        call = step.node
+        receiver = call.func.value if isinstance(call.func, cst.Attribute) else None
+        if receiver is None:
+            return False
+        if self.model.kind_of(receiver) != OPTIMIZER and call.args:
+            receiver = call.args[0].value  # scaler.step(opt)
+        bindings = self.model.bindings_of(receiver) or []
+        return any(self.model.is_inside(b.node, loop) for b in bindings)
 
     def _clears(self, loop: cst.CSTNode, key: str | None) -> bool:
         facts = self.model.training

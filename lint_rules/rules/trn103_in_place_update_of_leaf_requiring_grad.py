@@ -42,8 +42,9 @@ class InPlaceUpdateOfLeafRequiringGrad(Rule):
 
     ## Known problems
     A leaf whose `requires_grad` was switched off later (`w.requires_grad_(False)`)
-    is still treated as requiring grad. Updates through `.data` are out of scope here
-    (see TRN108). `p.grad.zero_()` is not flagged: `p.grad` is not the leaf.
+    is still treated as requiring grad. Updates through `.data` bypass autograd's
+    checks and are not flagged by this rule. `p.grad.zero_()` is not flagged:
+    `p.grad` is not the leaf.
 
     ## References
     - https://pytorch.org/docs/stable/notes/autograd.html#in-place-operations-with-autograd

@@ -123,6 +123,26 @@ class HostDeviceSyncInTrainingLoop(Rule):
                 model.cpu() if args.offload else None
             """
         ),
+        Valid(
+            """
+            # the first few steps only, and a step helper nobody calls in a loop
+            import torch
+            for i, (x, y) in enumerate(loader):
+                optimizer.zero_grad()
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                if i < num_debug_steps:
+                    print(loss.item())
+
+            def test_one_step():
+                optimizer.zero_grad()
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                assert loss.item() > 0
+            """
+        ),
     ]
     INVALID = [
         Invalid(
@@ -162,6 +182,34 @@ class HostDeviceSyncInTrainingLoop(Rule):
                     raise RuntimeError("diverged")
                 print(loss)  # BUG
                 step += 1
+            """
+        ),
+        Invalid(
+            """
+            # a step helper called from the batch loop, and an LBFGS closure
+            import torch
+            class Trainer:
+                def _run_batch(self, x, y):
+                    self.optimizer.zero_grad()
+                    loss = self.criterion(self.model(x), y)
+                    loss.backward()
+                    self.optimizer.step()
+                    return loss.item()  # BUG
+
+                def run_epoch(self, loader):
+                    for i, (x, y) in enumerate(loader):
+                        loss = self._run_batch(x, y)
+                        if i % 100 == 0:
+                            print(loss)
+
+            for x, y in loader:
+                def closure():
+                    optimizer.zero_grad()
+                    loss = criterion(model(x), y)
+                    print("loss:", loss.item())  # BUG
+                    loss.backward()
+                    return loss
+                optimizer.step(closure)
             """
         ),
     ]
@@ -217,21 +265,41 @@ class HostDeviceSyncInTrainingLoop(Rule):
             return False
 
     def _in_step_loop(self, node: cst.CSTNode) -> bool:
+        """Whether ``node`` runs once (or more) per training step."""
         model = self.model
         facts = model.training
         child = node
         for anc in model.ancestors(node):
-            if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            if isinstance(anc, cst.FunctionDef):
+                if id(anc) in facts.step_closures():
+                    child = anc
+                    continue  # opt.step(closure): the closure runs inside the step
+                return id(anc) in facts.per_iteration_step_functions()
+            if isinstance(anc, (cst.Lambda, cst.ClassDef)):
                 return False
             if isinstance(anc, (cst.If, cst.IfExp)) and child is anc.body \
-                    and _is_rare_condition(anc.test):
+                    and _is_rare_condition(anc.test, self._loop_counters(anc)):
                 return False
             if isinstance(anc, (cst.For, cst.While)):
-                if not model.in_loop_body(node, anc):
+                if not model.in_loop_body(child, anc):
                     return False
                 return facts.is_step_loop(anc)
             child = anc
         return False
+
+    def _loop_counters(self, node: cst.CSTNode) -> set[str]:
+        """Names bound by the targets of the loops around ``node`` (``i``, ``step``)."""
+        names: set[str] = set()
+        for loop in self.model.enclosing_loops(node):
+            if isinstance(loop, cst.For):
+                stack = [loop.target]
+                while stack:
+                    t = stack.pop()
+                    if isinstance(t, cst.Name):
+                        names.add(t.value)
+                    elif isinstance(t, (cst.Tuple, cst.List)):
+                        stack.extend(e.value for e in t.elements)
+        return names
 
 
 def _looks_like_tensor_chain(expr: cst.CSTNode) -> bool:
@@ -239,17 +307,26 @@ def _looks_like_tensor_chain(expr: cst.CSTNode) -> bool:
     return isinstance(expr, (cst.Call, cst.Name, cst.Attribute, cst.Subscript))
 
 
-def _is_rare_condition(test: cst.CSTNode) -> bool:
-    """`step % n == 0`, `i == 0`, `epoch_end`, `step in log_steps` and friends."""
+def _is_rare_condition(test: cst.CSTNode, counters: set[str] = frozenset()) -> bool:
+    """`step % n == 0`, `i == 0`, `i < warmup`, `step in log_steps`, `if log_now:` and friends."""
     stack = [test]
     while stack:
         expr = stack.pop()
         if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Modulo):
             return True
         if isinstance(expr, cst.Comparison):
+            left = expr.left
             for target in expr.comparisons:
                 if isinstance(target.operator, (cst.Equal, cst.In)):
                     return True
+                # `i < n` on a loop counter holds for the first n iterations only
+                if isinstance(target.operator, (cst.LessThan, cst.LessThanEqual)) \
+                        and isinstance(left, cst.Name) and left.value in counters:
+                    return True
+                if isinstance(target.operator, (cst.GreaterThan, cst.GreaterThanEqual)) \
+                        and isinstance(target.comparator, cst.Name) and target.comparator.value in counters:
+                    return True
+                left = target.comparator
             stack.append(expr.left)
             stack.extend(t.comparator for t in expr.comparisons)
         elif isinstance(expr, cst.BooleanOperation):
