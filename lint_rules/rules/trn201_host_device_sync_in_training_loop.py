@@ -5,6 +5,7 @@ import re
 import libcst as cst
 
 from lint_rules.analysis.kinds import LEAF, LOSS, MODULE, PARAMETER, TENSOR
+from lint_rules.analysis.training import STEP
 from lint_rules.rule import WARNING, Invalid, Rule, Valid
 
 _SYNC_METHODS = frozenset({"item", "cpu", "numpy", "tolist"})
@@ -186,6 +187,19 @@ class HostDeviceSyncInTrainingLoop(Rule):
         ),
         Invalid(
             """
+            # the accumulation boundary runs every optimizer step: not a logging interval
+            import torch
+            for i, (x, y) in enumerate(loader):
+                loss = criterion(model(x), y) / accum
+                loss.backward()
+                if (i + 1) % accum == 0:
+                    optimizer.step()
+                    optimizer.zero_grad()
+                    losses.append(loss.item())  # BUG
+            """
+        ),
+        Invalid(
+            """
             # a step helper called from the batch loop, and an LBFGS closure
             import torch
             class Trainer:
@@ -278,7 +292,8 @@ class HostDeviceSyncInTrainingLoop(Rule):
             if isinstance(anc, (cst.Lambda, cst.ClassDef)):
                 return False
             if isinstance(anc, (cst.If, cst.IfExp)) and child is anc.body \
-                    and _is_rare_condition(anc.test, self._loop_counters(anc)):
+                    and _is_rare_condition(anc.test, self._loop_counters(anc)) \
+                    and not self._holds_step(anc):
                 return False
             if isinstance(anc, (cst.For, cst.While)):
                 if not model.in_loop_body(child, anc):
@@ -286,6 +301,10 @@ class HostDeviceSyncInTrainingLoop(Rule):
                 return facts.is_step_loop(anc)
             child = anc
         return False
+
+    def _holds_step(self, guard: cst.CSTNode) -> bool:
+        """`if (i + 1) % accum == 0: opt.step()` marks the step boundary, not a logging interval."""
+        return any(e.kind == STEP and self.model.is_inside(e.node, guard) for e in self.model.training.events)
 
     def _loop_counters(self, node: cst.CSTNode) -> set[str]:
         """Names bound by the targets of the loops around ``node`` (``i``, ``step``)."""
