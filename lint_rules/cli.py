@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tokenize
 from io import BytesIO
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Sequence
 
@@ -33,6 +35,16 @@ def _codes_arg(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
 
 
+def _jobs_arg(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of processes, got {value!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
+    return n
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="torchcheck", description="Catch the bugs that silently ruin PyTorch training runs.")
     parser.add_argument("--version", action="version", version=f"torchcheck {__version__}")
@@ -53,6 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
     lint.add_argument("--config", metavar="PYPROJECT", help="read [tool.torchcheck] from this file")
     lint.add_argument("--isolated", action="store_true", help="ignore every configuration file")
     lint.add_argument("--quiet", "-q", action="store_true", help="print findings only, no summary line")
+    lint.add_argument("--jobs", "-j", type=_jobs_arg, default=None, metavar="N",
+                      help="worker processes (default: number of CPU cores; 1 disables parallelism)")
     lint.add_argument("--no-default-path", action="store_true",
                       help="with no PATH, lint nothing instead of '.' (for pre-commit hooks)")
 
@@ -126,6 +140,34 @@ def _decode(data: bytes) -> str:
     return data.decode(encoding)
 
 
+# Below this many files per worker, process start-up costs more than it saves.
+_MIN_FILES_PER_WORKER = 8
+
+
+def _cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def _lint_file(job: tuple[str, str, tuple[str, ...]]) -> FileResult | str:
+    """Lint one file (runs in a worker process); a read error comes back as its message."""
+    path, shown, codes = job
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        return f"torchcheck: error: cannot read {shown}: {e.strerror}"
+    if b"torch" not in data:
+        return FileResult(shown, skipped=True)
+    try:
+        source = _decode(data)
+    except (UnicodeDecodeError, SyntaxError, LookupError) as e:
+        return FileResult(shown, [Finding(shown, 1, 1, 1, 1, registry.SYNTAX_ERROR.CODE, registry.SYNTAX_ERROR.NAME,
+                                          f"cannot decode file: {e}", registry.SYNTAX_ERROR.SEVERITY)])
+    return lint_source(source, shown, codes)
+
+
 def _lint(args: argparse.Namespace) -> int:
     cfg = _load_config(args)
     codes = selected_codes(args, cfg)
@@ -138,25 +180,19 @@ def _lint(args: argparse.Namespace) -> int:
         source = _decode(sys.stdin.buffer.read())
         shown = Path(name)
         results.append(lint_source(source, name, _per_file_codes(shown, codes, cfg)))
-    for path in file_paths:
-        shown = display(path)
-        try:
-            data = path.read_bytes()
-        except OSError as e:
-            print(f"torchcheck: error: cannot read {shown}: {e.strerror}", file=sys.stderr)
+    jobs = [(str(path), display(path), tuple(sorted(_per_file_codes(path, codes, cfg)))) for path in file_paths]
+    workers = min(args.jobs or _cpu_count(), max(1, len(jobs) // _MIN_FILES_PER_WORKER))
+    if workers > 1:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            outcomes = list(pool.map(_lint_file, jobs, chunksize=max(1, len(jobs) // (workers * 8))))
+    else:
+        outcomes = [_lint_file(job) for job in jobs]
+    for outcome in outcomes:  # in input order: output is deterministic whatever the job count
+        if isinstance(outcome, str):
+            print(outcome, file=sys.stderr)
             read_errors += 1
-            continue
-        if b"torch" not in data:
-            results.append(FileResult(shown, skipped=True))
-            continue
-        try:
-            source = _decode(data)
-        except (UnicodeDecodeError, SyntaxError, LookupError) as e:
-            results.append(FileResult(shown, [Finding(shown, 1, 1, 1, 1, registry.SYNTAX_ERROR.CODE,
-                                                      registry.SYNTAX_ERROR.NAME,
-                                                      f"cannot decode file: {e}", "error")]))
-            continue
-        results.append(lint_source(source, shown, _per_file_codes(path, codes, cfg)))
+        else:
+            results.append(outcome)
 
     findings = sorted((f for r in results for f in r.findings), key=Finding.sort_key)
     if args.format == "json":

@@ -118,10 +118,13 @@ class Rule:
     @classmethod
     def visited_types(cls) -> dict[type, str]:
         """Node type -> visit method name, from the class's ``visit_<Type>`` methods."""
-        out = {}
-        for attr in dir(cls):
-            if attr.startswith("visit_"):
-                tp = getattr(cst, attr[len("visit_"):], None)
-                if isinstance(tp, type) and issubclass(tp, cst.CSTNode):
-                    out[tp] = attr
-        return out
+        cached = cls.__dict__.get("_visited_types")
+        if cached is None:
+            cached = {}
+            for attr in dir(cls):
+                if attr.startswith("visit_"):
+                    tp = getattr(cst, attr[len("visit_"):], None)
+                    if isinstance(tp, type) and issubclass(tp, cst.CSTNode):
+                        cached[tp] = attr
+            cls._visited_types = cached
+        return cached

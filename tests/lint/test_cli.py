@@ -355,3 +355,22 @@ def test_console_script_installed():
     assert exe, "the torchcheck console script is not on PATH"
     r = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and r.stdout.startswith("torchcheck ")
+
+
+# ------------------------------------------------------------- parallelism
+def test_parallel_output_matches_serial(tmp_path):
+    files = {f"m{i:02d}.py": (BUGGY_LOOP if i % 3 else DATA_PARALLEL) for i in range(40)}
+    files["bad.py"] = "import torch\ndef f(:\n"
+    write(tmp_path, files)
+    serial = run("lint", "-j", "1", "--format", "json", ".", cwd=tmp_path)
+    parallel = run("lint", "-j", "2", "--format", "json", ".", cwd=tmp_path)
+    assert serial.returncode == parallel.returncode == 1
+    assert parallel.stdout == serial.stdout
+    assert len(json.loads(serial.stdout)) == 41
+
+
+@pytest.mark.parametrize("value", ["0", "two", "-3"])
+def test_bad_jobs_value(tmp_path, value):
+    r = run("lint", "-j", value, ".", cwd=tmp_path)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "--jobs" in r.stderr
