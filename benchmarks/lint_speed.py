@@ -494,7 +494,7 @@ def main(argv: list[str] | None = None) -> int:
     if b is None:
         print(f"  {torchfix_note}")
     else:
-        print(f"  {torchfix_note}; torchcheck: one process")
+        print(f"  {torchfix_note}; torchcheck: its default (-j = cores, one process below 16 files)")
         rows = [["set", "torchfix (s)", "torchcheck (s)", "speedup", "torchfix CPU (s)", "torchcheck CPU (s)",
                  "CPU speedup"]]
         for name, e in rows_of:
