@@ -12,6 +12,7 @@ import sys
 import tokenize
 from io import BytesIO
 from concurrent.futures import ProcessPoolExecutor
+from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
 
@@ -20,9 +21,11 @@ from lint_rules.config import Config, find_pyproject, load
 from lint_rules.engine import FileResult, lint_source
 from lint_rules.errors import TorchcheckError, UsageError
 from lint_rules.files import discover, display, matches
+from lint_rules.project import ProjectInfo, read_project
 from lint_rules.rule import Finding
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+SEVERITIES = ("warning", "error")  # in increasing order
 
 
 class _Parser(argparse.ArgumentParser):
@@ -61,6 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="codes or prefixes to disable")
     lint.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
     lint.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
+    lint.add_argument("--fail-on", choices=SEVERITIES, default=None,
+                      help="lowest severity that makes the exit code 1: warning (default) or error")
     lint.add_argument("--stdin-filename", metavar="PATH", help="name used for standard input in output and config")
     lint.add_argument("--config", metavar="PYPROJECT", help="read [tool.torchcheck] from this file")
     lint.add_argument("--isolated", action="store_true", help="ignore every configuration file")
@@ -154,6 +159,7 @@ def _cpu_count() -> int:
 def _lint_file(job: tuple[str, str, tuple[str, ...]]) -> FileResult | str:
     """Lint one file (runs in a worker process); a read error comes back as its message."""
     path, shown, codes = job
+    project = _project_for(str(Path(path).parent))
     try:
         data = Path(path).read_bytes()
     except OSError as e:
@@ -165,7 +171,12 @@ def _lint_file(job: tuple[str, str, tuple[str, ...]]) -> FileResult | str:
     except (UnicodeDecodeError, SyntaxError, LookupError) as e:
         return FileResult(shown, [Finding(shown, 1, 1, 1, 1, registry.SYNTAX_ERROR.CODE, registry.SYNTAX_ERROR.NAME,
                                           f"cannot decode file: {e}", registry.SYNTAX_ERROR.SEVERITY)])
-    return lint_source(source, shown, codes)
+    return lint_source(source, shown, codes, project)
+
+
+@lru_cache(maxsize=None)
+def _project_for(directory: str) -> ProjectInfo:
+    return read_project(Path(directory))
 
 
 def _lint(args: argparse.Namespace) -> int:
@@ -179,7 +190,8 @@ def _lint(args: argparse.Namespace) -> int:
         name = args.stdin_filename or "-"
         source = _decode(sys.stdin.buffer.read())
         shown = Path(name)
-        results.append(lint_source(source, name, _per_file_codes(shown, codes, cfg)))
+        results.append(lint_source(source, name, _per_file_codes(shown, codes, cfg),
+                                   _project_for(str(Path.cwd()))))
     jobs = [(str(path), display(path), tuple(sorted(_per_file_codes(path, codes, cfg)))) for path in file_paths]
     workers = min(args.jobs or _cpu_count(), max(1, len(jobs) // _MIN_FILES_PER_WORKER))
     if workers > 1:
@@ -213,7 +225,9 @@ def _lint(args: argparse.Namespace) -> int:
                 out.write(f"All checks passed ({checked} file{'s' if checked != 1 else ''} checked).\n")
     if read_errors or any(r.internal_error for r in results):
         return EXIT_ERROR
-    if findings and not args.exit_zero:
+    fail_on = SEVERITIES.index(args.fail_on or cfg.fail_on or "warning")
+    failing = [f for f in findings if SEVERITIES.index(f.severity) >= fail_on]
+    if failing and not args.exit_zero:
         return EXIT_FINDINGS
     return EXIT_OK
 

@@ -18,7 +18,8 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 LIST_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude")
-ALLOWED_KEYS = (*LIST_KEYS, "per-file-ignores")
+ALLOWED_KEYS = (*LIST_KEYS, "per-file-ignores", "fail-on")
+SEVERITIES = ("warning", "error")
 CODE_KEYS = ("select", "extend-select", "ignore")
 
 
@@ -31,6 +32,7 @@ class Config:
     ignore: list[str] = field(default_factory=list)
     exclude: list[str] = field(default_factory=list)
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
+    fail_on: str | None = None
 
 
 def find_pyproject(start: Path) -> Path | None:
@@ -87,6 +89,11 @@ def load(path: Path) -> Config:
                 cfg.ignore = items
             else:
                 cfg.exclude.extend(items)
+        elif key == "fail-on":
+            if value not in SEVERITIES:
+                raise ConfigError(f"{where} must be one of {', '.join(repr(v) for v in SEVERITIES)}, "
+                                  f"got {_show(value)}")
+            cfg.fail_on = value
         else:  # per-file-ignores
             if not isinstance(value, dict):
                 raise ConfigError(

@@ -15,6 +15,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from lint_rules import registry, suppression
 from lint_rules.analysis.model import FileModel
+from lint_rules.project import ProjectInfo
 from lint_rules.rule import Finding, Report, Rule
 
 
@@ -30,8 +31,13 @@ def _builtin_finding(path: str, code: registry.BuiltinCode, line: int, col: int,
     return Finding(path, line, col, line, col, code.CODE, code.NAME, message, code.SEVERITY)
 
 
-def lint_source(source: str, path: str, codes: Iterable[str] | None = None) -> FileResult:
-    """Lint one file's text with the rules in ``codes`` (default: every active rule)."""
+def lint_source(source: str, path: str, codes: Iterable[str] | None = None,
+                project: ProjectInfo | None = None) -> FileResult:
+    """Lint one file's text with the rules in ``codes`` (default: every active rule).
+
+    ``project`` carries facts about the project the file belongs to (the torch
+    versions it supports), for the few rules whose verdict depends on them.
+    """
     result = FileResult(path)
     if "torch" not in source:
         result.skipped = True
@@ -57,6 +63,7 @@ def lint_source(source: str, path: str, codes: Iterable[str] | None = None) -> F
         interesting.update(rc.visited_types())
         interesting.update(rc.NEEDS)
     model = FileModel(module, frozenset(interesting))
+    model.project = project or ProjectInfo()
     rules: list[Rule] = [rc(model) for rc in selected]
 
     dispatch: dict[type, list[tuple[Rule, object]]] = {}
@@ -103,7 +110,7 @@ def lint_source(source: str, path: str, codes: Iterable[str] | None = None) -> F
             continue
         result.findings.append(Finding(
             path, line, rng.start.column + 1, rng.end.line, rng.end.column + 1,
-            rule.CODE, rule.NAME, rep.message, rule.SEVERITY))
+            rule.CODE, rule.NAME, rep.message, rep.severity or rule.SEVERITY))
     result.findings.sort(key=Finding.sort_key)
     return result
 

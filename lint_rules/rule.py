@@ -70,6 +70,7 @@ class Invalid:
 class Report:
     node: cst.CSTNode
     message: str
+    severity: str | None = None  # overrides the rule's SEVERITY for this finding
 
 
 class Rule:
@@ -98,11 +99,11 @@ class Rule:
         self.reports: list[Report] = []
         self._reported: set[int] = set()
 
-    def report(self, node: cst.CSTNode, message: str | None = None) -> None:
+    def report(self, node: cst.CSTNode, message: str | None = None, severity: str | None = None) -> None:
         if id(node) in self._reported:
             return
         self._reported.add(id(node))
-        self.reports.append(Report(node, message or self.MESSAGE))
+        self.reports.append(Report(node, message or self.MESSAGE, severity))
 
     def finish(self) -> None:
         """Called after every node was visited; override for whole-file checks."""

@@ -374,3 +374,21 @@ def test_bad_jobs_value(tmp_path, value):
     r = run("lint", "-j", value, ".", cwd=tmp_path)
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "--jobs" in r.stderr
+
+
+# --------------------------------------------------------------- severity
+def test_fail_on_error_ignores_warnings(tmp_path):
+    write(tmp_path, {"w.py": DATA_PARALLEL, "e.py": BUGGY_LOOP})  # TRN301 is a warning, TRN101 an error
+    assert run("lint", "--fail-on", "error", "w.py", cwd=tmp_path).returncode == 0
+    assert run("lint", "--fail-on", "error", "e.py", cwd=tmp_path).returncode == 1
+    assert run("lint", "w.py", cwd=tmp_path).returncode == 1  # default: warning
+    write(tmp_path, {"pyproject.toml": '[tool.torchcheck]\nfail-on = "error"\n'})
+    assert run("lint", "w.py", cwd=tmp_path).returncode == 0
+    r = run("lint", "--format", "json", "w.py", cwd=tmp_path)
+    assert json.loads(r.stdout)[0]["severity"] == "warning"
+
+
+def test_bad_fail_on_config(tmp_path):
+    write(tmp_path, {"pyproject.toml": '[tool.torchcheck]\nfail-on = "fatal"\n', "t.py": CLEAN})
+    r = run("lint", "t.py", cwd=tmp_path)
+    assert r.returncode == 2 and "'fatal'" in r.stderr and "fail-on" in r.stderr
