@@ -1,8 +1,11 @@
 """The reference implementations in ``fixtures/`` hold the linter to the truth.
 
 Every ``fixtures/buggy/<case>__<bug>.py`` declares the codes that must fire in its
-docstring (``Expected codes: TRN101``) and marks the planted line with ``# BUG``;
-every ``fixtures/correct/<case>.py`` must lint clean and train when run.
+docstring (``Expected codes: TRN101``, or ``Expected codes: none`` for a bug no
+lint rule can see) and marks the planted line with ``# BUG``; it may also name
+the runtime checks that must catch it (``Plugin check: assert_grad_flow``, held
+to it by ``tests/plugin/test_reference_checks.py``). Every
+``fixtures/correct/<case>.py`` must lint clean and train when run.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ CORRECT = sorted((FIXTURES / "correct").glob("*.py"))
 BUGGY = sorted((FIXTURES / "buggy").glob("*.py"))
 
 _EXPECTED = re.compile(r"^Expected codes:\s*(?P<codes>.*?)\s*$", re.M)
+_PLUGIN_CHECK = re.compile(r"^Plugin check:\s*(?P<checks>.*?)\s*$", re.M)
+_CHECK_NAME = re.compile(r"^[A-Za-z_]\w*$")
 _CODE = re.compile(r"^TRN\d{3}$")
 _BUG_COMMENT = re.compile(r"^#\s*BUG\b")
 
@@ -34,20 +39,41 @@ def _ids(paths: list[Path]) -> list[str]:
     return [p.name for p in paths]
 
 
+def _docstring(path: Path) -> str:
+    return ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+
+
 def expected_codes(path: Path) -> set[str]:
-    """The codes named on the ``Expected codes:`` line of the module docstring."""
+    """The codes named on the ``Expected codes:`` line of the module docstring (``none``: empty)."""
     __tracebackhide__ = True
-    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
-    found = _EXPECTED.findall(doc)
+    found = _EXPECTED.findall(_docstring(path))
     if len(found) != 1:
         pytest.fail(f"{path.relative_to(ROOT)}: the module docstring needs exactly one line "
-                    f"'Expected codes: TRN101' (comma-separated for several); found {len(found)}")
+                    f"'Expected codes: TRN101' (comma-separated for several, 'none' for no rule); "
+                    f"found {len(found)}")
+    if found[0].lower() == "none":
+        return set()
     codes = {c.strip() for c in found[0].split(",") if c.strip()}
     bad = sorted(c for c in codes if not _CODE.match(c))
     if not codes or bad:
         pytest.fail(f"{path.relative_to(ROOT)}: bad 'Expected codes:' line {found[0]!r}; "
-                    f"list codes such as TRN101, separated by commas")
+                    f"list codes such as TRN101, separated by commas, or write 'none'")
     return codes
+
+
+def plugin_checks(path: Path) -> list[str]:
+    """The runtime checks named on the optional ``Plugin check:`` line (comma-separated)."""
+    __tracebackhide__ = True
+    found = _PLUGIN_CHECK.findall(_docstring(path))
+    if not found:
+        return []
+    checks = [c.strip() for c in found[0].split(",") if c.strip()]
+    bad = [c for c in checks if not _CHECK_NAME.match(c)]
+    if len(found) > 1 or not checks or bad:
+        pytest.fail(f"{path.relative_to(ROOT)}: the docstring needs at most one line 'Plugin check: "
+                    f"assert_grad_flow' naming pytest_torchcheck assertions, separated by commas; "
+                    f"found {found!r}")
+    return checks
 
 
 def bug_lines(source: str) -> set[int]:
@@ -73,9 +99,11 @@ def test_buggy_twin_is_well_formed(path: Path) -> None:
     assert sep and bug, f"{rel}: name it <case>__<bug>.py"
     assert (FIXTURES / "correct" / f"{case}.py").is_file(), \
         f"{rel}: no reference fixtures/correct/{case}.py to be the twin of"
-    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
-    assert re.search(r"^Bug: \S", doc, re.M), f"{rel}: the docstring needs a line 'Bug: <one sentence>'"
-    expected_codes(path)
+    assert re.search(r"^Bug: \S", _docstring(path), re.M), \
+        f"{rel}: the docstring needs a line 'Bug: <one sentence>'"
+    assert bug_lines(path.read_text(encoding="utf-8")), f"{rel}: no '# BUG' comment marks the planted line"
+    assert expected_codes(path) or plugin_checks(path), (
+        f"{rel}: 'Expected codes: none' and no 'Plugin check:' line: nothing is held to catch this bug")
 
 
 @pytest.mark.parametrize("path", BUGGY, ids=_ids(BUGGY))
@@ -94,6 +122,8 @@ def test_buggy_twin_gets_exactly_its_expected_codes_on_the_bug_line(path: Path) 
     off_line = [f for f in findings if f.line not in marked]
     assert not off_line, (
         f"{rel}: findings away from the '# BUG' line(s) {sorted(marked)}:\n{_describe(off_line)}")
+    if not expected:
+        return  # a bug no rule can see: its '# BUG' line is for readers and the plugin checks
     unreported = marked - {f.line for f in findings}
     assert not unreported, f"{rel}: '# BUG' line(s) {sorted(unreported)} got no finding:\n{_describe(findings)}"
 
@@ -123,12 +153,13 @@ def test_correct_reference_runs(path: Path, tmp_path: Path) -> None:
         f"--- stdout ---\n{proc.stdout[-3000:]}\n--- stderr ---\n{proc.stderr[-3000:]}")
 
 
-def test_cli_reports_every_buggy_file_and_no_correct_file() -> None:
+def test_cli_reports_every_linted_buggy_file_and_no_correct_file() -> None:
     proc = subprocess.run([sys.executable, "-m", "lint_rules", "lint", "fixtures"], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     out = proc.stdout
     assert proc.returncode == 1, f"exit code {proc.returncode}, expected 1\n{out}\n{proc.stderr}"
-    missing = [p.relative_to(ROOT).as_posix() for p in BUGGY if p.relative_to(ROOT).as_posix() not in out]
+    linted = [p for p in BUGGY if expected_codes(p)]
+    missing = [p.relative_to(ROOT).as_posix() for p in linted if p.relative_to(ROOT).as_posix() not in out]
     assert not missing, f"buggy files missing from the CLI output: {missing}\n{out}"
     flagged = [p.relative_to(ROOT).as_posix() for p in CORRECT if p.relative_to(ROOT).as_posix() in out]
     assert not flagged, f"correct files reported by the CLI: {flagged}\n{out}"
