@@ -219,7 +219,9 @@ class NanGuard:
             t.register_hook(self._make_grad_hook(roles))
         else:
             roles = tagged[1]
-        roles.append((weakref.ref(module), where, side))
+        # A strong reference: the autograd graph outlives a model built inline (``Net()(x).sum().backward()``),
+        # and the module must still be there to be named when its backward misbehaves.
+        roles.append((module, where, side))
 
     def _make_grad_hook(self, roles: list):
         guard_ref = weakref.ref(self)
@@ -231,9 +233,9 @@ class NanGuard:
                 return
             finite = bool(torch_isfinite_all(grad))
             if finite:
-                for ref, _where, side in roles:
+                for m, _where, side in roles:
                     if side == "output":
-                        guard._finite_out.add(id(ref()))
+                        guard._finite_out.add(id(m))
                 return
             guard._fail_backward(grad, roles)
 
@@ -243,9 +245,8 @@ class NanGuard:
         __tracebackhide__ = True
         nan, inf = _nonfinite_counts(grad)
         culprit = None
-        for ref, where, side in roles:
-            m = ref()
-            if side == "input" and m is not None and id(m) in self._finite_out:
+        for m, where, side in roles:
+            if side == "input" and id(m) in self._finite_out:
                 culprit = (m, where)  # finite gradient at its output, non-finite at its input
                 break
         if culprit is not None:
@@ -255,9 +256,8 @@ class NanGuard:
             cause = (f"the backward of '{name}' turned a finite output gradient into a non-finite input "
                      "gradient (sqrt/log/div at 0, pow of a negative base, norm of zeros)")
         else:
-            ref, where, side = roles[0]
-            m = ref()
-            name = self._name(m) if m is not None else "<collected module>"
+            m, where, side = roles[0]
+            name = self._name(m)
             head = f"gradient w.r.t. the {where} of module '{name}' is not finite"
             cause = ("it arrived non-finite from code outside any module that consumes this tensor "
                      "(the loss function, or a functional op in a parent's forward)")

@@ -213,7 +213,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         _marker_kwargs(item, "nan_guard")
     except _MarkerError as e:
         item.stash[MARKER_ERROR] = str(e)
-        pytest.fail(str(e), pytrace=False)
+    if MARKER_ERROR in item.stash:  # failed outside the except: no "During handling..." repeat of the message
+        pytest.fail(item.stash[MARKER_ERROR], pytrace=False)
     base = seed_marker["seed"] if seed_marker else item.config.stash[BASE_SEED]
     item.stash[ITEM_BASE] = base
     item.stash[ITEM_SEED] = derive_seed(base, item.nodeid)
@@ -268,9 +269,12 @@ def _is_torchcheck_failure(item: pytest.Item, call: pytest.CallInfo) -> bool:
 def rerun_command(item: pytest.Item) -> str:
     base = item.stash.get(ITEM_BASE, item.config.stash[BASE_SEED])
     args = ["python", "-m", "pytest", item.nodeid, f"--torchcheck-seed={base}"]
-    devices = item.config.getoption("torchcheck_devices")
+    # Effective values, not just flags: a failure found under an env/ini setting must reproduce without it.
+    devices = option_value(item.config, "devices")
     if devices:
-        args.append(f"--torchcheck-devices={devices}")
+        args.append(f"--torchcheck-devices={','.join(devices)}")
+    if option_value(item.config, "nan_guard"):
+        args.append("--torchcheck-nan-guard")
     return f"cd {shlex.quote(str(item.config.rootpath))} && {shlex.join(args)}"
 
 

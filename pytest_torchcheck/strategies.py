@@ -65,7 +65,9 @@ def tensors(draw: Any, shape: Sequence[int] | st.SearchStrategy | None = None, d
         shape = draw(shape)
     shape = tuple(int(s) for s in shape)
     n = math.prod(shape)
-    values = draw(st.lists(elements or _default_elements(dtype), min_size=n, max_size=n))
+    # Not ``elements or ...``: bool() of a strategy is always True and Hypothesis warns on every draw.
+    elements = elements if elements is not None else _default_elements(dtype)
+    values = draw(st.lists(elements, min_size=n, max_size=n))
     t = torch.tensor(values, dtype=dtype).reshape(shape).to(device)
     if requires_grad:
         t.requires_grad_(True)

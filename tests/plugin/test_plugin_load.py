@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import subprocess
 import sys
 import textwrap
@@ -39,3 +40,73 @@ def test_plugin_import_alone_is_torch_free():
 def test_seed_option_is_registered(pytester):
     result = pytester.runpytest_subprocess("--help")
     result.stdout.fnmatch_lines(["*--torchcheck-seed=N*"])
+
+
+RECORD_MODULES = """
+import atexit
+import sys
+
+
+def _record(stage):
+    with open("modules.txt", "a") as f:
+        f.write(f"{stage}: plugin={'pytest_torchcheck.plugin' in sys.modules} torch={'torch' in sys.modules}\\n")
+
+
+atexit.register(_record, "exit")
+
+
+def pytest_collection_finish(session):
+    _record("collected")
+"""
+
+
+def test_version_loads_plugin_without_torch(pytester):
+    pytester.makeconftest(RECORD_MODULES)
+    # A single --version stops before plugins load; --version --version loads them all and lists them.
+    result = pytester.runpytest_subprocess("--version", "--version")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*pytest-torchcheck-*pytest_torchcheck*plugin.py"])
+    assert (pytester.path / "modules.txt").read_text() == "exit: plugin=True torch=False\n"
+
+
+def test_collecting_and_running_non_torch_tests_leaves_torch_unimported(pytester):
+    pytester.makeconftest(RECORD_MODULES)
+    pytester.makepyfile(test_plain="def test_one():\n    assert 1 + 1 == 2\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    assert (pytester.path / "modules.txt").read_text() == (
+        "collected: plugin=True torch=False\n"
+        "exit: plugin=True torch=False\n"
+    )
+
+
+def test_markers_are_documented_with_signatures(inner):
+    result = inner.run("--markers")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines([
+        "@pytest.mark.nan_guard(detect_anomaly=False, backward=True): fail at the first module *NaN/Inf*",
+        "@pytest.mark.requires_cuda(min_devices=1): skip unless at least min_devices CUDA devices *",
+        "@pytest.mark.torchcheck_seed(seed): base seed for this test, overriding --torchcheck-seed",
+    ])
+
+
+def test_help_lists_every_option_with_its_env_and_ini_twin(inner):
+    result = inner.run("--help")  # inner sets a wide terminal: one line per option
+    assert result.ret == 0
+    result.stdout.fnmatch_lines([
+        "torchcheck: checks for PyTorch training code:",
+        "  --torchcheck-seed=N *base seed: each test is seeded from it and its test id*"
+        + glob.escape("[env TORCHCHECK_SEED, ini torchcheck_seed]"),
+        "  --torchcheck-devices=LIST",
+        "*devices torch_device runs on*" + glob.escape("[env TORCHCHECK_DEVICES, ini torchcheck_devices]"),
+        "  --torchcheck-nan-guard",
+        "*guard every test with nan_guard*" + glob.escape("[env TORCHCHECK_NAN_GUARD, ini torchcheck_nan_guard]"),
+    ])
+    result.stdout.fnmatch_lines([
+        "  torchcheck_seed (string):",
+        "*base seed: each test is seeded from it*",
+        "  torchcheck_devices (string):",
+        "*devices torch_device runs on*",
+        "  torchcheck_nan_guard (string):",
+        "*guard every test with nan_guard*",
+    ], consecutive=True)

@@ -1,0 +1,76 @@
+"""Hypothesis strategies for tensors, used in a real @given test under the "torchcheck" profile."""
+
+from __future__ import annotations
+
+STRATEGY_TESTS = """
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_torchcheck.strategies import shapes, tensors
+
+settings.load_profile("torchcheck")
+seen = set()
+
+
+def test_profile_has_no_deadline():
+    assert settings().deadline is None
+
+
+@given(tensors(shape=(2, 3), dtype=torch.float64))
+def test_fixed_shape_and_dtype(t):
+    assert t.shape == (2, 3) and t.dtype == torch.float64
+    assert torch.isfinite(t).all() and t.abs().max() <= 1e3
+
+
+@given(tensors(shape=shapes(min_dims=2, max_dims=3, min_side=1, max_side=4), dtype=torch.float16))
+def test_shape_strategy_and_half(t):
+    assert 2 <= t.dim() <= 3 and all(1 <= s <= 4 for s in t.shape)
+    assert t.dtype == torch.float16 and torch.isfinite(t).all()
+
+
+@given(tensors(dtype=torch.int32, elements=st.integers(-5, 5), requires_grad=False))
+def test_elements_and_int_dtype(t):
+    assert t.dtype == torch.int32
+    assert 1 <= t.dim() <= 3 and all(1 <= s <= 8 for s in t.shape)  # the default shapes()
+    assert t.min() >= -5 and t.max() <= 5
+
+
+@given(tensors(shape=(3,), requires_grad=True))
+def test_requires_grad_float32_default(t):
+    assert t.dtype == torch.float32 and t.requires_grad
+
+
+@settings(max_examples=200, derandomize=True)
+@given(shapes(min_dims=0, max_dims=2, min_side=0, max_side=2))
+def test_shapes_bounds(shape):
+    assert isinstance(shape, tuple) and len(shape) <= 2 and all(0 <= s <= 2 for s in shape)
+    seen.add(len(shape))
+
+
+def test_shapes_cover_every_rank():
+    assert seen == {0, 1, 2}
+
+
+@settings(derandomize=True)
+@given(tensors(shape=(4,), dtype=torch.float32))
+def test_a_real_property_is_caught(t):
+    assert (t * 0.5).sum() <= 100.0  # false for large enough values: Hypothesis must find one
+"""
+
+
+def test_strategies_in_a_real_given_test(pytester, inner):
+    pytester.makepyfile(test_props=STRATEGY_TESTS)
+    result = inner.run(hypothesis=True)
+    assert inner.outcomes(result) == {
+        "test_profile_has_no_deadline": "PASSED",
+        "test_fixed_shape_and_dtype": "PASSED",
+        "test_shape_strategy_and_half": "PASSED",
+        "test_elements_and_int_dtype": "PASSED",
+        "test_requires_grad_float32_default": "PASSED",
+        "test_shapes_bounds": "PASSED",
+        "test_shapes_cover_every_rank": "PASSED",
+        "test_a_real_property_is_caught": "FAILED",
+    }
+    result.stdout.fnmatch_lines(["E   Falsifying example: test_a_real_property_is_caught(", "E       t=tensor(*"])
+    assert "HypothesisWarning" not in result.stdout.str()  # e.g. a strategy used where a value was meant
