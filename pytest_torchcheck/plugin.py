@@ -222,8 +222,10 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if cuda is not None:
         devices = _devices(item.config)
         if devices.cuda_count < cuda["min_devices"]:
-            pytest.skip(f"requires {cuda['min_devices']} CUDA device(s), found {devices.cuda_count} "
-                        f"({devices.source}; --torchcheck-devices overrides)")
+            # Reported at the test, as skipif markers are, not at this hook.
+            raise pytest.skip.Exception(
+                f"requires {cuda['min_devices']} CUDA device(s), found {devices.cuda_count} "
+                f"({devices.source}; --torchcheck-devices overrides)", _use_item_location=True)
 
 
 @pytest.hookimpl(wrapper=True)

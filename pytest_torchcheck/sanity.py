@@ -109,7 +109,7 @@ def assert_loss_at_init(loss: "torch.Tensor | float", num_classes: int, tol: flo
 def assert_overfits(
     model: "torch.nn.Module",
     batch: Any,
-    loss_fn: Callable[..., Any],
+    loss_fn: Callable[..., Any] | None = None,
     optimizer: "torch.optim.Optimizer | None" = None,
     steps: int = 100,
     threshold: float | None = None,
@@ -129,6 +129,8 @@ def assert_overfits(
     if not isinstance(steps, int) or steps < 1:
         raise TorchcheckUsageError(f"assert_overfits: steps must be a positive int, got {steps!r}")
     if train_step is None:
+        if loss_fn is None:
+            raise TorchcheckUsageError("assert_overfits: pass loss_fn (for the default step) or train_step=")
         if not (isinstance(batch, (tuple, list)) and len(batch) == 2):
             raise TorchcheckUsageError("assert_overfits: batch must be (inputs, targets), or pass train_step=")
         opt = optimizer or torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1e-2)
