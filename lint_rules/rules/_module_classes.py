@@ -1,0 +1,342 @@
+"""Facts about ``nn.Module`` subclasses and instances, shared by the TRN4xx/TRN604/TRN702 rules.
+
+Not a rule (the registry imports only ``trnNNN_*`` modules). These facts belong in
+``lint_rules.analysis`` once more rules need them; until then they live here so
+that seven rules do not each carry a copy.
+
+A class is a module class when one of its bases resolves (through imports and
+aliases) to ``torch.nn.Module`` or another ``torch.nn`` module class, to a
+well-known third-party module base (``LightningModule``, ``PreTrainedModel``), or
+to a class defined in the same file that is a module class. A base that resolves
+to nothing known (imported from elsewhere) counts only when its name ends in
+``Module`` or the class defines ``forward``: precision over recall.
+"""
+
+from __future__ import annotations
+
+import re
+import weakref
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from lint_rules.analysis.kinds import CRITERION, MODULE, kind_of
+from lint_rules.analysis.model import ASSIGN, CLASS, FOR, PARAM, WITH, call_method, dotted
+
+if TYPE_CHECKING:
+    from lint_rules.analysis.model import FileModel
+
+# torch.nn.<Upper> names that are not modules.
+_NN_NOT_MODULES = frozenset({
+    "torch.nn.Parameter", "torch.nn.Buffer", "torch.nn.UninitializedParameter",
+    "torch.nn.UninitializedBuffer",
+})
+_OTHER_MODULE_BASES = frozenset({
+    "torch.nn.DataParallel", "torch.nn.parallel.DistributedDataParallel",
+    "torch.jit.ScriptModule", "torch.nn.modules.Module", "torch.nn.modules.module.Module",
+    "torch.distributed.fsdp.FullyShardedDataParallel",
+    "pytorch_lightning.LightningModule", "pytorch_lightning.core.LightningModule",
+    "lightning.LightningModule", "lightning.pytorch.LightningModule",
+    "lightning.pytorch.core.LightningModule",
+    "transformers.PreTrainedModel", "transformers.modeling_utils.PreTrainedModel",
+})
+# Containers whose construction registers what is passed to them.
+_REGISTERING = frozenset({
+    "torch.nn.ModuleList", "torch.nn.ModuleDict", "torch.nn.Sequential",
+    "torch.nn.ParameterList", "torch.nn.ParameterDict",
+})
+_UNKNOWN_MODULE_BASE = re.compile(r"Module$")
+# Names that kinds.name_hint() takes for a model but that hold something about one.
+_NOT_A_MODULE_NAME = re.compile(
+    r"state|dict|path|file|name|dir|cfg|config|ckpt|checkpoint|weight|param|args|kwargs|type|cls|"
+    r"class|str|url|_id$|fn$|func|factory|builder|kind", re.I)
+_SELF_REGISTERING_METHODS = frozenset({"register_buffer", "register_parameter", "add_module",
+                                       "register_module"})
+
+
+def is_torch_module_class_name(q: str) -> bool:
+    """True for canonical names of ``torch.nn`` module classes (``torch.nn.Linear``)."""
+    if q in _OTHER_MODULE_BASES:
+        return True
+    return (q.startswith("torch.nn.") and q.count(".") == 2 and q.rsplit(".", 1)[1][:1].isupper()
+            and q not in _NN_NOT_MODULES)
+
+
+class ModuleFacts:
+    """Per-file facts; get the shared instance with :func:`facts`."""
+
+    def __init__(self, model: "FileModel") -> None:
+        self.model = model
+        self._module_class: dict[int, bool | None] = {}
+        self._scope_calls: dict[int, list[cst.Call]] | None = None
+
+    # ---------------------------------------------------------------- classes
+    def is_module_class(self, classdef: cst.ClassDef) -> bool:
+        return self._class_verdict(classdef, 0) is True
+
+    def _class_verdict(self, classdef: cst.ClassDef, depth: int) -> bool | None:
+        """True: a module class; False: known not to be; None: its bases are unknown."""
+        key = id(classdef)
+        if key in self._module_class:
+            return self._module_class[key]
+        self._module_class[key] = None  # cycle guard
+        verdict: bool | None = False
+        for arg in classdef.bases:
+            base = self._base_verdict(arg.value, depth)
+            if base is True:
+                verdict = True
+                break
+            if base is None:
+                verdict = None
+        if verdict is None and defines(classdef, "forward"):
+            verdict = True  # an unknown base, and a forward(): a module by its shape
+        self._module_class[key] = verdict
+        return verdict
+
+    def _base_verdict(self, base: cst.BaseExpression, depth: int) -> bool | None:
+        """True: a module class; False: known not to be; None: unknown."""
+        model = self.model
+        q = model.qualified_name(base)
+        if q is not None:
+            if is_torch_module_class_name(q):
+                return True
+            if q.startswith(("torch.", "builtins.", "typing.", "abc.", "enum.", "collections.",
+                             "dataclasses.")):
+                return False
+            return True if _UNKNOWN_MODULE_BASE.search(q) else None
+        if isinstance(base, cst.Name):
+            bindings = model.bindings_of(base)
+            if bindings and len(bindings) == 1 and bindings[0].kind == CLASS and depth < 8:
+                return self._class_verdict(bindings[0].value, depth + 1)
+        text = dotted(base) if isinstance(base, (cst.Name, cst.Attribute)) else None
+        if text is not None and _UNKNOWN_MODULE_BASE.search(text):
+            return True
+        return None
+
+    def method_of(self, func: cst.CSTNode) -> cst.ClassDef | None:
+        """The class whose body defines ``func`` directly, else None."""
+        if not isinstance(func, cst.FunctionDef):
+            return None
+        block = self.model.parent(func)
+        cls = self.model.parent(block) if isinstance(block, cst.IndentedBlock) else None
+        return cls if isinstance(cls, cst.ClassDef) else None
+
+    def enclosing_method(self, node: cst.CSTNode) -> tuple[cst.FunctionDef, cst.ClassDef] | None:
+        """The method (defined directly in a class body) that ``node`` runs in, with its class.
+
+        Nested functions and lambdas inside a method count as the method.
+        """
+        for a in self.model.ancestors(node):
+            if isinstance(a, cst.FunctionDef):
+                cls = self.method_of(a)
+                if cls is not None:
+                    return a, cls
+            elif isinstance(a, cst.ClassDef):
+                return None
+        return None
+
+    def module_method(self, node: cst.CSTNode) -> tuple[cst.FunctionDef, cst.ClassDef] | None:
+        """Like :meth:`enclosing_method`, only for methods of module classes."""
+        found = self.enclosing_method(node)
+        if found is not None and self.is_module_class(found[1]):
+            return found
+        return None
+
+    # ------------------------------------------------------------- instances
+    def is_self(self, expr: cst.CSTNode, method: cst.FunctionDef) -> bool:
+        """``expr`` is the method's first parameter (``self``), not rebound."""
+        if not isinstance(expr, cst.Name) or not method.params.params:
+            return False
+        if expr.value != method.params.params[0].name.value:
+            return False
+        bindings = self.model.bindings_of(expr)
+        return bool(bindings) and all(b.kind == PARAM and b.value is method for b in bindings)
+
+    def is_module_value(self, expr: cst.CSTNode) -> bool:
+        """``expr`` holds an ``nn.Module`` instance (not a class, not a state dict)."""
+        model = self.model
+        if isinstance(expr, cst.Name):
+            found = self.module_method(expr)
+            if found is not None and self.is_self(expr, found[0]):
+                return True
+        if isinstance(expr, cst.Subscript):
+            return self.is_module_container(expr.value)
+        if not isinstance(expr, (cst.Name, cst.Attribute)):
+            return kind_of(model, expr) in (MODULE, CRITERION)
+        if model.qualified_name(expr) is not None:
+            return False  # an imported name: a class or a library function
+        constructed = False
+        for b in model.bindings_of(expr) or ():
+            if b.kind == CLASS:
+                return False
+            if b.kind in (ASSIGN, WITH) and b.value is not None:
+                if _not_a_module(b.value):
+                    return False
+                constructed = constructed or kind_of(model, b.value) in (MODULE, CRITERION)
+        if constructed:
+            return True
+        if kind_of(model, expr) in (MODULE, CRITERION):
+            # known from an annotation, or guessed from the name: `model_state` is not a model
+            return not _NOT_A_MODULE_NAME.search((dotted(expr) or "").rsplit(".", 1)[-1])
+        return self._from_module_container(expr)
+
+    def _from_module_container(self, expr: cst.CSTNode) -> bool:
+        """``layer`` in ``for layer in self.layers`` (an ``nn.ModuleList``), ``for m in
+        self.children()``, ``for i, layer in enumerate(self.layers)``, ``for name, m in
+        self.blocks.items()`` (an ``nn.ModuleDict``), ``layer = self.layers[i]``."""
+        if not isinstance(expr, cst.Name):
+            return False
+        bindings = self.model.bindings_of(expr)
+        if not bindings or len(bindings) != 1:
+            return False
+        if bindings[0].kind == ASSIGN and isinstance(bindings[0].value, cst.Subscript):
+            return self.is_module_container(bindings[0].value.value)
+        if bindings[0].kind != FOR:
+            return False
+        iterable = bindings[0].value
+        target = getattr(bindings[0].node, "target", None)
+        pair = False
+        if isinstance(target, (cst.Tuple, cst.List)):
+            last = target.elements[-1].value if target.elements else None
+            if len(target.elements) != 2 or not (isinstance(last, cst.Name) and last.value == expr.value):
+                return False
+            if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) \
+                    and iterable.func.value == "enumerate" and iterable.args:
+                iterable = iterable.args[0].value
+            else:
+                pair = True
+        elif not isinstance(target, cst.Name):
+            return False
+        method = call_method(iterable)
+        if method in (("named_children", "named_modules") if pair else ("children", "modules")):
+            return True
+        if method == ("items" if pair else "values"):
+            return self.is_module_container(iterable.func.value)
+        return not pair and self.is_module_container(iterable)
+
+    def is_module_container(self, expr: cst.CSTNode) -> bool:
+        """``expr`` holds an ``nn.ModuleList``/``nn.ModuleDict``/``nn.Sequential``."""
+        bindings = self.model.bindings_of(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
+        if not bindings:
+            return False
+        for b in bindings:
+            if b.kind not in (ASSIGN, WITH) or not isinstance(b.value, cst.Call):
+                return False
+            q = self.model.qualified_name(b.value.func)
+            if q not in ("torch.nn.ModuleList", "torch.nn.ModuleDict", "torch.nn.Sequential"):
+                return False
+        return True
+
+    def is_registering_call(self, call: cst.Call) -> bool:
+        """A call that registers its arguments: ``nn.ModuleList(...)``, a module class."""
+        q = self.model.qualified_name(call.func)
+        if q is not None:
+            return q in _REGISTERING or is_torch_module_class_name(q)
+        return kind_of(self.model, call) == MODULE
+
+    # ------------------------------------------------------------ self calls
+    def self_calls(self, classdef: cst.ClassDef) -> list[cst.Call]:
+        """Calls ``<self>.register_buffer/register_parameter/add_module/register_module(...)``
+        and ``setattr(...)`` made in the methods of ``classdef``."""
+        if self._scope_calls is None:
+            found: dict[int, list[cst.Call]] = {}
+            for call in self.model.nodes(cst.Call):
+                func = call.func
+                if isinstance(func, cst.Attribute):
+                    if func.attr.value not in _SELF_REGISTERING_METHODS:
+                        continue
+                elif not (isinstance(func, cst.Name) and func.value == "setattr"):
+                    continue
+                method = self.enclosing_method(call)
+                if method is not None:
+                    found.setdefault(id(method[1]), []).append(call)
+            self._scope_calls = found
+        return self._scope_calls.get(id(classdef), [])
+
+    def registered_names(self, classdef: cst.ClassDef) -> set[str] | None:
+        """Attribute names the class registers by string (``register_buffer("mask", ...)``);
+        None when a name is computed (anything may be registered)."""
+        names: set[str] = set()
+        for call in self.self_calls(classdef):
+            if not call.args:
+                continue
+            first = call.args[0].value
+            if isinstance(call.func, cst.Name):  # setattr(self, name, value)
+                if len(call.args) < 2:
+                    continue
+                first = call.args[1].value
+            if isinstance(first, cst.SimpleString):
+                value = first.evaluated_value
+                if isinstance(value, str):
+                    names.add(value)
+                    continue
+            return None
+        return names
+
+    def attr_bindings(self, classdef: cst.ClassDef, attr: str) -> list:
+        """Every ``self.<attr> = ...`` made in the methods of ``classdef``."""
+        scope = self.model.scope_for_node.get(id(classdef))
+        if scope is None:
+            return []
+        return scope.attrs.get(f"self.{attr}", [])
+
+
+def defines(classdef: cst.ClassDef, name: str) -> bool:
+    body = classdef.body
+    if not isinstance(body, cst.IndentedBlock):
+        return False
+    return any(isinstance(s, cst.FunctionDef) and s.name.value == name for s in body.body)
+
+
+def self_attribute(target: cst.CSTNode, method: cst.FunctionDef) -> str | None:
+    """``x`` for a target ``self.x`` where ``self`` is the method's first parameter."""
+    if not (isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name)):
+        return None
+    params = method.params.params
+    if not params or target.value.value != params[0].name.value:
+        return None
+    return target.attr.value
+
+
+def mentions_name(expr: cst.CSTNode, name: str) -> bool:
+    """``expr`` contains a Name or an attribute called ``name`` (small subtrees only)."""
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Name) and node.value == name:
+            return True
+        if isinstance(node, cst.Attribute) and node.attr.value == name:
+            return True
+        stack.extend(node.children)
+    return False
+
+
+def _not_a_module(value: cst.CSTNode | None) -> bool:
+    """Assigned values that are never module instances: containers, strings, state dicts."""
+    if isinstance(value, (cst.Dict, cst.DictComp, cst.List, cst.ListComp, cst.Tuple,
+                          cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+        return True
+    if isinstance(value, cst.Call):
+        method = call_method(value)
+        if method is not None and "state_dict" in method:
+            return True
+        leaf = (dotted(value.func) or "").rsplit(".", 1)[-1]
+        if leaf in ("OrderedDict", "dict"):
+            return True
+        if leaf in ("deepcopy", "copy") and value.args:
+            return _not_a_module(value.args[0].value)
+    return False
+
+
+_FACTS: "weakref.WeakKeyDictionary[FileModel, ModuleFacts]" = weakref.WeakKeyDictionary()
+
+
+def facts(model: "FileModel") -> ModuleFacts:
+    """The file's shared :class:`ModuleFacts` (built once, used by every rule that asks)."""
+    found = _FACTS.get(model)
+    if found is None:
+        found = ModuleFacts(model)
+        _FACTS[model] = found
+    return found
+
+

@@ -1,0 +1,357 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from lint_rules.analysis.kinds import LEAF, kind_of
+from lint_rules.analysis.model import ASSIGN, CLASS, is_true, keyword_arg
+from lint_rules.analysis.names import PARAMETER, TENSOR_FACTORIES
+from lint_rules.rule import Invalid, Rule, Valid
+from lint_rules.rules._module_classes import facts, is_torch_module_class_name, self_attribute
+
+_CONTAINER_CALLS = frozenset({"builtins.list", "builtins.tuple", "builtins.dict"})
+_ADDERS = frozenset({"append", "extend", "insert"})
+_LITERALS = (cst.List, cst.Tuple, cst.Set, cst.Dict, cst.ListComp, cst.SetComp, cst.DictComp,
+             cst.GeneratorExp)
+
+
+class UnregisteredSubmodules(Rule):
+    """
+    ## What it does
+    Flags an attribute of an `nn.Module` subclass that is assigned a plain Python
+    `list`, `tuple` or `dict` holding modules, `nn.Parameter`s or tensors created
+    with `requires_grad=True`: a literal, a comprehension, `[...] * n`, or an empty
+    container filled with `.append()`/`.extend()`/`[key] = ...` in the class.
+    Quiet when the container is later wrapped (`self.layers =
+    nn.ModuleList(self.layers)`, `nn.Sequential(*self.layers)`) or registered with
+    `add_module`/`register_parameter`.
+
+    ## Why is this bad?
+    `nn.Module` registers only modules, parameters and buffers assigned directly,
+    or held in `nn.ModuleList`/`nn.ModuleDict`/`nn.ParameterList`/
+    `nn.ParameterDict`. Modules in a plain list are invisible to `parameters()`, so
+    the optimizer never updates them: those layers keep their random
+    initialisation and the model trains only partly, with no error. They are also
+    not moved by `.to(device)` (a device-mismatch error on the GPU), not switched by
+    `.train()`/`.eval()`, and missing from `state_dict()`, so checkpoints silently
+    lose them.
+
+    ## Example
+    ```python
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = [nn.Linear(64, 64) for _ in range(4)]
+    ```
+
+    Use instead:
+    ```python
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = nn.ModuleList(nn.Linear(64, 64) for _ in range(4))
+    ```
+
+    ## Known problems
+    An element is recognised as a module when it is built in place from a
+    `torch.nn` class or a module class defined in the same file (or from a local
+    variable assigned one); modules built from classes imported from elsewhere,
+    or passed in as arguments, are not recognised. A list kept unregistered on
+    purpose (a reference to a parent or teacher model that must not be trained or
+    saved) is flagged; suppress it with `# noqa: TRN401`. Containers handed to your
+    own helper that registers them are recognised only when the helper's result
+    is assigned to an attribute.
+
+    ## References
+    - https://pytorch.org/docs/stable/generated/torch.nn.ModuleList.html
+    - https://pytorch.org/docs/stable/generated/torch.nn.ModuleDict.html
+    - https://pytorch.org/docs/stable/generated/torch.nn.ParameterList.html
+    """
+
+    CODE = "TRN401"
+    NAME = "unregistered-submodules"
+    MESSAGE = ("Modules or parameters held in a plain list/dict/tuple attribute are not registered: "
+               "never trained, never moved by .to(), missing from state_dict()")
+    FIX_TITLE = "Hold them in nn.ModuleList / nn.ModuleDict / nn.ParameterList"
+
+    VALID = [
+        Valid(
+            """
+            import torch.nn as nn
+            class Net(nn.Module):
+                def __init__(self, n):
+                    super().__init__()
+                    self.layers = nn.ModuleList([nn.Linear(8, 8) for _ in range(n)])
+                    self.heads = nn.ModuleDict({"a": nn.Linear(8, 2), "b": nn.Linear(8, 3)})
+                    self.sizes = [8, 16, 32]
+                    self.names = ("a", "b")
+                    self.anchors = [torch.zeros(4), torch.ones(4)]
+            """
+        ),
+        Valid(
+            """
+            # built in a list, then wrapped or unpacked into a registering container
+            import torch.nn as nn
+            class Net(nn.Module):
+                def __init__(self, n):
+                    super().__init__()
+                    self.blocks = []
+                    for _ in range(n):
+                        self.blocks.append(nn.Linear(8, 8))
+                    self.blocks = nn.ModuleList(self.blocks)
+                    self.stages = [nn.Conv2d(3, 3, 3), nn.ReLU()]
+                    self.body = nn.Sequential(*self.stages)
+            """
+        ),
+        Valid(
+            """
+            # a list of registered attributes, runtime caches, and a non-module class
+            import torch.nn as nn
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.enc = nn.Linear(8, 8)
+                    self.dec = nn.Linear(8, 8)
+                    self.parts = [self.enc, self.dec]
+                    self.features = []
+
+                def forward(self, x):
+                    self.features.append(self.enc(x))
+                    return self.dec(self.features[-1])
+
+            class Builder:
+                def __init__(self):
+                    self.layers = [nn.Linear(8, 8) for _ in range(3)]
+            """
+        ),
+        Valid(
+            """
+            # registered one by one with add_module
+            import torch.nn as nn
+            class Net(nn.Module):
+                def __init__(self, n):
+                    super().__init__()
+                    self.layers = [nn.Linear(8, 8) for _ in range(n)]
+                    for i, layer in enumerate(self.layers):
+                        self.add_module(f"layer{i}", layer)
+            """
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch.nn as nn
+            class Net(nn.Module):
+                def __init__(self, n):
+                    super().__init__()
+                    self.layers = [nn.Linear(8, 8) for _ in range(n)]  # BUG
+                    self.heads = {"a": nn.Linear(8, 2), "b": nn.Linear(8, 3)}  # BUG
+
+                def forward(self, x):
+                    for layer in self.layers:
+                        x = layer(x)
+                    return self.heads["a"](x)
+            """
+        ),
+        Invalid(
+            """
+            from torch import nn
+            class Block(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(8, 8)
+
+            class Net(Block):
+                def __init__(self, n):
+                    super().__init__()
+                    self.blocks = []  # BUG
+                    for _ in range(n):
+                        self.blocks.append(Block())
+                    self.pair = (nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8))  # BUG
+            """
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+            class Mixture(nn.Module):
+                def __init__(self, k):
+                    super().__init__()
+                    self.scales = [nn.Parameter(torch.ones(8)) for _ in range(k)]  # BUG
+                    offsets = []
+                    for _ in range(k):
+                        offsets.append(torch.zeros(8, requires_grad=True))
+                    self.offsets = offsets  # BUG
+            """
+        ),
+    ]
+
+    def __init__(self, model) -> None:
+        super().__init__(model)
+        self._facts = facts(model)
+        # (class, attribute, statement, container, assigned through a local variable):
+        # judged in finish(), once every append() and later wrapping has been seen.
+        self._candidates: list[tuple[cst.ClassDef, str, cst.CSTNode, cst.CSTNode, bool]] = []
+        # (class id, attribute) -> values stored with self.<attribute>[key] = value
+        self._subscript_items: dict[tuple[int, str], list[cst.CSTNode]] = {}
+
+    # ------------------------------------------------------------------ visits
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            target = t.target
+            if isinstance(target, cst.Attribute):
+                self._on_attribute(target, node.value, node)
+            elif isinstance(target, cst.Subscript) and isinstance(target.value, cst.Attribute):
+                # self.heads[name] = nn.Linear(...)
+                found = self._facts.module_method(node)
+                attr = found and self_attribute(target.value, found[0])
+                if attr:
+                    self._subscript_items.setdefault((id(found[1]), attr), []).append(node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if isinstance(node.target, cst.Attribute) and node.value is not None:
+            self._on_attribute(node.target, node.value, node)
+
+    def _on_attribute(self, target: cst.Attribute, value: cst.BaseExpression, stmt: cst.CSTNode) -> None:
+        container, local = value, False
+        if isinstance(value, cst.Name):
+            container, local = self._local_container(value), True
+        if container is None or not self._is_container(container):
+            return
+        found = self._facts.module_method(stmt)
+        if found is None:
+            return
+        attr = self_attribute(target, found[0])
+        if attr is not None:
+            self._candidates.append((found[1], attr, stmt, container, local))
+
+    def _local_container(self, name: cst.Name) -> cst.CSTNode | None:
+        bindings = self.model.bindings_of(name)
+        if bindings and len(bindings) == 1 and bindings[0].kind == ASSIGN:
+            return bindings[0].value
+        return None
+
+    def _is_container(self, expr: cst.CSTNode) -> bool:
+        if isinstance(expr, _LITERALS):
+            return True
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply):
+            return isinstance(expr.left, (cst.List, cst.ListComp)) or isinstance(expr.right, cst.List)
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name):
+            return self.model.qualified_name(expr.func) in _CONTAINER_CALLS
+        return False
+
+    # ------------------------------------------------------------------ finish
+    def finish(self) -> None:
+        if not self._candidates:
+            return
+        added, passed = self._scan_calls()
+        for cls, attr, stmt, container, local in self._candidates:
+            key = (id(cls), attr)
+            if key in passed or self._wrapped(cls, attr):
+                continue
+            if local and id(container) in passed:
+                continue
+            items = self._elements(container)
+            items += self._subscript_items.get(key, [])
+            items += added.get(key, [])
+            if local:
+                items += added.get(id(container), [])
+            if any(self._trainable(item) for item in items):
+                self.report(stmt)
+
+    def _scan_calls(self) -> tuple[dict, set]:
+        """Elements added with ``append``/``extend``/``insert``, and containers handed to a
+        call that registers them (``nn.Sequential(*self.layers)``)."""
+        attrs = {attr for _, attr, _, _, _ in self._candidates}
+        locals_ = {id(c): c for _, _, _, c, local in self._candidates if local}
+        added: dict = {}
+        passed: set = set()
+        fx = self._facts
+        for call in self.model.nodes(cst.Call):
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value in _ADDERS and call.args:
+                key = self._container_key(func.value, attrs, locals_)
+                if key is not None:
+                    arg = call.args[-1].value
+                    extra = self._elements(arg) if func.attr.value == "extend" else [arg]
+                    added.setdefault(key, []).extend(extra)
+                continue
+            for arg in call.args:
+                key = self._container_key(arg.value, attrs, locals_)
+                if key is not None and (fx.is_registering_call(call) or self._assigned_to_attribute(call)):
+                    passed.add(key)
+        return added, passed
+
+    def _container_key(self, expr: cst.CSTNode, attrs: set[str], locals_: dict):
+        if isinstance(expr, cst.Attribute) and expr.attr.value in attrs:
+            found = self._facts.enclosing_method(expr)
+            if found is not None:
+                attr = self_attribute(expr, found[0])
+                if attr is not None:
+                    return (id(found[1]), attr)
+        elif isinstance(expr, cst.Name) and locals_:
+            container = self._local_container(expr)
+            if container is not None and id(container) in locals_:
+                return id(container)
+        return None
+
+    def _assigned_to_attribute(self, call: cst.Call) -> bool:
+        parent = self.model.parent(call)
+        if isinstance(parent, cst.Assign):
+            return any(isinstance(t.target, cst.Attribute) for t in parent.targets)
+        return False
+
+    def _wrapped(self, cls: cst.ClassDef, attr: str) -> bool:
+        """Another assignment makes ``self.<attr>`` a module, or the class registers by name."""
+        fx = self._facts
+        names = fx.registered_names(cls)
+        if names is None or attr in names:
+            return True
+        for b in fx.attr_bindings(cls, attr):
+            if isinstance(b.value, cst.Call) and fx.is_registering_call(b.value):
+                return True
+        return False
+
+    # ---------------------------------------------------------------- elements
+    def _elements(self, expr: cst.CSTNode) -> list[cst.CSTNode]:
+        if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
+            return [e.value for e in expr.elements if isinstance(e, cst.Element)]
+        if isinstance(expr, cst.Dict):
+            return [e.value for e in expr.elements if isinstance(e, cst.DictElement)]
+        if isinstance(expr, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+            return [expr.elt]
+        if isinstance(expr, cst.DictComp):
+            return [expr.value]
+        if isinstance(expr, cst.BinaryOperation):
+            return self._elements(expr.left) + self._elements(expr.right)
+        if isinstance(expr, cst.Call) and expr.args and isinstance(expr.func, cst.Name):
+            if self.model.qualified_name(expr.func) in _CONTAINER_CALLS:
+                return self._elements(expr.args[0].value)
+        return []
+
+    def _trainable(self, expr: cst.CSTNode, depth: int = 0) -> bool:
+        """A module, a parameter, or a tensor that requires grad, built right here."""
+        if depth > 3:
+            return False
+        if isinstance(expr, _LITERALS) or isinstance(expr, cst.BinaryOperation):
+            return any(self._trainable(e, depth + 1) for e in self._elements(expr))
+        if isinstance(expr, cst.Name):
+            value = self._local_container(expr)
+            return value is not None and isinstance(value, cst.Call) and self._trainable(value, depth + 1)
+        if not isinstance(expr, cst.Call):
+            return False
+        q = self.model.qualified_name(expr.func)
+        if q is not None:
+            if q == PARAMETER:
+                return True
+            if q in TENSOR_FACTORIES:
+                arg = keyword_arg(expr, "requires_grad")
+                return arg is not None and is_true(arg.value)
+            return is_torch_module_class_name(q) and not q.endswith("Loss")
+        if isinstance(expr.func, cst.Name):
+            bindings = self.model.bindings_of(expr.func)
+            if bindings and len(bindings) == 1 and bindings[0].kind == CLASS:
+                return self._facts.is_module_class(bindings[0].value)
+            return False
+        if isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "requires_grad_":
+            return kind_of(self.model, expr) == LEAF
+        return False

@@ -1,0 +1,324 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from lint_rules.analysis.model import ASSIGN, is_true, keyword_arg
+from lint_rules.analysis.names import NON_TENSOR_TORCH, PARAMETER, TENSOR_FACTORIES
+from lint_rules.rule import ERROR, WARNING, Invalid, Rule, Valid
+from lint_rules.rules._module_classes import facts, mentions_name, self_attribute
+
+TENSOR = "tensor"
+LEAF = "leaf"  # requires_grad=True
+
+# Legacy typed constructors: torch.FloatTensor(3, 4) and friends.
+_TYPED_CONSTRUCTORS = frozenset(
+    "torch." + n for n in
+    "Tensor FloatTensor DoubleTensor HalfTensor BFloat16Tensor LongTensor IntTensor ShortTensor "
+    "ByteTensor CharTensor BoolTensor".split())
+# torch.<lowercase> functions that do not return one tensor.
+_NOT_ONE_TENSOR = frozenset(
+    "torch." + n for n in
+    "meshgrid split chunk unbind tensor_split broadcast_tensors sort topk max min std_mean var_mean "
+    "svd qr eig lu unique_consecutive frexp aminmax histogram hub typename result_type "
+    "promote_types can_cast compile load save".split())
+# Tensor methods that do not return one tensor.
+_NOT_TENSOR_METHODS = frozenset(
+    "item tolist numpy size dim ndimension numel nelement element_size data_ptr stride storage "
+    "untyped_storage is_contiguous is_floating_point is_complex get_device chunk split unbind "
+    "tensor_split sort topk unique register_hook backward apply_ map_ share_memory_ "
+    "to_sparse_csr".split())
+
+
+class TensorAttributeNotRegistered(Rule):
+    """
+    ## What it does
+    Flags `self.x = <tensor>` in the `__init__` of an `nn.Module` subclass, where
+    the tensor is created there (`torch.zeros(...)`, `torch.tensor(...)`,
+    `torch.arange(n).float()`, a local variable holding one). With
+    `requires_grad=True` it should be an `nn.Parameter`; otherwise a buffer
+    registered with `register_buffer`. Quiet when the class registers the name
+    (`register_buffer("x", ...)` before assigning, `register_parameter`) or assigns
+    `self.x = nn.Parameter(...)` elsewhere.
+
+    ## Why is this bad?
+    A tensor stored as a plain attribute is not part of the module's state:
+    - with `requires_grad=True` it is missing from `parameters()`, so the optimizer
+      never updates it: the value stays at its initialisation while the loss
+      plateaus, with no error;
+    - otherwise `model.to("cuda")` leaves it on the CPU (`RuntimeError: Expected all
+      tensors to be on the same device` at the first forward on the GPU, or a
+      host-to-device copy every step when `forward` calls `.to(x.device)`), and it
+      is missing from `state_dict()`, so a running statistic kept in it is lost
+      when the checkpoint is reloaded.
+
+    ## Example
+    ```python
+    class Attention(nn.Module):
+        def __init__(self, n):
+            super().__init__()
+            self.mask = torch.tril(torch.ones(n, n))
+            self.temperature = torch.ones(1, requires_grad=True)
+    ```
+
+    Use instead:
+    ```python
+    class Attention(nn.Module):
+        def __init__(self, n):
+            super().__init__()
+            self.register_buffer("mask", torch.tril(torch.ones(n, n)))
+            self.temperature = nn.Parameter(torch.ones(1))
+    ```
+
+    ## Known problems
+    Only tensors created in `__init__` itself are seen: tensors passed in as
+    arguments, built by helper functions, or created lazily in `forward` are not
+    flagged. An attribute that another method reassigns from values that do not
+    read it (a cache refreshed at run time, `self.x = self.build(n)`) is taken for
+    a cache and not flagged, even when that method is a `reset()` of real state. A constant that is deliberately kept out of `state_dict()`
+    should be a buffer with `persistent=False`; suppress the finding only if the
+    attribute is never used on another device. Findings for tensors that do not
+    require grad are warnings (the run fails loudly on the GPU or loses state in
+    checkpoints); those that require grad are errors (never trained).
+
+    ## References
+    - https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.register_buffer
+    - https://pytorch.org/docs/stable/generated/torch.nn.parameter.Parameter.html
+    """
+
+    CODE = "TRN402"
+    NAME = "tensor-attribute-not-registered"
+    MESSAGE = ("Tensor assigned to a module attribute is not registered: not moved by .to(), "
+               "missing from state_dict()")
+    FIX_TITLE = "Use self.register_buffer(name, tensor), or nn.Parameter for a trainable tensor"
+    SEVERITY = WARNING
+
+    VALID = [
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+            class Attention(nn.Module):
+                def __init__(self, n, d):
+                    super().__init__()
+                    self.register_buffer("mask", torch.tril(torch.ones(n, n)))
+                    self.temperature = nn.Parameter(torch.ones(1))
+                    self.scale = d ** -0.5
+                    self.device = torch.device("cpu")
+                    self.dtype = torch.get_default_dtype()
+            """
+        ),
+        Valid(
+            """
+            # registered first, then assigned; wrapped later; passed in; a cache filled in forward
+            import torch
+            from torch import nn
+            class Norm(nn.Module):
+                def __init__(self, d, weight):
+                    super().__init__()
+                    self.register_buffer("running_mean", None)
+                    self.running_mean = torch.zeros(d)
+                    self.gain = torch.ones(d)
+                    self.gain = nn.Parameter(self.gain)
+                    self.weight = weight
+                    self.cache = None
+
+                def forward(self, x):
+                    self.cache = torch.zeros_like(x)
+                    return x * self.gain
+            """
+        ),
+        Valid(
+            """
+            # a placeholder for a cache that forward() recomputes from scratch
+            import torch
+            import torch.nn as nn
+            class RelPos(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.rel_indices: torch.Tensor = torch.zeros(1, 1, 1, 3)
+
+                def forward(self, x):
+                    if self.rel_indices.shape[1] != x.shape[1]:
+                        self.rel_indices = self.get_rel_indices(x.shape[1])
+                    return x
+            """
+        ),
+        Valid(
+            """
+            # not a module: a plain container class and a Dataset
+            import torch
+            from torch.utils.data import Dataset
+            class State:
+                def __init__(self, n):
+                    self.buf = torch.zeros(n)
+            class Data(Dataset):
+                def __init__(self, n):
+                    self.x = torch.randn(n, 3)
+            """
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+            class Attention(nn.Module):
+                def __init__(self, n):
+                    super().__init__()
+                    self.mask = torch.tril(torch.ones(n, n)).view(1, 1, n, n)  # BUG
+                    self.scale = torch.tensor(n).rsqrt()  # BUG
+                    self.temperature = torch.ones(1, requires_grad=True)  # BUG
+            """
+        ),
+        Invalid(
+            """
+            import math
+            import torch
+            from torch import nn
+            class PositionalEncoding(nn.Module):
+                def __init__(self, d, max_len=512):
+                    super().__init__()
+                    pe = torch.zeros(max_len, d)
+                    pos = torch.arange(max_len).unsqueeze(1)
+                    div = torch.exp(torch.arange(0, d, 2) * (-math.log(10000.0) / d))
+                    pe[:, 0::2] = torch.sin(pos * div)
+                    self.pe = pe  # BUG
+
+                def forward(self, x):
+                    return x + self.pe[: x.size(0)]
+            """
+        ),
+        Invalid(
+            """
+            import torch
+            from torch.nn import Module
+            class Base(Module):
+                pass
+            class Normalize(Base):
+                def __init__(self):
+                    super().__init__()
+                    self.mean: torch.Tensor = torch.tensor([0.485, 0.456, 0.406])  # BUG
+                    self.std = torch.FloatTensor([0.229, 0.224, 0.225])  # BUG
+            """
+        ),
+        Invalid(
+            """
+            # a running statistic updated in forward: lost from every checkpoint
+            import torch
+            import torch.nn as nn
+            class Counter(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.seen = torch.zeros(())  # BUG
+
+                def forward(self, x):
+                    self.seen = self.seen + x.shape[0]
+                    return x
+            """
+        ),
+    ]
+
+    def __init__(self, model) -> None:
+        super().__init__(model)
+        self._facts = facts(model)
+        self._candidates: list[tuple[cst.ClassDef, str, cst.CSTNode, str]] = []
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            self._check(t.target, node.value, node)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._check(node.target, node.value, node)
+
+    def _check(self, target: cst.BaseExpression, value: cst.BaseExpression, stmt: cst.CSTNode) -> None:
+        if not isinstance(target, cst.Attribute) or not isinstance(target.value, cst.Name):
+            return
+        kind = self._tensor_kind(value, 0)
+        if kind is None:
+            return
+        found = self._facts.module_method(stmt)
+        if found is None or found[0].name.value != "__init__":
+            return
+        attr = self_attribute(target, found[0])
+        if attr is not None:
+            self._candidates.append((found[1], attr, stmt, kind))
+
+    def finish(self) -> None:
+        fx = self._facts
+        for cls, attr, stmt, kind in self._candidates:
+            names = fx.registered_names(cls)
+            if names is None or attr in names:
+                continue
+            bindings = fx.attr_bindings(cls, attr)
+            if any(self._is_parameter(b.value) or _recomputed(b, attr) for b in bindings):
+                continue
+            if kind == LEAF:
+                self.report(stmt, "Tensor with requires_grad=True assigned to a module attribute is not "
+                                  "an nn.Parameter: the optimizer never sees it, so it is never trained",
+                            ERROR)
+            else:
+                self.report(stmt)
+
+    def _is_parameter(self, value: cst.CSTNode | None) -> bool:
+        return isinstance(value, cst.Call) and self.model.qualified_name(value.func) == PARAMETER
+
+    # ------------------------------------------------------------------ tensors
+    def _tensor_kind(self, expr: cst.CSTNode, depth: int) -> str | None:
+        """TENSOR or LEAF when ``expr`` creates a tensor here, else None."""
+        if depth > 6:
+            return None
+        if isinstance(expr, cst.Call):
+            return self._call_kind(expr, depth)
+        if isinstance(expr, cst.Subscript):
+            return TENSOR if self._tensor_kind(expr.value, depth + 1) else None
+        if isinstance(expr, cst.BinaryOperation):
+            if self._tensor_kind(expr.left, depth + 1) or self._tensor_kind(expr.right, depth + 1):
+                return TENSOR
+            return None
+        if isinstance(expr, cst.UnaryOperation):
+            return TENSOR if self._tensor_kind(expr.expression, depth + 1) else None
+        if isinstance(expr, cst.Name):
+            bindings = self.model.bindings_of(expr)
+            if not bindings or any(b.kind != ASSIGN for b in bindings):
+                return None
+            kinds = {self._tensor_kind(b.value, depth + 1) for b in bindings if b.value is not None}
+            kinds.discard(None)
+            if not kinds:
+                return None
+            return LEAF if kinds == {LEAF} else TENSOR
+        return None
+
+    def _call_kind(self, call: cst.Call, depth: int) -> str | None:
+        func = call.func
+        if isinstance(func, cst.Attribute):
+            method = func.attr.value
+            if method[:1].islower() and method not in _NOT_TENSOR_METHODS:
+                inner = self._tensor_kind(func.value, depth + 1)
+                if inner is not None:
+                    if method == "requires_grad_":
+                        return LEAF if not call.args or is_true(call.args[0].value) else TENSOR
+                    return inner if method.endswith("_") else TENSOR
+        q = self.model.qualified_name(func)
+        if q is None:
+            return None
+        if q in TENSOR_FACTORIES:
+            arg = keyword_arg(call, "requires_grad")
+            return LEAF if arg is not None and is_true(arg.value) else TENSOR
+        if q in _TYPED_CONSTRUCTORS:
+            return TENSOR
+        parts = q.split(".")
+        if len(parts) == 2 and parts[0] == "torch" and parts[1][:1].islower() \
+                and q not in NON_TENSOR_TORCH and q not in _NOT_ONE_TENSOR \
+                and not parts[1].startswith(("is_", "get_", "set_", "use_", "are_", "manual_")):
+            return TENSOR
+        return None
+
+
+def _recomputed(binding, attr: str) -> bool:
+    """Assigned afresh in another method from values that do not read it: a cache
+    refreshed at run time (``self.rel_indices = self.get_rel_indices(n)``), not state."""
+    fn = binding.scope.node
+    if not isinstance(fn, cst.FunctionDef) or fn.name.value == "__init__" or binding.value is None:
+        return False
+    return not mentions_name(binding.value, attr)

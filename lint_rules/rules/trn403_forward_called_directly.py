@@ -1,0 +1,168 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from lint_rules.analysis.model import CLASS
+from lint_rules.rule import Invalid, Rule, Valid
+from lint_rules.rules._module_classes import facts
+
+
+class ForwardCalledDirectly(Rule):
+    """
+    ## What it does
+    Flags `module.forward(x)` on an `nn.Module` instance: a model built from a
+    `torch.nn` class or a module class of the same file, `self.<submodule>`,
+    `self` inside a module class, a layer taken from an `nn.ModuleList`, or, as a
+    last resort, a variable named like a model (`model`, `net`, `*_model`). Quiet
+    for `super().forward(x)` and for `Base.forward(self, x)` called on a class.
+
+    ## Why is this bad?
+    `module(x)` runs `forward` through `nn.Module.__call__`, which also runs the
+    forward pre-hooks and hooks and prepares backward hooks. Calling `forward`
+    directly skips them all, silently: `DistributedDataParallel` does not prepare
+    its gradient reduction (replicas diverge, or `find_unused_parameters` errors),
+    FSDP does not gather its sharded parameters, and `register_forward_hook`-based
+    tools (feature extractors, pruning and quantization observers, profilers,
+    activation checkpointing wrappers) see nothing.
+
+    ## Example
+    ```python
+    features = self.backbone.forward(x)
+    logits = model.forward(batch)
+    ```
+
+    Use instead:
+    ```python
+    features = self.backbone(x)
+    logits = model(batch)
+    ```
+
+    ## Known problems
+    A receiver whose construction is out of sight is recognised only by its name,
+    so `self.remote.forward(x)` on an object that is not a module stays quiet, and
+    `model.forward(x)` on a non-module called `model` is flagged. Calling
+    `self.forward(x)` from another method of the module (`predict`, a custom
+    `train` step) is flagged too: hooks registered on the module do not run for
+    those calls. An unbound `Class.forward(obj, x)` is never flagged.
+
+    ## References
+    - https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.forward
+    - https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.register_forward_hook
+    - https://pytorch.org/docs/stable/notes/ddp.html
+    """
+
+    CODE = "TRN403"
+    NAME = "forward-called-directly"
+    MESSAGE = "module.forward() called directly skips the module's hooks (DDP, FSDP, forward hooks)"
+    FIX_TITLE = "Call the module itself: module(x)"
+
+    VALID = [
+        Valid(
+            """
+            import torch.nn as nn
+            class Bottle(nn.Linear):
+                def forward(self, x):
+                    if x.dim() <= 2:
+                        return super().forward(x)
+                    return super(Bottle, self).forward(x.flatten(0, 1))
+
+            class Wrapped(nn.Sequential):
+                def forward(self, x):
+                    return nn.Sequential.forward(self, x)
+            """
+        ),
+        Valid(
+            """
+            import torch
+            class Square(torch.autograd.Function):
+                @staticmethod
+                def forward(ctx, x):
+                    ctx.save_for_backward(x)
+                    return x * x
+
+            y = Square.forward(None, x)
+            out = model(x)
+            traced = torch.jit.trace(model.forward, x)
+            """
+        ),
+        Valid(
+            """
+            # not modules: an RPC module reference and a plain object
+            from torch.distributed.nn import RemoteModule
+            class Trainer:
+                def __init__(self):
+                    self.remote_emb = RemoteModule("ps", torch.nn.EmbeddingBag, (10, 3))
+                    self.pipeline = Pipeline()
+
+                def step(self, x):
+                    return self.pipeline.forward(self.remote_emb.forward(x))
+            """
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch.nn as nn
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.encoder = nn.Linear(8, 8)
+                    self.layers = nn.ModuleList([nn.Linear(8, 8) for _ in range(3)])
+
+                def forward(self, x):
+                    x = self.encoder.forward(x)  # BUG
+                    for layer in self.layers:
+                        x = layer.forward(x)  # BUG
+                    head = self.layers[-1]
+                    x = head.forward(x)  # BUG
+                    return self.layers[0].forward(x)  # BUG
+            """
+        ),
+        Invalid(
+            """
+            import torch
+            def train(model, loader, optimizer):
+                for x, y in loader:
+                    optimizer.zero_grad()
+                    loss = torch.nn.functional.cross_entropy(model.forward(x), y)  # BUG
+                    loss.backward()
+                    optimizer.step()
+            """
+        ),
+        Invalid(
+            """
+            from torch import nn
+            class Classifier(nn.Module):
+                def forward(self, x):
+                    return x.mean(1)
+
+                def predict(self, x):
+                    return self.forward(x).argmax(1)  # BUG
+
+            net = nn.parallel.DistributedDataParallel(Classifier())
+            out = net.module.forward(x)  # BUG
+            """
+        ),
+    ]
+
+    def __init__(self, model) -> None:
+        super().__init__(model)
+        self._facts = facts(model)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if not isinstance(func, cst.Attribute) or func.attr.value != "forward":
+            return
+        receiver = func.value
+        if isinstance(receiver, cst.Call):
+            return  # super().forward(x), factory().forward(x)
+        if not isinstance(receiver, (cst.Name, cst.Attribute, cst.Subscript)):
+            return
+        if self.model.qualified_name(receiver) is not None:
+            return  # nn.Module.forward(self, x): an unbound call on a class
+        if isinstance(receiver, cst.Name):
+            bindings = self.model.bindings_of(receiver)
+            if bindings and any(b.kind == CLASS for b in bindings):
+                return
+        if self._facts.is_module_value(receiver):
+            self.report(node)

@@ -1,0 +1,228 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from lint_rules.analysis.model import ASSIGN
+from lint_rules.rule import Invalid, Rule, Valid
+from lint_rules.rules._module_classes import facts, mentions_name
+
+# torch.nn.functional dropouts: (input, p=0.5, training=True, inplace=False).
+_DROPOUTS = frozenset({"dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
+                       "feature_alpha_dropout"})
+_TRAINING_POSITION = 2
+# scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, ...)
+_SDPA = "scaled_dot_product_attention"
+_SDPA_DROPOUT_POSITION = 4
+_SDPA_MESSAGE = ("scaled_dot_product_attention(dropout_p=...) without checking self.training keeps "
+                 "attention dropout on after model.eval()")
+
+
+class FunctionalDropoutIgnoresMode(Rule):
+    """
+    ## What it does
+    Flags `F.dropout(x, p)` (and `dropout1d/2d/3d`, `alpha_dropout`,
+    `feature_alpha_dropout`) called in a method of an `nn.Module` subclass without
+    a `training` argument, and `F.scaled_dot_product_attention(..., dropout_p=p)`
+    with a non-zero `dropout_p` there. Quiet when `training=` is passed (normally
+    `training=self.training`), when the probability depends on the mode
+    (`p=self.p if self.training else 0.0`, directly or through a local variable),
+    and under `if self.training:`.
+
+    ## Why is this bad?
+    Unlike `nn.Dropout`, the functional form does not know the module's mode:
+    its `training` argument defaults to `True`, and `scaled_dot_product_attention`
+    applies `dropout_p` whatever the mode. `model.eval()` therefore does not turn
+    it off, and evaluation, inference and deployment keep dropping
+    activations at random: accuracy is lower than it should be and varies from
+    run to run on the same input, with no error.
+
+    ## Example
+    ```python
+    def forward(self, x):
+        return self.fc(F.dropout(x, p=0.5))
+    ```
+
+    Use instead:
+    ```python
+    def forward(self, x):
+        return self.fc(F.dropout(x, p=0.5, training=self.training))
+    ```
+    and `dropout_p=self.dropout if self.training else 0.0` for attention.
+
+    ## Known problems
+    An explicit `training=True` is taken as deliberate (Monte Carlo dropout) and
+    not flagged. Functional dropout in free functions is not flagged, because the
+    mode there must come from an argument the rule cannot see. Calls through
+    `*args`/`**kwargs` are not flagged.
+
+    ## References
+    - https://pytorch.org/docs/stable/generated/torch.nn.functional.dropout.html
+    - https://pytorch.org/docs/stable/generated/torch.nn.Dropout.html
+    - https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.eval
+    """
+
+    CODE = "TRN604"
+    NAME = "functional-dropout-ignores-mode"
+    MESSAGE = "F.dropout() without training=self.training stays on after model.eval()"
+    FIX_TITLE = "Pass training=self.training, or use an nn.Dropout submodule"
+
+    VALID = [
+        Valid(
+            """
+            import torch.nn as nn
+            import torch.nn.functional as F
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(8, 8)
+                    self.drop = nn.Dropout(0.5)
+
+                def forward(self, x):
+                    x = F.dropout(x, p=0.1, training=self.training)
+                    x = F.dropout(x, 0.1, self.training)
+                    return self.drop(self.fc(x))
+            """
+        ),
+        Valid(
+            """
+            # the mode decides the probability, or guards the call
+            import torch
+            from torch import nn
+            from torch.nn import functional as F
+            class Attn(nn.Module):
+                def forward(self, q, k, v):
+                    w = torch.softmax(q @ k.transpose(-2, -1), -1)
+                    w = F.dropout(w, p=self.p if self.training else 0.0)
+                    if self.training:
+                        v = F.dropout(v, 0.1)
+                    return w @ v
+
+            class Fused(nn.Module):
+                def forward(self, q, k, v):
+                    y = F.scaled_dot_product_attention(q, k, v, dropout_p=self.p if self.training else 0)
+                    p = self.p if self.training else 0.0
+                    y = y + F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True)
+                    return y + F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            """
+        ),
+        Valid(
+            """
+            # a free function that takes the mode, and deliberate Monte Carlo dropout
+            import torch.nn as nn
+            import torch.nn.functional as F
+            def head(x, training):
+                return F.dropout(x, 0.2, training=training)
+            class MCDropout(nn.Module):
+                def forward(self, x):
+                    return F.dropout(x, 0.5, training=True)
+            """
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch.nn as nn
+            import torch.nn.functional as F
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc1 = nn.Linear(8, 8)
+                    self.fc2 = nn.Linear(8, 2)
+
+                def forward(self, x):
+                    x = F.dropout(F.relu(self.fc1(x)), p=0.5)  # BUG
+                    return self.fc2(x)
+            """
+        ),
+        Invalid(
+            """
+            import torch
+            from torch.nn.functional import dropout2d
+            class Block(torch.nn.Conv2d):
+                def forward(self, x):
+                    return dropout2d(super().forward(x), 0.2)  # BUG
+            """
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+            class Attention(nn.Module):
+                def _attend(self, q, k, v):
+                    w = torch.softmax(q @ k.transpose(-2, -1), dim=-1)
+                    w = torch.nn.functional.dropout(w, self.p)  # BUG
+                    return w @ v
+
+                def forward(self, x):
+                    return self._attend(x, x, x)
+
+            class Fused(nn.Module):
+                def forward(self, q, k, v):
+                    return torch.nn.functional.scaled_dot_product_attention(q, k, v, dropout_p=self.p)  # BUG
+            """
+        ),
+    ]
+
+    def __init__(self, model) -> None:
+        super().__init__(model)
+        self._facts = facts(model)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+        if name in _DROPOUTS:
+            if _argument(node, "training", _TRAINING_POSITION) is not None:
+                return
+            message = None
+        elif name == _SDPA:
+            p = _argument(node, "dropout_p", _SDPA_DROPOUT_POSITION)
+            if p is None or _is_zero(p):
+                return
+            message = _SDPA_MESSAGE
+        else:
+            return
+        if any(a.star for a in node.args):
+            return
+        if self.model.qualified_name(func) != f"torch.nn.functional.{name}":
+            return
+        found = self._facts.module_method(node)
+        if found is None:
+            return
+        if any(self._depends_on_mode(a.value) for a in node.args):
+            return  # p=self.p if self.training else 0.0
+        if self._guarded_by_mode(node, found[0]):
+            return
+        self.report(node, message)
+
+    def _depends_on_mode(self, expr: cst.CSTNode) -> bool:
+        """``expr`` reads ``training``, directly or through a local variable."""
+        if mentions_name(expr, "training"):
+            return True
+        if isinstance(expr, cst.Name):
+            bindings = self.model.bindings_of(expr) or ()
+            return any(b.value is not None and b.kind == ASSIGN and mentions_name(b.value, "training")
+                       for b in bindings)
+        return False
+
+    def _guarded_by_mode(self, node: cst.Call, method: cst.FunctionDef) -> bool:
+        """Inside a branch of ``if self.training:`` (or ``... if self.training else ...``)."""
+        child: cst.CSTNode = node
+        for a in self.model.ancestors(node):
+            if a is method:
+                return False
+            if isinstance(a, (cst.If, cst.IfExp)) and child is not a.test and mentions_name(a.test, "training"):
+                return True
+            child = a
+        return False
+
+
+def _argument(call: cst.Call, keyword: str, position: int) -> cst.BaseExpression | None:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == keyword:
+            return arg.value
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    return positional[position].value if position < len(positional) else None
+
+
+def _is_zero(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, (cst.Integer, cst.Float)) and float(expr.evaluated_value) == 0.0

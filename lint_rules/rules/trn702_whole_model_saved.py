@@ -1,0 +1,175 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from lint_rules.rule import WARNING, Invalid, Rule, Valid
+from lint_rules.rules._module_classes import facts
+
+_SAVE = "torch.save"
+
+
+class WholeModelSaved(Rule):
+    """
+    ## What it does
+    Flags `torch.save(obj, f)` where `obj` is an `nn.Module` instance (a model
+    built from a `torch.nn` class or a module class of the same file, `self`
+    inside a module class, `model.module`, or, as a last resort, a variable named
+    like a model), or a dict/list/tuple literal holding one
+    (`{"model": model, "epoch": epoch}`). Quiet for `model.state_dict()` and for
+    values assigned from a `state_dict()`.
+
+    ## Why is this bad?
+    `torch.save(model)` pickles the module object, which records the import path
+    of every class it uses. The checkpoint loads only with the same code layout
+    (rename or move a class and it is unreadable), and only with
+    `torch.load(..., weights_only=False)`: since PyTorch 2.6 the default
+    `torch.load(path)` refuses it with `UnpicklingError: Weights only load
+    failed`, and loading with `weights_only=False` runs arbitrary code from the
+    file, so a shared checkpoint is a code-execution risk for whoever loads it.
+
+    ## Example
+    ```python
+    torch.save(model, "checkpoint.pt")
+    ```
+
+    Use instead:
+    ```python
+    torch.save(model.state_dict(), "checkpoint.pt")
+    ...
+    model = Net()
+    model.load_state_dict(torch.load("checkpoint.pt", weights_only=True))
+    ```
+
+    ## Known problems
+    A variable whose value is out of sight is taken for a module only by its name
+    (`model`, `net`, `*_model`), so `torch.save(model, path)` on something else
+    called `model` is flagged. Saving a whole model on purpose (a
+    `torch.package`-free export for one fixed codebase) is a legitimate but
+    fragile choice; suppress with `# noqa: TRN702`. TorchScript archives
+    (`torch.jit.save`) are not affected and not flagged.
+
+    ## References
+    - https://pytorch.org/tutorials/beginner/saving_loading_models.html
+    - https://pytorch.org/docs/stable/generated/torch.load.html
+    - https://pytorch.org/docs/stable/notes/serialization.html
+    """
+
+    CODE = "TRN702"
+    NAME = "whole-model-saved"
+    MESSAGE = ("torch.save() of a whole nn.Module pickles its classes: tied to the code layout, "
+               "and unloadable with weights_only=True (the default since PyTorch 2.6)")
+    FIX_TITLE = "Save model.state_dict() and rebuild the model before load_state_dict()"
+    SEVERITY = WARNING
+
+    VALID = [
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+            model = nn.Linear(8, 2)
+            torch.save(model.state_dict(), "model.pt")
+            torch.save({"model": model.state_dict(), "epoch": 3}, "ckpt.pt")
+            snapshot = {"MODEL_STATE": model.state_dict(), "EPOCHS_RUN": 3}
+            torch.save(snapshot, "snapshot.pt")
+            """
+        ),
+        Valid(
+            """
+            # values that come from a state dict, and TorchScript archives
+            import copy
+            import torch
+            def save(model, path):
+                model_state = model.state_dict()
+                torch.save(model_state, path)
+                best_model_wts = copy.deepcopy(model.state_dict())
+                torch.save(best_model_wts, path)
+                torch.jit.save(torch.jit.script(model), path)
+
+            def export(model_state_dict, path):
+                torch.save(model_state_dict, path)
+            """
+        ),
+        Valid(
+            """
+            # not torch.save, and tensors
+            import numpy as np
+            import torch
+            np.save("x.npy", model)
+            torch.save(torch.randn(3), "t.pt")
+            torch.save(optimizer.state_dict(), "opt.pt")
+            """
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+            model = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2))
+            torch.save(model, "model.pt")  # BUG
+            """
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+            class Net(nn.Module):
+                def save(self, path):
+                    torch.save(self, path)  # BUG
+
+            def checkpoint(net, ddp_model, epoch):
+                torch.save(ddp_model.module, "last.pt")  # BUG
+                torch.save({"epoch": epoch, "model": net}, "ckpt.pt")  # BUG
+                state = {"epoch": epoch, "model": Net()}
+                torch.save(state, "state.pt")  # BUG
+            """
+        ),
+        Invalid(
+            """
+            from torch import save as torch_save
+            from torch import nn
+            def train(model: nn.Module):
+                torch_save(model.cpu(), "final.pt")  # BUG
+            """
+        ),
+    ]
+
+    def __init__(self, model) -> None:
+        super().__init__(model)
+        self._facts = facts(model)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+        if name is None or "save" not in name or not node.args:
+            return
+        if self.model.qualified_name(func) != _SAVE:
+            return
+        obj = node.args[0].value
+        for arg in node.args:
+            if arg.keyword is not None and arg.keyword.value == "obj":
+                obj = arg.value
+        if self._holds_module(obj):
+            self.report(node)
+
+    def _holds_module(self, obj: cst.CSTNode, depth: int = 0) -> bool:
+        if depth > 3:
+            return False
+        if isinstance(obj, cst.Name):
+            # checkpoint = {"model": model, ...}; torch.save(checkpoint, path)
+            bindings = self.model.bindings_of(obj) or ()
+            literals = [b.value for b in bindings if isinstance(b.value, (cst.Dict, cst.List, cst.Tuple))]
+            if literals:
+                return any(self._holds_module(v, depth + 1) for v in literals)
+        if isinstance(obj, cst.Dict):
+            return any(isinstance(e, cst.DictElement) and self._holds_module(e.value, depth + 1)
+                       for e in obj.elements)
+        if isinstance(obj, (cst.List, cst.Tuple)):
+            return any(isinstance(e, cst.Element) and self._holds_module(e.value, depth + 1)
+                       for e in obj.elements)
+        if isinstance(obj, cst.Call) and not isinstance(obj.func, cst.Attribute):
+            # nn.Linear(...) built in place; dict(model=model)
+            q = self.model.qualified_name(obj.func)
+            if q == "builtins.dict":
+                return any(self._holds_module(a.value, depth + 1) for a in obj.args)
+        return self._facts.is_module_value(obj)
