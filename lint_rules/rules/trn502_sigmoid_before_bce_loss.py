@@ -1,0 +1,168 @@
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from lint_rules.rule import WARNING, Invalid, Rule, Valid
+from lint_rules.rules.trn501_softmax_before_cross_entropy import SIGMOID, LossSinks
+
+if TYPE_CHECKING:
+    from lint_rules.analysis.model import FileModel
+
+_BCE_FUNCTIONS = frozenset({"torch.nn.functional.binary_cross_entropy"})
+_BCE_CLASSES = frozenset({"torch.nn.BCELoss"})
+
+
+class SigmoidBeforeBceLoss(Rule):
+    """
+    ## What it does
+    Flags `F.binary_cross_entropy(input, ...)` and calls of an `nn.BCELoss()` whose
+    input is the output of a sigmoid: a `torch.sigmoid(...)`/`x.sigmoid()` call, a
+    variable assigned one, or a model whose last layer is `nn.Sigmoid`
+    (`nn.Sequential(..., nn.Sigmoid())`, or a module in the same file whose
+    `forward` returns a sigmoid).
+
+    ## Why is this bad?
+    A separate sigmoid followed by `log` is numerically fragile: once a logit
+    passes about ±17 in float32 (±9 in float16) the sigmoid rounds to exactly 0 or
+    1, `BCELoss` clamps the log at -100, and the gradient of a confidently wrong
+    prediction vanishes, so those samples stop being learned. Under
+    `torch.autocast` the run does not even start: `binary_cross_entropy` raises
+    "unsafe to autocast". `BCEWithLogitsLoss` fuses the two with the log-sum-exp
+    trick and has neither problem.
+
+    ## Example
+    ```python
+    disc = nn.Sequential(nn.Linear(64, 1), nn.Sigmoid())
+    criterion = nn.BCELoss()
+    loss = criterion(disc(x), labels)
+    ```
+
+    Use instead:
+    ```python
+    disc = nn.Sequential(nn.Linear(64, 1))
+    criterion = nn.BCEWithLogitsLoss()
+    loss = criterion(disc(x), labels)
+    ```
+
+    ## Known problems
+    Many textbook examples (DCGAN, siamese networks) pair `nn.Sigmoid` with
+    `nn.BCELoss` and train fine in float32 at moderate confidence; the finding is a
+    warning for that reason. Only what this file shows is followed: models built
+    in another module, models or criteria passed in as arguments, and tuple
+    outputs are not resolved. `BCELoss` on probabilities that do not come from a
+    sigmoid (a softmax column, a product of probabilities) is correct and not
+    flagged.
+
+    ## References
+    - https://pytorch.org/docs/stable/generated/torch.nn.BCEWithLogitsLoss.html
+    - https://pytorch.org/docs/stable/generated/torch.nn.BCELoss.html
+    - https://pytorch.org/docs/stable/amp.html#prefer-binary-cross-entropy-with-logits-over-binary-cross-entropy
+    """
+
+    CODE = "TRN502"
+    NAME = "sigmoid-before-bce-loss"
+    MESSAGE = ("Binary cross-entropy is given sigmoid outputs: saturated predictions lose their gradient, "
+               "and it raises under autocast")
+    FIX_TITLE = "Drop the sigmoid and use BCEWithLogitsLoss / binary_cross_entropy_with_logits"
+    SEVERITY = WARNING
+
+    VALID = [
+        Valid(
+            """
+            import torch.nn.functional as F
+            logits = model(x)
+            loss = F.binary_cross_entropy_with_logits(logits, y)
+            preds = logits.sigmoid() > 0.5
+            """
+        ),
+        Valid(
+            """
+            # BCELoss on probabilities that are not a sigmoid output
+            import torch
+            from torch import nn
+            criterion = nn.BCELoss()
+            p = torch.softmax(logits, dim=1)[:, 1]
+            loss = criterion(p, y)
+            """
+        ),
+        Valid(
+            """
+            # the model ends in a linear layer; the sigmoid is for reporting only
+            from torch import nn
+            net = nn.Sequential(nn.Linear(10, 32), nn.ReLU(), nn.Linear(32, 1))
+            criterion = nn.BCEWithLogitsLoss()
+            for x, y in loader:
+                out = net(x)
+                loss = criterion(out, y)
+                out = out.sigmoid()
+            """
+        ),
+        Valid(
+            """
+            # a sigmoid on another variable, and BCE on one whose source is unknown
+            import torch
+            import torch.nn.functional as F
+            gate = torch.sigmoid(g)
+            loss = F.binary_cross_entropy(recon, x)
+            """
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch
+            import torch.nn.functional as F
+            probs = torch.sigmoid(model(x))
+            loss = F.binary_cross_entropy(probs, y)  # BUG
+            """
+        ),
+        Invalid(
+            """
+            import torch.nn as nn
+            netD = nn.Sequential(nn.Linear(64, 16), nn.LeakyReLU(0.2), nn.Linear(16, 1), nn.Sigmoid())
+            criterion = nn.BCELoss()
+            for real, in loader:
+                errD = criterion(netD(real).view(-1), ones)  # BUG
+            """
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class Siamese(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(128, 1)
+                    self.sigmoid = nn.Sigmoid()
+
+                def forward(self, a, b):
+                    out = self.fc(torch.abs(a - b))
+                    out = self.sigmoid(out)
+                    return out
+
+            model = Siamese().to(device)
+            criterion = nn.BCELoss()
+            loss = criterion(model(a, b).squeeze(), target)  # BUG
+            """
+        ),
+        Invalid(
+            """
+            from torch.nn.functional import binary_cross_entropy as bce
+            loss = bce(logits.sigmoid(), y, reduction="sum")  # BUG
+            """
+        ),
+    ]
+
+    # forward()'s return statements are ordered, to follow the names they return.
+    NEEDS = (cst.Return,)
+
+    def __init__(self, model: "FileModel") -> None:
+        super().__init__(model)
+        self._sinks = LossSinks(model, _BCE_FUNCTIONS, _BCE_CLASSES)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self._sinks.input_kind(node) == SIGMOID:
+            self.report(node)

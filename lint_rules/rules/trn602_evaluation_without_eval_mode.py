@@ -1,0 +1,247 @@
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from lint_rules.analysis.training import BACKWARD, STEP
+from lint_rules.rule import ERROR, Invalid, Rule, Valid
+from lint_rules.rules.trn601_evaluation_without_no_grad import EVAL, TRAIN, FileFacts, local_function, mode_call
+
+if TYPE_CHECKING:
+    from lint_rules.analysis.model import FileModel
+
+
+class EvaluationWithoutEvalMode(Rule):
+    """
+    ## What it does
+    Flags an evaluation loop (it iterates data, calls a model, and never calls
+    `backward()` or steps an optimizer; see TRN601) when no `model.eval()` or
+    `model.train(False)` has run before it. The mode counts as set by a call in
+    the loop, by the last mode call before the loop in the same function (or in
+    a helper of this file called there, such as `validate()` ending in
+    `model.eval()`), or, for an evaluation function, by the last mode call before
+    a call of that function in this file. A `model.train()` placed just before the
+    loop with no training in between is taken as deliberate (re-estimating
+    batch-norm statistics).
+
+    ## Why is this bad?
+    In training mode, dropout zeroes random activations and batch norm normalises
+    with the statistics of the current batch, then folds the evaluation data into
+    its running averages. The reported accuracy is noisy and too low, it depends
+    on the batch size, and the model itself changes while being measured: a
+    checkpoint chosen by this metric is not the best one.
+
+    ## Example
+    ```python
+    def evaluate(model, loader):
+        with torch.no_grad():
+            for x, y in loader:
+                correct += (model(x).argmax(1) == y).sum().item()
+    ```
+
+    Use instead:
+    ```python
+    def evaluate(model, loader):
+        model.eval()
+        with torch.no_grad():
+            for x, y in loader:
+                correct += (model(x).argmax(1) == y).sum().item()
+    ```
+
+    ## Known problems
+    Models without dropout or batch norm give the same results in either mode;
+    the rule cannot see a model's layers when it is built in another module, so
+    it flags those loops too. Any `.eval()` call counts, whichever module it is
+    called on. An evaluation function called only from another module is judged
+    by its own body. Loops are recognised as in TRN601: `while` loops and
+    comprehensions are not checked.
+
+    ## References
+    - https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.eval
+    - https://pytorch.org/docs/stable/notes/autograd.html#evaluation-mode-nn-module-eval
+    """
+
+    CODE = "TRN602"
+    NAME = "evaluation-without-eval-mode"
+    MESSAGE = ("Evaluation loop runs the model in training mode: dropout stays on and batch norm "
+               "updates its statistics with evaluation data")
+    FIX_TITLE = "Call model.eval() before the evaluation loop (and model.train() after it)"
+    SEVERITY = ERROR
+
+    VALID = [
+        Valid(
+            """
+            import torch
+            def test(model, device, test_loader):
+                model.eval()
+                with torch.no_grad():
+                    for data, target in test_loader:
+                        output = model(data.to(device))
+            """
+        ),
+        Valid(
+            """
+            # the caller sets eval mode before calling the evaluation function
+            import torch
+            @torch.no_grad()
+            def run_validate(model, loader):
+                for x, y in loader:
+                    out = model(x)
+
+            def validate(model, val_loader):
+                model.eval()
+                run_validate(model, val_loader)
+            """
+        ),
+        Valid(
+            """
+            # the training loop, and a deliberate train-mode pass that re-estimates
+            # batch-norm statistics
+            import torch
+            for x, y in train_loader:
+                optimizer.zero_grad()
+                criterion(model(x), y).backward()
+                optimizer.step()
+            model.train()
+            with torch.no_grad():
+                for x, _ in calib_loader:
+                    model(x)
+            """
+        ),
+        Valid(
+            """
+            # eval mode set by a helper of this file, and model.train(False)
+            import torch
+            def freeze(model):
+                model.eval()
+                for p in model.parameters():
+                    p.requires_grad_(False)
+
+            freeze(model)
+            with torch.no_grad():
+                for x in test_loader:
+                    preds = model(x)
+
+            def evaluate(net, val_data):
+                net.train(False)
+                with torch.no_grad():
+                    for x, y in val_data:
+                        out = net(x)
+            """
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch
+            def evaluate(model, val_loader):
+                correct = 0
+                with torch.no_grad():
+                    for x, y in val_loader:  # BUG
+                        correct += (model(x).argmax(1) == y).sum().item()
+                return correct
+            """
+        ),
+        Invalid(
+            """
+            # model.train() at the top of the epoch, validation with no eval()
+            import torch
+            for epoch in range(epochs):
+                model.train()
+                for x, y in train_loader:
+                    optimizer.zero_grad()
+                    criterion(model(x), y).backward()
+                    optimizer.step()
+                with torch.no_grad():
+                    for x, y in val_loader:  # BUG
+                        val_loss += criterion(model(x), y).item()
+            """
+        ),
+        Invalid(
+            """
+            # the caller trains and then evaluates without switching the mode
+            import torch
+            from torch.utils.data import DataLoader
+
+            def accuracy(net, loader):
+                hits = 0
+                with torch.inference_mode():
+                    for batch in loader:  # BUG
+                        hits += (net(batch[0]).argmax(1) == batch[1]).sum().item()
+                return hits
+
+            def main(net, optimizer):
+                loader = DataLoader(ds, batch_size=64)
+                net.train()
+                for x, y in loader:
+                    optimizer.zero_grad()
+                    criterion(net(x), y).backward()
+                    optimizer.step()
+                return accuracy(net, loader)
+            """
+        ),
+        Invalid(
+            """
+            # the epoch's train() helper leaves the model in training mode
+            import torch
+            def train_epoch(model, loader, optimizer):
+                model.train()
+                for x, y in loader:
+                    optimizer.zero_grad()
+                    criterion(model(x), y).backward()
+                    optimizer.step()
+
+            for epoch in range(10):
+                train_epoch(model, train_loader, optimizer)
+                with torch.no_grad():
+                    for x, y in val_loader:  # BUG
+                        acc = (model(x).argmax(1) == y).float().mean()
+            """
+        ),
+    ]
+
+    def __init__(self, model: "FileModel") -> None:
+        super().__init__(model)
+        self._facts = FileFacts(model)
+
+    def visit_For(self, node: cst.For) -> None:
+        if self._facts.evaluation_calls(node) and not self._mode_set(node):
+            self.report(node)
+
+    def _mode_set(self, loop: cst.For) -> bool:
+        facts = self._facts
+        for inner in facts.body_nodes(loop):
+            if isinstance(inner, cst.Call) and any(call is inner for _, call, _ in facts.mode_calls()):
+                return True
+        fn = self.model.enclosing_function(loop)
+        if self._set_before(loop, fn):
+            return True
+        return isinstance(fn, cst.FunctionDef) and self._set_by_callers(fn, 0)
+
+    def _set_before(self, node: cst.CSTNode, region: cst.CSTNode | None) -> bool:
+        last = self._facts.last_mode_before(node, region)
+        if last is None:
+            return False
+        mode, call = last
+        if mode == EVAL:
+            return True
+        # train() with no training between it and the loop is a deliberate train-mode pass;
+        # a helper that trains (train_one_epoch) is not.
+        model = self.model
+        helper = local_function(model, call.func) if mode_call(call) is None else None
+        start, end = model.order[id(call)], model.order[id(node)]
+        return mode == TRAIN and not any(
+            e.kind in (BACKWARD, STEP)
+            and (start < e.index < end or helper is not None and model.is_inside(e.node, helper))
+            for e in model.training.events)
+
+    def _set_by_callers(self, fn: cst.FunctionDef, depth: int) -> bool:
+        for site in self._facts.call_sites(fn):
+            caller = self.model.enclosing_function(site)
+            if self._set_before(site, caller):
+                return True
+            if depth < 2 and isinstance(caller, cst.FunctionDef) and caller is not fn \
+                    and self._set_by_callers(caller, depth + 1):
+                return True
+        return False

@@ -1,0 +1,382 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from lint_rules.analysis.model import dotted
+from lint_rules.analysis.training import BACKWARD, STEP
+from lint_rules.rule import ERROR, Invalid, Rule, Valid
+from lint_rules.rules.trn601_evaluation_without_no_grad import EVAL, TRAIN, FileFacts, local_function, mode_call
+
+if TYPE_CHECKING:
+    from lint_rules.analysis.model import FileModel
+
+_TRAINING = "training"  # a backward() or an optimizer step
+_CALL = "call"  # the model is called where it is trained
+_MAX_DEPTH = 3  # helper functions followed into, from the loop
+_EXITS = (cst.Break, cst.Return, cst.Raise)
+
+
+@dataclass(frozen=True)
+class _Event:
+    kind: str  # EVAL, TRAIN, _TRAINING or _CALL
+    receiver: str | None  # the model's spelling in the loop's own terms
+    anchor: cst.CSTNode  # the node in the loop's body that leads to it
+
+
+class TrainModeNotRestored(Rule):
+    """
+    ## What it does
+    Flags a `model.eval()` (or `model.train(False)`) in an epoch loop that is
+    followed, in the loop's next iteration, by training (a `backward()` or an
+    optimizer step) with no `model.train()` in between. One iteration is read in
+    statement order, wrapping around to the top of the loop, and calls of
+    functions defined in the same file are followed (`train(model, ...)` that
+    starts with `model.train()`, `validate(model, ...)` that ends with
+    `model.eval()`), with their parameters mapped to the arguments. Only models
+    that are trained in the loop count, so evaluating an EMA or teacher copy is
+    fine.
+
+    ## Why is this bad?
+    The first epoch trains correctly; after the first validation, every later
+    epoch trains in evaluation mode: dropout is off (the regularisation is gone,
+    the model overfits) and batch norm stops updating its running statistics and
+    normalises with stale ones. The loss curve looks plausible, and the final
+    accuracy is silently worse.
+
+    ## Example
+    ```python
+    for epoch in range(epochs):
+        for x, y in train_loader:
+            ...
+            loss.backward()
+            optimizer.step()
+        model.eval()
+        with torch.no_grad():
+            val_loss = sum(criterion(model(x), y) for x, y in val_loader)
+    ```
+
+    Use instead:
+    ```python
+    for epoch in range(epochs):
+        model.train()
+        for x, y in train_loader:
+            ...
+            loss.backward()
+            optimizer.step()
+        model.eval()
+        with torch.no_grad():
+            val_loss = sum(criterion(model(x), y) for x, y in val_loader)
+    ```
+
+    ## Known problems
+    Functions from other modules are not followed: a `train_one_epoch()` imported
+    from elsewhere that calls `model.train()` itself is not seen, and neither is a
+    training step inside it, so such loops are not checked (missed rather than
+    flagged). Any `model.train()` on the same model counts as restoring the mode,
+    even one under a condition. An evaluation on the last iteration only
+    (`if epoch == epochs - 1:`) is still flagged unless it leaves the loop.
+
+    ## References
+    - https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.train
+    - https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.eval
+    """
+
+    CODE = "TRN603"
+    NAME = "train-mode-not-restored"
+    MESSAGE = ("The model is left in eval mode here and nothing calls model.train() before the next training "
+               "step: later epochs train with dropout off and batch-norm statistics frozen")
+    FIX_TITLE = "Call model.train() at the start of each epoch's training"
+    SEVERITY = ERROR
+
+    VALID = [
+        Valid(
+            """
+            import torch
+            for epoch in range(epochs):
+                model.train()
+                for x, y in train_loader:
+                    optimizer.zero_grad()
+                    criterion(model(x), y).backward()
+                    optimizer.step()
+                model.eval()
+                with torch.no_grad():
+                    for x, y in val_loader:
+                        val_loss = criterion(model(x), y)
+            """
+        ),
+        Valid(
+            """
+            # mnist-style: train() starts with model.train(), test() calls model.eval()
+            import torch
+
+            def train(model, loader, optimizer):
+                model.train()
+                for x, y in loader:
+                    optimizer.zero_grad()
+                    criterion(model(x), y).backward()
+                    optimizer.step()
+
+            def test(model, loader):
+                model.eval()
+                with torch.no_grad():
+                    for x, y in loader:
+                        out = model(x)
+
+            for epoch in range(1, epochs + 1):
+                train(model, train_loader, optimizer)
+                test(model, test_loader)
+            """
+        ),
+        Valid(
+            """
+            # the evaluation restores the mode itself (nanoGPT-style)
+            import torch
+
+            @torch.no_grad()
+            def estimate_loss():
+                model.eval()
+                for k in range(eval_iters):
+                    X, Y = get_batch("val")
+                    logits, loss = model(X, Y)
+                model.train()
+
+            while True:
+                if iter_num % eval_interval == 0:
+                    losses = estimate_loss()
+                X, Y = get_batch("train")
+                logits, loss = model(X, Y)
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad(set_to_none=True)
+                iter_num += 1
+            """
+        ),
+        Valid(
+            """
+            # only the EMA copy is put in eval mode; it is never trained
+            import torch
+            for epoch in range(epochs):
+                for x, y in train_loader:
+                    optimizer.zero_grad()
+                    criterion(model(x), y).backward()
+                    optimizer.step()
+                    ema.update(model)
+                ema_model.eval()
+                with torch.no_grad():
+                    for x, y in val_loader:
+                        out = ema_model(x)
+            """
+        ),
+        Valid(
+            """
+            # batch-norm layers frozen on purpose after model.train()
+            import torch
+            from torch import nn
+            for epoch in range(epochs):
+                model.train()
+                for m in model.modules():
+                    if isinstance(m, nn.BatchNorm2d):
+                        m.eval()
+                model.backbone.stem.eval()
+                for x, y in train_loader:
+                    optimizer.zero_grad()
+                    criterion(model(x), y).backward()
+                    optimizer.step()
+            """
+        ),
+        Valid(
+            """
+            # the final evaluation leaves the loop
+            import torch
+            while True:
+                optimizer.zero_grad()
+                criterion(model(x), y).backward()
+                optimizer.step()
+                step += 1
+                if step >= max_steps:
+                    model.eval()
+                    final = model(x_val)
+                    break
+            """
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch
+            for epoch in range(epochs):
+                for x, y in train_loader:
+                    optimizer.zero_grad()
+                    criterion(model(x), y).backward()
+                    optimizer.step()
+                model.eval()  # BUG
+                with torch.no_grad():
+                    for x, y in val_loader:
+                        val_loss = criterion(model(x), y)
+            """
+        ),
+        Invalid(
+            """
+            # test() leaves the model in eval mode and train() never switches back
+            import torch
+
+            def train(net, loader, opt):
+                for x, y in loader:
+                    opt.zero_grad()
+                    criterion(net(x), y).backward()
+                    opt.step()
+
+            def test(net, loader):
+                net.eval()
+                with torch.no_grad():
+                    for x, y in loader:
+                        out = net(x)
+
+            for epoch in range(epochs):
+                train(model, train_loader, optimizer)
+                test(model, test_loader)  # BUG
+            """
+        ),
+        Invalid(
+            """
+            # a periodic evaluation inside the step loop, in a trainer class
+            import torch
+            class Trainer:
+                def evaluate(self):
+                    self.model.train(False)
+                    with torch.no_grad():
+                        for x, y in self.val_loader:
+                            out = self.model(x)
+
+                def fit(self):
+                    self.model.train()
+                    for step, (x, y) in enumerate(self.train_loader):
+                        self.optimizer.zero_grad()
+                        self.criterion(self.model(x), y).backward()
+                        self.optimizer.step()
+                        if step % 500 == 0:
+                            self.evaluate()  # BUG
+            """
+        ),
+    ]
+
+    def __init__(self, model: "FileModel") -> None:
+        super().__init__(model)
+        self._facts = FileFacts(model)
+        self._trained_functions: set[int] | None = None
+
+    def finish(self) -> None:
+        model = self.model
+        facts = self._facts
+        if not any(mode == EVAL for _, _, mode in facts.mode_calls()):
+            return
+        if not any(e.kind in (BACKWARD, STEP) for e in model.training.events):
+            return
+        self._event_nodes = {id(e.node) for e in model.training.events if e.kind in (BACKWARD, STEP)}
+        for loop in (*model.nodes(cst.For), *model.nodes(cst.While)):
+            events = self._events(loop, loop, {}, (), 0)
+            if not any(e.kind == EVAL for e in events) or not any(e.kind == _TRAINING for e in events):
+                continue
+            trained = {e.receiver for e in events if e.kind == _CALL and e.receiver is not None}
+            for i, ev in enumerate(events):
+                if ev.kind == EVAL and ev.receiver in trained and not self._leaves_loop(ev.anchor, loop) \
+                        and self._trains_before_restore(events, i):
+                    self.report(ev.anchor)
+
+    @staticmethod
+    def _trains_before_restore(events: list[_Event], i: int) -> bool:
+        receiver = events[i].receiver
+        for ev in events[i + 1:] + events[:i]:
+            if ev.kind == TRAIN and ev.receiver in (receiver, None):
+                return False
+            if ev.kind == _TRAINING:
+                return True
+        return False
+
+    # ------------------------------------------------------------ events
+    def _events(self, container: cst.CSTNode, loop: cst.CSTNode, subst: dict[str, str | None],
+                stack: tuple[int, ...], depth: int) -> list[_Event]:
+        """Mode, training and model-call events of one run of ``container``'s body, in order."""
+        model = self.model
+        facts = self._facts
+        out: list[_Event] = []
+        for node in facts.body_nodes(container):
+            if not isinstance(node, cst.Call):
+                continue
+            # Events found in a helper are reported at its call in the loop.
+            anchor = node if depth == 0 else None
+            func = node.func
+            callee = local_function(model, func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+            if callee is not None:
+                if depth < _MAX_DEPTH and id(callee) not in stack and callee is not container:
+                    inner = self._events(callee, loop, self._bind(callee, node, subst), (*stack, id(callee)),
+                                         depth + 1)
+                    out.extend(_Event(e.kind, e.receiver, anchor or e.anchor) for e in inner)
+                continue
+            mode = mode_call(node)
+            if mode is not None:
+                out.append(_Event(mode, _spelling(func.value, subst), anchor or node))
+            elif id(node) in self._event_nodes:
+                out.append(_Event(_TRAINING, None, anchor or node))
+            elif facts.is_model_call(node) and self._in_training(node):
+                out.append(_Event(_CALL, _spelling(func, subst), anchor or node))
+        return out
+
+    def _bind(self, callee: cst.FunctionDef, call: cst.Call, subst: dict[str, str | None]) -> dict[str, str | None]:
+        """The callee's parameters, spelled in the loop's terms."""
+        params = [p.name.value for p in (*callee.params.posonly_params, *callee.params.params)]
+        out: dict[str, str | None] = {p.name.value: None for p in callee.params.kwonly_params}
+        out.update({p: None for p in params})
+        if isinstance(call.func, cst.Attribute) and params:
+            out[params.pop(0)] = _spelling(call.func.value, subst)  # self.validate(): self is self
+        positional = [a for a in call.args if a.keyword is None]
+        for name, arg in zip(params, positional):
+            out[name] = None if arg.star else _spelling(arg.value, subst)
+        for arg in call.args:
+            if arg.keyword is not None and arg.keyword.value in out:
+                out[arg.keyword.value] = _spelling(arg.value, subst)
+        return out
+
+    def _in_training(self, call: cst.Call) -> bool:
+        """A model call that runs where the model is trained."""
+        facts = self.model.training
+        loops = self.model.enclosing_loops(call)
+        if loops:
+            return facts.is_training_loop(loops[0])  # not a validation loop nested in the epoch loop
+        if self._trained_functions is None:
+            self._trained_functions = {id(self.model.enclosing_function(e.node)) for e in facts.events
+                                       if e.kind in (BACKWARD, STEP)}
+        return id(self.model.enclosing_function(call)) in self._trained_functions
+
+    def _leaves_loop(self, node: cst.CSTNode, loop: cst.CSTNode) -> bool:
+        """A ``break``/``return``/``raise`` follows ``node`` in one of its blocks inside ``loop``."""
+        child = node
+        for a in self.model.ancestors(node):
+            if a is loop:
+                return False
+            if isinstance(a, cst.IndentedBlock):
+                after = False
+                for stmt in a.body:
+                    if after and isinstance(stmt, cst.SimpleStatementLine) \
+                            and any(isinstance(s, _EXITS) for s in stmt.body):
+                        return True
+                    after = after or stmt is child
+            child = a
+        return False
+
+
+def _spelling(expr: cst.CSTNode, subst: dict[str, str | None]) -> str | None:
+    """``expr``'s dotted spelling with a helper's parameters replaced by the caller's arguments."""
+    text = dotted(expr)
+    if text is None:
+        return None
+    root, _, rest = text.partition(".")
+    if root in subst:
+        mapped = subst[root]
+        if mapped is None:
+            return None
+        return f"{mapped}.{rest}" if rest else mapped
+    return text

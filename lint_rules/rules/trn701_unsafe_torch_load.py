@@ -1,0 +1,194 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from lint_rules.analysis.model import ASSIGN, is_false, keyword_arg
+from lint_rules.rule import ERROR, WARNING, Invalid, Rule, Valid
+
+# torch.load defaults to weights_only=True from this version on.
+_SAFE_DEFAULT = (2, 6)
+
+
+class UnsafeTorchLoad(Rule):
+    """
+    ## What it does
+    Flags `torch.load(..., weights_only=False)`, and `torch.load(...)` without
+    `weights_only` when the project supports a torch older than 2.6, where the
+    default is `False`. The oldest supported torch is read from the lower bound
+    of `torch` in `[project] dependencies` of the nearest `pyproject.toml`:
+
+    - `torch>=2.6` or newer: a bare `torch.load(path)` is safe, nothing is reported;
+    - a lower bound below 2.6 (`torch>=2.0`): reported as an error;
+    - no `pyproject.toml`, or no lower bound on torch: reported as a warning.
+
+    A bare `torch.load` in an `except TypeError:` fallback for old torch builds
+    that do not accept `weights_only` is not flagged, nor is a call that passes
+    `**kwargs` (which may hold `weights_only`).
+
+    ## Why is this bad?
+    With `weights_only=False`, `torch.load` unpickles the file with Python's full
+    `pickle`, which runs whatever code the file tells it to: loading a checkpoint
+    downloaded from a model hub, a shared drive or a pull request executes
+    arbitrary code on the machine (and the training cluster's credentials) the
+    moment it is loaded. With `weights_only=True` only tensors, primitive types
+    and allow-listed classes are accepted.
+
+    ## Example
+    ```python
+    state = torch.load("checkpoint.pt", weights_only=False)
+    model.load_state_dict(torch.load(args.resume))  # torch < 2.6: unsafe default
+    ```
+
+    Use instead:
+    ```python
+    state = torch.load("checkpoint.pt", weights_only=True)
+    model.load_state_dict(torch.load(args.resume, weights_only=True))
+    ```
+
+    ## Known problems
+    `weights_only=False` is sometimes needed for a trusted checkpoint that holds
+    whole modules or other Python objects; suppress the finding there with
+    `# noqa: TRN701` and a comment saying why the file is trusted, or allow its
+    classes with `torch.serialization.add_safe_globals`. A `weights_only=flag`
+    variable is not followed unless it is assigned a literal `False`. Only
+    `pyproject.toml` is read: a `torch>=2.6` pin in `requirements.txt` or
+    `setup.py` is not seen, so a bare `torch.load` there is still reported (as
+    a warning); declare the bound in `pyproject.toml` or pass `weights_only`. Other
+    loaders that unpickle (`torch.hub.load_state_dict_from_url`, `pickle.load`)
+    are not checked.
+
+    ## References
+    - https://pytorch.org/docs/stable/generated/torch.load.html
+    - https://pytorch.org/docs/stable/notes/serialization.html#weights-only
+    """
+
+    CODE = "TRN701"
+    NAME = "unsafe-torch-load"
+    MESSAGE = "torch.load(weights_only=False) unpickles the file: loading an untrusted checkpoint runs arbitrary code"
+    FIX_TITLE = "Pass weights_only=True to torch.load"
+    SEVERITY = ERROR
+
+    VALID = [
+        Valid(
+            """
+            import torch
+            state = torch.load("model.pt", weights_only=True, map_location="cpu")
+            """
+        ),
+        Valid(
+            """
+            # the caller decides; and another library's load()
+            import torch
+            from mylib import load
+            def load_checkpoint(path, weights_only=True, **kwargs):
+                a = torch.load(path, weights_only=weights_only)
+                b = torch.load(path, **kwargs)
+                return load(path)
+            """
+        ),
+        Valid(
+            """
+            # a fallback for old torch builds that reject the weights_only argument
+            import torch
+            def load(path):
+                try:
+                    return torch.load(path, map_location="cpu", weights_only=True)
+                except TypeError:
+                    return torch.load(path, map_location="cpu")
+            """
+        ),
+        Valid(
+            """
+            # torch.jit.load loads TorchScript, not a pickle
+            import torch
+            scripted = torch.jit.load("model.ts")
+            """
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch
+            ckpt = torch.load(path, map_location="cpu", weights_only=False)  # BUG
+            """
+        ),
+        Invalid(
+            """
+            # the project does not say which torch it supports: reported as a warning
+            import torch
+            model.load_state_dict(torch.load(args.resume))  # BUG
+            """
+        ),
+        Invalid(
+            """
+            from torch import load as torch_load
+            UNSAFE = False
+            state = torch_load(f, weights_only=UNSAFE)  # BUG
+            """
+        ),
+        Invalid(
+            """
+            import torch.serialization
+            snapshot = torch.serialization.load(snapshot_path, map_location=loc)  # BUG
+            """
+        ),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute):
+            if func.attr.value != "load":
+                return
+        elif not isinstance(func, cst.Name):
+            return
+        if self.model.qualified_name(func) not in ("torch.load", "torch.serialization.load"):
+            return
+        arg = keyword_arg(node, "weights_only")
+        if arg is not None:
+            if self._is_false(arg.value):
+                self.report(node)
+            return
+        if any(a.star == "**" for a in node.args) or self._old_torch_fallback(node):
+            return
+        project = getattr(self.model, "project", None)
+        floor = project.torch_min_version if project is not None else None
+        if floor is None:
+            self.report(node, "torch.load without weights_only unpickles the file on torch < 2.6 (the default "
+                              "is weights_only=False there): declare torch>=2.6 or pass weights_only=True",
+                        severity=WARNING)
+        elif floor < _SAFE_DEFAULT:
+            self.report(node, f"torch.load without weights_only unpickles the file on torch < 2.6, which this "
+                              f"project supports (torch>={floor[0]}.{floor[1]}): pass weights_only=True")
+
+    def _is_false(self, expr: cst.CSTNode) -> bool:
+        if is_false(expr):
+            return True
+        if isinstance(expr, cst.Name):
+            bindings = self.model.bindings_of(expr)
+            return bool(bindings) and all(b.kind == ASSIGN and is_false(b.value) for b in bindings)
+        return False
+
+    def _old_torch_fallback(self, node: cst.Call) -> bool:
+        """In ``except TypeError:`` after a ``try`` that passed ``weights_only``."""
+        for a in self.model.ancestors(node):
+            if isinstance(a, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                return False
+            if isinstance(a, cst.Try):
+                handler = next((h for h in a.handlers if self.model.is_inside(node, h)), None)
+                if handler is None or not _catches_type_error(handler):
+                    return False
+                return any(keyword_arg(c, "weights_only") is not None and self.model.is_inside(c, a.body)
+                           for c in self.model.nodes(cst.Call))
+        return False
+
+
+def _catches_type_error(handler: cst.ExceptHandler) -> bool:
+    kinds = handler.type
+    if kinds is None:
+        return True  # a bare except
+    names = kinds.elements if isinstance(kinds, cst.Tuple) else [kinds]
+    for el in names:
+        expr = el.value if isinstance(el, cst.Element) else el
+        if isinstance(expr, cst.Name) and expr.value in ("TypeError", "Exception", "BaseException"):
+            return True
+    return False

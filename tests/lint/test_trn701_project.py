@@ -1,0 +1,63 @@
+"""TRN701's verdict on a bare ``torch.load(path)`` depends on the torch the project supports.
+
+Run as the CLI is run: in a directory whose ``pyproject.toml`` declares (or does not
+declare) a lower bound on torch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+SOURCE = textwrap.dedent(
+    """\
+    import torch
+    state = torch.load("checkpoint.pt")
+    explicit = torch.load("checkpoint.pt", weights_only=False)
+    """
+)
+
+
+def lint(project: Path) -> list[dict]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    r = subprocess.run([sys.executable, "-m", "lint_rules", "lint", "--select", "TRN701", "--format", "json",
+                        "--exit-zero", "train.py"],
+                       cwd=project, capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return json.loads(r.stdout)
+
+
+def write_project(root: Path, dependencies: list[str] | None) -> None:
+    (root / "train.py").write_text(SOURCE)
+    if dependencies is not None:
+        deps = ", ".join(json.dumps(d) for d in dependencies)
+        (root / "pyproject.toml").write_text(f'[project]\nname = "p"\nversion = "0"\ndependencies = [{deps}]\n')
+
+
+@pytest.mark.parametrize(("dependencies", "bare_load"), [
+    (["torch>=2.6"], None),  # weights_only=True is the default: quiet
+    (["torch>=2.7,<3", "numpy"], None),
+    (["torch>=2.0"], "error"),  # torch 2.0-2.5 unpickle by default
+    (["torch==1.13.1"], "error"),
+    (["numpy"], "warning"),  # no torch bound: cannot tell
+    (None, "warning"),  # no pyproject.toml at all
+])
+def test_bare_torch_load_follows_the_declared_torch(tmp_path: Path, dependencies, bare_load) -> None:
+    write_project(tmp_path, dependencies)
+    findings = lint(tmp_path)
+    by_line = {f["line"]: f for f in findings}
+    # weights_only=False is an error whatever torch the project supports.
+    assert by_line[3]["severity"] == "error"
+    if bare_load is None:
+        assert 2 not in by_line, by_line
+    else:
+        assert by_line[2]["code"] == "TRN701"
+        assert by_line[2]["severity"] == bare_load
