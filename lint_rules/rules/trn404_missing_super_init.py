@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from lint_rules.analysis.kinds import CRITERION, MODULE, PARAMETER, kind_of
-from lint_rules.rule import WARNING, Invalid, Rule, Valid
+from lint_rules.rule import Invalid, Rule, Valid
 from lint_rules.rules._module_classes import facts, self_attribute
 
 # Methods of nn.Module that need Module.__init__ to have run.
@@ -27,10 +27,8 @@ class MissingSuperInit(Rule):
     submodules. Without it, assigning a submodule or parameter raises
     `AttributeError: cannot assign module before Module.__init__() call`, and a
     module that only stored plain values fails at its first call or `.to()` with
-    `'Net' object has no attribute '_parameters'`. A plain value assigned before
-    `super().__init__()` works today but is fragile: change it to a module or
-    tensor later and the constructor breaks, and `Module.__init__` resets
-    attributes such as `training` that were set before it.
+    `'Net' object has no attribute '_parameters'`. Plain values (ints, strings)
+    assigned before `super().__init__()` work and are not reported.
 
     ## Example
     ```python
@@ -143,7 +141,8 @@ class MissingSuperInit(Rule):
             import torch.nn as nn
             class Norm(nn.Module):
                 def __init__(self, d, eps=1e-5):
-                    self.eps = eps  # BUG
+                    self.eps = eps  # a plain value first is fine
+                    self.proj = nn.Linear(d, d)  # BUG
                     super().__init__()
                     self.weight = nn.Parameter(torch.ones(d))
 
@@ -167,26 +166,24 @@ class MissingSuperInit(Rule):
         if cls is None or not self._facts.is_module_class(cls):
             return
         this = node.params.params[0].name.value
-        first = None
+        calls_super = any(_calls_super_init(s, this) for s in _statements(node.body))
         for stmt in _statements(node.body):
             if _calls_super_init(stmt, this):
-                break
+                return
             found = _attribute_write(stmt, node)
-            if found is not None:
-                first = found
-                break
-        if first is None:
-            return
-        stmt, value = first
-        if not any(_calls_super_init(s, this) for s in _statements(node.body)):
-            self.report(stmt, "nn.Module subclass never calls super().__init__(): the module is not "
-                              "initialised, so registering submodules or calling it fails")
-        elif value is None or kind_of(self.model, value) in _CRASHING_KINDS:
-            self.report(stmt, "Submodule, parameter or buffer set before super().__init__(): "
-                              "raises AttributeError (cannot assign before Module.__init__() call)")
-        else:
-            self.report(stmt, "Attribute assigned before super().__init__(): fragile, and "
-                              "Module.__init__ may reset it", WARNING)
+            if found is None:
+                continue
+            stmt, value = found
+            if not calls_super:
+                self.report(stmt, "nn.Module subclass never calls super().__init__(): the module is not "
+                                  "initialised, so registering submodules or calling it fails")
+                return
+            if value is None or kind_of(self.model, value) in _CRASHING_KINDS:
+                self.report(stmt, "Submodule, parameter or buffer set before super().__init__(): "
+                                  "raises AttributeError (cannot assign before Module.__init__() call)")
+                return
+            # A plain value before super().__init__() works (Module.__init__ only sets its own
+            # internals), so it is not reported.
 
 
 def _statements(node: cst.CSTNode):
