@@ -1,0 +1,385 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from lint_rules.analysis.kinds import OPTIMIZER
+from lint_rules.analysis.model import ASSIGN, FOR, WITH, call_method, dotted, keyword_arg
+from lint_rules.rule import Invalid, Rule, Valid
+from lint_rules.rules.trn201_host_device_sync_in_training_loop import _is_rare_condition
+
+# Calls that read a model's parameters: a value built from them is not a new model.
+_PARAM_READERS = frozenset({"parameters", "named_parameters", "param_groups"})
+
+
+class OptimizerCreatedInLoop(Rule):
+    """
+    ## What it does
+    Flags an optimizer constructed inside an epoch or training loop (a loop that calls
+    `backward()` or steps an optimizer, directly or through an inner loop) over the
+    parameters of a model that lives across the loop's iterations.
+
+    Quiet for plain `SGD` without momentum (it keeps no state), when the loop
+    builds a fresh model in the same iteration (a hyper-parameter sweep, a
+    cross-validation fold, an ensemble member), under a one-off condition
+    (`if epoch == unfreeze_epoch:`, `if optimizer is None:`), when the iteration
+    changes which parameters train before building it (`p.requires_grad = True`,
+    `model.unfreeze(...)`: gradual unfreezing), and for loops that do not train.
+
+    ## Why is this bad?
+    An optimizer keeps per-parameter state: SGD's momentum buffers, Adam's first and
+    second moments and step count. A new optimizer starts that state from zero, so
+    Adam re-runs its bias-corrected warm-up every epoch (or every step), momentum never
+    builds up, and any LR scheduler attached to the old optimizer silently stops
+    affecting training. The loss plateaus higher or spikes at every epoch boundary,
+    and nothing raises.
+
+    ## Example
+    ```python
+    for epoch in range(epochs):
+        optimizer = torch.optim.Adam(model.parameters(), lr=lr_at(epoch))
+        for x, y in loader:
+            optimizer.zero_grad()
+            criterion(model(x), y).backward()
+            optimizer.step()
+    ```
+
+    Use instead:
+    ```python
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr_at(0))
+    for epoch in range(epochs):
+        for group in optimizer.param_groups:
+            group["lr"] = lr_at(epoch)
+        for x, y in loader:
+            optimizer.zero_grad()
+            criterion(model(x), y).backward()
+            optimizer.step()
+    ```
+
+    ## Known problems
+    The training loop must be visible in the same function: an epoch loop that only
+    calls `train_one_epoch(model, optimizer)` is not recognised as one. A model counts
+    as fresh when a name its parameters come from is assigned in the loop body (from
+    anything other than `.parameters()`), so `model = self.model` inside the loop also
+    silences the rule. Deliberate restarts under conditions that say so in no
+    recognisable way are flagged; suppress them with `# noqa: TRN203`.
+
+    ## References
+    - https://pytorch.org/docs/stable/optim.html#how-to-use-an-optimizer
+    - https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate
+    """
+
+    CODE = "TRN203"
+    NAME = "optimizer-created-in-loop"
+    MESSAGE = "Optimizer is constructed inside the training loop: its state (momentum, Adam moments) is reset every iteration"
+    FIX_TITLE = "Construct the optimizer once before the loop; change its learning rate via param_groups"
+
+    VALID = [
+        Valid(
+            """
+            import torch
+            optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+            for epoch in range(epochs):
+                for x, y in loader:
+                    optimizer.zero_grad()
+                    criterion(model(x), y).backward()
+                    optimizer.step()
+            """
+        ),
+        Valid(
+            """
+            # a hyper-parameter sweep and a cross-validation loop build a fresh model
+            import torch
+            for lr in (1e-2, 1e-3):
+                model = Net()
+                opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+                for epoch in range(epochs):
+                    for x, y in loader:
+                        opt.zero_grad()
+                        criterion(model(x), y).backward()
+                        opt.step()
+            class CrossValidation:
+                def run(self, folds):
+                    for fold, loader in enumerate(folds):
+                        self.model = build_model(self.cfg)
+                        params = [p for p in self.model.parameters() if p.requires_grad]
+                        optimizer = torch.optim.AdamW(params)
+                        for x, y in loader:
+                            optimizer.zero_grad()
+                            criterion(self.model(x), y).backward()
+                            optimizer.step()
+            """
+        ),
+        Valid(
+            """
+            # one optimizer per ensemble member; a switch at a fixed epoch
+            import torch
+            for member in ensemble:
+                opt = torch.optim.Adam(member.parameters())
+                for x, y in loader:
+                    opt.zero_grad()
+                    criterion(member(x), y).backward()
+                    opt.step()
+            optimizer = torch.optim.Adam(model.parameters())
+            for epoch in range(epochs):
+                if epoch == switch_epoch:
+                    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+                for x, y in loader:
+                    optimizer.zero_grad()
+                    criterion(model(x), y).backward()
+                    optimizer.step()
+            """
+        ),
+        Valid(
+            """
+            # gradual unfreezing: each stage trains a different parameter set
+            import torch
+            for stage in stages:
+                for p in stage.modules.parameters():
+                    p.requires_grad = True
+                optimizer = torch.optim.AdamW(
+                    [p for p in model.parameters() if p.requires_grad], lr=stage.lr)
+                for x, y in loader:
+                    optimizer.zero_grad()
+                    criterion(model(x), y).backward()
+                    optimizer.step()
+            """
+        ),
+        Valid(
+            """
+            # plain SGD keeps no state between steps
+            import torch
+            for i in range(num_iterations):
+                loss = model(x).sum()
+                loss.backward()
+                opt = torch.optim.SGD(model.parameters(), lr=0.01)
+                opt.step()
+            """
+        ),
+        Valid(
+            """
+            # lazily built once, and a loop that only runs trials through a helper
+            import torch
+            optimizer = None
+            for x, y in loader:
+                if optimizer is None:
+                    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                optimizer.zero_grad()
+                criterion(model(x), y).backward()
+                optimizer.step()
+            for trial in range(trials):
+                opt = torch.optim.Adam(model.parameters(), lr=sample_lr())
+                results.append(run_trial(model, opt))
+            """
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch
+            for epoch in range(epochs):
+                optimizer = torch.optim.Adam(model.parameters(), lr=lr_at(epoch))  # BUG
+                for x, y in loader:
+                    optimizer.zero_grad()
+                    criterion(model(x), y).backward()
+                    optimizer.step()
+            """
+        ),
+        Invalid(
+            """
+            from torch import optim
+            for x, y in loader:
+                opt = optim.SGD(net.parameters(), lr=0.1, momentum=0.9)  # BUG
+                opt.zero_grad()
+                loss = criterion(net(x), y)
+                loss.backward()
+                opt.step()
+            """
+        ),
+        Invalid(
+            """
+            # the sweep keeps training the same model, and the parameter list is rebuilt
+            import torch
+            from torch.optim import AdamW as Opt
+            class Trainer:
+                def fit(self, loader):
+                    for epoch in range(self.epochs):
+                        params = [p for p in self.model.parameters() if p.requires_grad]
+                        self.optimizer = Opt(params, lr=self.lr)  # BUG
+                        for x, y in loader:
+                            self.optimizer.zero_grad()
+                            self.criterion(self.model(x), y).backward()
+                            self.optimizer.step()
+            """
+        ),
+        Invalid(
+            """
+            import torch
+            step = 0
+            while step < max_steps:
+                optimizer = model.configure_optimizers(weight_decay, lr)  # BUG
+                loss = model(next(batches))
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+                step += 1
+            """
+        ),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute):
+            leaf = func.attr.value
+        elif isinstance(func, cst.Name):
+            leaf = func.value
+        else:
+            return
+        # Optimizer classes are capitalised; factories say "optimizer" (configure_optimizers).
+        if not (leaf[:1].isupper() or "optimizer" in leaf.lower()):
+            return
+        model = self.model
+        loops = model.enclosing_loops(node)
+        if not loops or model.kind_of(node) != OPTIMIZER or self._stateless(node):
+            return
+        facts = model.training
+        child: cst.CSTNode = node
+        sources = _parameter_sources(node)
+        for anc in model.ancestors(node):
+            if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                return
+            if isinstance(anc, cst.If) and child is anc.body and _is_one_off(anc.test):
+                return
+            if isinstance(anc, (cst.For, cst.While)):
+                if not model.in_loop_body(child, anc):
+                    return
+                if facts.is_training_loop(anc):
+                    if self._fresh_in(sources, anc, 0):
+                        return  # a new model every iteration: a new run, not a reset
+                    if self._changes_trainable_set(anc, node):
+                        return  # gradual unfreezing: a new parameter set needs a new optimizer
+                    self.report(node)
+                    return
+            child = anc
+
+    def _changes_trainable_set(self, loop: cst.CSTNode, call: cst.Call) -> bool:
+        """`p.requires_grad = True`, `p.requires_grad_()`, `model.unfreeze(...)` in the loop
+        body before ``call``: the set of trained parameters changes this iteration."""
+        model = self.model
+        index = model.order[id(call)]
+        for node in model.nodes(cst.Call):
+            if model.order[id(node)] >= index:
+                break
+            func = node.func
+            leaf = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
+            if (leaf == "requires_grad_" or "freeze" in leaf.lower()) and model.is_inside(node, loop):
+                return True
+        for node in model.nodes(cst.Assign):
+            if model.order[id(node)] >= index:
+                break
+            if any(isinstance(t.target, cst.Attribute) and t.target.attr.value == "requires_grad"
+                   for t in node.targets) and model.is_inside(node, loop):
+                return True
+        return False
+
+    def _stateless(self, call: cst.Call) -> bool:
+        """Plain SGD without momentum keeps no state: rebuilding it resets nothing."""
+        if self.model.qualified_name(call.func) != "torch.optim.SGD":
+            return False
+        momentum = keyword_arg(call, "momentum")
+        if momentum is None:
+            positional = [a for a in call.args if a.keyword is None]
+            if len(positional) >= 3 or any(a.star for a in call.args):
+                return False
+            return True
+        value = momentum.value
+        return isinstance(value, (cst.Integer, cst.Float)) and float(value.value) == 0.0
+
+    def _fresh_in(self, exprs: list[cst.CSTNode], loop: cst.CSTNode, depth: int) -> bool:
+        """Whether a name the parameters come from is bound anew in ``loop``'s body."""
+        model = self.model
+        for expr in exprs:
+            bindings = model.bindings_of(expr)
+            for b in bindings or ():
+                if b.kind not in (ASSIGN, FOR, WITH) or b.scope.kind == "comprehension":
+                    continue
+                if b.node is loop:
+                    # the loop's own target: `for member in ensemble:`
+                    if not _reads_parameters(b.value):
+                        return True
+                    continue
+                if not model.is_inside(b.node, loop):
+                    continue
+                if b.value is None or not _reads_parameters(b.value) and not _is_container(b.value):
+                    return True  # `model = Net()`: a new model this iteration
+                if depth < 4 and self._fresh_in(_names_in(b.value), loop, depth + 1):
+                    return True
+        return False
+
+
+def _parameter_sources(call: cst.Call) -> list[cst.CSTNode]:
+    """Names and ``self.x`` chains the optimizer's parameters are read from."""
+    if call_method(call) is not None and "optimizer" in call.func.attr.value.lower():
+        # model.configure_optimizers(...): the receiver owns the parameters
+        return _names_in(call.func.value)
+    arg = keyword_arg(call, "params")
+    if arg is None:
+        positional = [a for a in call.args if a.keyword is None and not a.star]
+        if not positional:
+            return []
+        arg = positional[0]
+    return _names_in(arg.value)
+
+
+def _names_in(expr: cst.CSTNode) -> list[cst.CSTNode]:
+    """The Name roots and ``self.x`` chains read by a (small) expression."""
+    out: list[cst.CSTNode] = []
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, cst.Name):
+            out.append(e)
+            continue
+        if isinstance(e, cst.Attribute):
+            text = dotted(e)
+            if text is not None and text.startswith("self.") and text.count(".") == 1:
+                out.append(e)
+                continue
+            stack.append(e.value)
+            continue
+        if isinstance(e, cst.Arg):
+            stack.append(e.value)  # not the keyword's name
+        elif not isinstance(e, (cst.Lambda, cst.Param)):
+            stack.extend(e.children)
+    return out
+
+
+def _reads_parameters(expr: cst.CSTNode | None) -> bool:
+    stack = [expr] if expr is not None else []
+    while stack:
+        e = stack.pop()
+        if isinstance(e, cst.Attribute) and e.attr.value in _PARAM_READERS:
+            return True
+        stack.extend(c for c in e.children if isinstance(c, cst.CSTNode))
+    return False
+
+
+def _is_container(expr: cst.CSTNode) -> bool:
+    return isinstance(expr, (cst.List, cst.Tuple, cst.Dict, cst.ListComp, cst.GeneratorExp))
+
+
+def _is_one_off(test: cst.BaseExpression) -> bool:
+    """`if epoch == k:`, `if optimizer is None:`, `if not opt:`, `if step % n == 0:`."""
+    if _is_rare_condition(test):
+        return True
+    stack: list[cst.CSTNode] = [test]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, cst.Comparison):
+            if any(isinstance(t.operator, (cst.Is, cst.IsNot, cst.NotIn)) for t in e.comparisons):
+                return True
+        elif isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Not):
+            return True
+        elif isinstance(e, cst.BooleanOperation):
+            stack.extend((e.left, e.right))
+    return False
+

@@ -1,0 +1,289 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from lint_rules.analysis.kinds import SCHEDULER
+from lint_rules.analysis.model import ASSIGN, dotted, keyword_arg
+from lint_rules.analysis.training import STEP
+from lint_rules.rule import WARNING, Invalid, Rule, Valid
+
+# Schedulers whose step() takes a metric and has no "first value" to skip.
+_METRIC_SCHEDULERS = frozenset({"torch.optim.lr_scheduler.ReduceLROnPlateau"})
+
+
+class SchedulerStepBeforeOptimizerStep(Rule):
+    """
+    ## What it does
+    Flags an argument-less `scheduler.step()` that runs before `optimizer.step()` in
+    statement order within one iteration of a loop, or within one function body. The
+    optimizer step may be a direct `optimizer.step()`, a `scaler.step(optimizer)`, or a
+    call to a function in the same file that steps the optimizer
+    (`train_one_epoch(...)`). A `scheduler.step()` after the inner batch loop (an
+    epoch-level scheduler) is read in order and is fine.
+
+    ## Why is this bad?
+    Since PyTorch 1.1, `scheduler.step()` must follow `optimizer.step()`. Called
+    first, it advances the schedule before the first update, so the first learning
+    rate of the schedule is never used and every later one comes one step (or one
+    epoch) early: warm-up starts above its base value, a `StepLR(step_size=30)` decays
+    after 29 epochs, a `OneCycleLR` reaches its final value one step early. PyTorch
+    only warns once ("Detected call of `lr_scheduler.step()` before
+    `optimizer.step()`"), and the run trains on a shifted schedule.
+
+    ## Example
+    ```python
+    for epoch in range(epochs):
+        scheduler.step()
+        train_one_epoch(model, loader, optimizer)
+    ```
+
+    Use instead:
+    ```python
+    for epoch in range(epochs):
+        train_one_epoch(model, loader, optimizer)
+        scheduler.step()
+    ```
+
+    ## Known problems
+    A scheduler is recognised from its construction (`torch.optim.lr_scheduler.*`), a
+    type annotation, or, as a last resort, a name such as `scheduler` or
+    `lr_sched`. `step(value)` calls are skipped: they pass the epoch or a metric
+    explicitly (`ReduceLROnPlateau`, timm and diffusers schedulers), so the order
+    does not shift anything. Optimizer steps hidden in helpers defined in other files
+    are not seen.
+
+    ## References
+    - https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate
+    - https://pytorch.org/docs/stable/generated/torch.optim.lr_scheduler.LRScheduler.html
+    """
+
+    CODE = "TRN801"
+    NAME = "scheduler-step-before-optimizer-step"
+    MESSAGE = "scheduler.step() runs before optimizer.step(): the first learning rate of the schedule is skipped"
+    FIX_TITLE = "Call scheduler.step() after optimizer.step()"
+    SEVERITY = WARNING
+
+    VALID = [
+        Valid(
+            """
+            import torch
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            scheduler = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=0.1, total_steps=n)
+            for x, y in loader:
+                optimizer.zero_grad()
+                criterion(model(x), y).backward()
+                optimizer.step()
+                scheduler.step()
+            """
+        ),
+        Valid(
+            """
+            # an epoch-level scheduler after the batch loop, and a plateau scheduler
+            import torch
+            from torch.optim.lr_scheduler import StepLR, ReduceLROnPlateau
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            scheduler = StepLR(optimizer, step_size=30)
+            plateau = ReduceLROnPlateau(optimizer)
+            for epoch in range(epochs):
+                for x, y in loader:
+                    optimizer.zero_grad()
+                    criterion(model(x), y).backward()
+                    optimizer.step()
+                scheduler.step()
+            for epoch in range(epochs):
+                plateau.step(val_loss)
+                train_one_epoch(model, loader, optimizer)
+            """
+        ),
+        Valid(
+            """
+            # the epoch is passed explicitly, and the steps sit in different branches
+            import torch
+            for epoch in range(start_epoch, epochs):
+                lr_scheduler.step(epoch)
+                for x, y in loader:
+                    optimizer.zero_grad()
+                    criterion(model(x), y).backward()
+                    optimizer.step()
+            for i, (x, y) in enumerate(loader):
+                if i < warmup:
+                    warmup_scheduler.step()
+                else:
+                    optimizer.step()
+            """
+        ),
+        Valid(
+            """
+            # gradient accumulation: both steps on the boundary, in order
+            import torch
+            for i, (x, y) in enumerate(loader):
+                scaler.scale(criterion(model(x), y) / accum).backward()
+                if (i + 1) % accum == 0:
+                    scaler.step(optimizer)
+                    scaler.update()
+                    scheduler.step()
+                    optimizer.zero_grad()
+            """
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, s / 1000))
+            for x, y in loader:
+                scheduler.step()  # BUG
+                optimizer.zero_grad()
+                criterion(model(x), y).backward()
+                optimizer.step()
+            """
+        ),
+        Invalid(
+            """
+            # the pre-1.1 epoch idiom, with the batch loop in a helper
+            import torch
+            from torch.optim import lr_scheduler
+
+            def train_one_epoch(model, loader, optimizer):
+                for x, y in loader:
+                    optimizer.zero_grad()
+                    criterion(model(x), y).backward()
+                    optimizer.step()
+
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            sched = lr_scheduler.StepLR(optimizer, step_size=30)
+            for epoch in range(90):
+                sched.step()  # BUG
+                train_one_epoch(model, loader, optimizer)
+            """
+        ),
+        Invalid(
+            """
+            import torch
+            class Trainer:
+                def training_step(self, batch):
+                    self.lr_scheduler.step()  # BUG
+                    loss = self.model(batch)
+                    self.scaler.scale(loss).backward()
+                    self.scaler.step(self.optimizer)
+                    self.scaler.update()
+                    self.optimizer.zero_grad()
+            """
+        ),
+        Invalid(
+            """
+            # an epoch-level scheduler stepped before the inner training loop
+            import torch
+            optimizer = torch.optim.AdamW(model.parameters())
+            scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=epochs)
+            for epoch in range(epochs):
+                scheduler.step()  # BUG
+                for x, y in loader:
+                    optimizer.zero_grad()
+                    criterion(model(x), y).backward()
+                    optimizer.step()
+            """
+        ),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if not isinstance(func, cst.Attribute) or func.attr.value != "step" or node.args:
+            return
+        receiver = func.value
+        model = self.model
+        if model.kind_of(receiver) != SCHEDULER:
+            return
+        construction = self._construction(receiver)
+        if construction is not None and model.qualified_name(construction.func) in _METRIC_SCHEDULERS:
+            return
+        optimizer = _optimizer_key(construction)
+        region = self._region(node)
+        steps = self._optimizer_steps(region, node, optimizer)
+        if not steps:
+            return
+        index = model.order[id(node)]
+        before = [s for s in steps if model.order[id(s)] < index]
+        after = [s for s in steps if model.order[id(s)] > index]
+        if after and not before:
+            self.report(node)
+
+    def _region(self, node: cst.CSTNode) -> cst.CSTNode:
+        """The innermost loop whose body holds ``node``, else its function (or module)."""
+        model = self.model
+        child = node
+        for anc in model.ancestors(node):
+            if isinstance(anc, (cst.For, cst.While)) and model.in_loop_body(child, anc):
+                return anc
+            if isinstance(anc, (cst.FunctionDef, cst.Lambda)):
+                return anc
+            child = anc
+        return model.module
+
+    def _optimizer_steps(self, region: cst.CSTNode, sched_step: cst.Call,
+                         optimizer: str | None) -> list[cst.CSTNode]:
+        """Optimizer steps (and calls of local functions that step one) in ``region``,
+        outside nested functions and not in a branch exclusive with ``sched_step``."""
+        model = self.model
+        facts = model.training
+        out: list[cst.CSTNode] = []
+        for ev in facts.events:
+            if ev.kind != STEP:
+                continue
+            if optimizer is not None and ev.key is not None and ev.key != optimizer:
+                continue
+            if self._in_region(ev.node, region) and not model.mutually_exclusive(ev.node, sched_step):
+                out.append(ev.node)
+        stepping = self._stepping_functions()
+        if stepping:
+            for call in model.nodes(cst.Call):
+                fn = facts._local_function(call.func)
+                if fn is not None and id(fn) in stepping and self._in_region(call, region) \
+                        and not model.mutually_exclusive(call, sched_step):
+                    out.append(call)
+        return out
+
+    def _in_region(self, node: cst.CSTNode, region: cst.CSTNode) -> bool:
+        model = self.model
+        if isinstance(region, (cst.For, cst.While)):
+            child = node
+            for anc in model.ancestors(node):
+                if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                    return False
+                if anc is region:
+                    return child is region.body
+                child = anc
+            return False
+        return model.enclosing_function(node) is (region if region is not model.module else None)
+
+    def _stepping_functions(self) -> set[int]:
+        """FunctionDefs in this file that step an optimizer (anywhere in their body)."""
+        cached = getattr(self, "_stepping", None)
+        if cached is None:
+            cached = set()
+            for ev in self.model.training.events:
+                if ev.kind == STEP:
+                    fn = self.model.enclosing_function(ev.node)
+                    if isinstance(fn, cst.FunctionDef):
+                        cached.add(id(fn))
+            self._stepping = cached
+        return cached
+
+    def _construction(self, receiver: cst.CSTNode) -> cst.Call | None:
+        bindings = self.model.bindings_of(receiver)
+        values = [b.value for b in bindings or () if b.kind == ASSIGN and isinstance(b.value, cst.Call)]
+        return values[0] if len(values) == 1 and len(bindings) == 1 else None
+
+
+def _optimizer_key(construction: cst.Call | None) -> str | None:
+    """The optimizer a scheduler was built on, as its spelling (``optimizer``, ``self.opt``)."""
+    if construction is None:
+        return None
+    arg = keyword_arg(construction, "optimizer")
+    if arg is None:
+        positional = [a for a in construction.args if a.keyword is None and not a.star]
+        if not positional:
+            return None
+        arg = positional[0]
+    return dotted(arg.value)

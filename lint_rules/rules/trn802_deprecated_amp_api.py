@@ -1,0 +1,249 @@
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from lint_rules.analysis.names import canonical_name
+from lint_rules.rule import WARNING, Invalid, Rule, Valid
+
+# Deprecated name (every defining path) -> what to write instead.
+_REPLACEMENTS: dict[str, str] = {
+    "torch.cuda.amp.GradScaler": 'torch.amp.GradScaler("cuda")',
+    "torch.cuda.amp.grad_scaler.GradScaler": 'torch.amp.GradScaler("cuda")',
+    "torch.cuda.amp.autocast": 'torch.autocast("cuda")',
+    "torch.cuda.amp.autocast_mode.autocast": 'torch.autocast("cuda")',
+    "torch.cpu.amp.autocast": 'torch.autocast("cpu")',
+    "torch.cpu.amp.autocast_mode.autocast": 'torch.autocast("cpu")',
+}
+_FALLBACK_ERRORS = re.compile(r"ImportError|ModuleNotFoundError|AttributeError|TypeError")
+_VERSION_TEST = re.compile(r"version|hasattr\(", re.I)
+_TYPE_CHECKS = frozenset({"builtins.isinstance", "builtins.issubclass"})
+_LEAVES = frozenset({"GradScaler", "autocast"})
+_MODULES = frozenset({"torch.cuda.amp", "torch.cuda.amp.grad_scaler", "torch.cuda.amp.autocast_mode",
+                      "torch.cpu.amp", "torch.cpu.amp.autocast_mode"})
+
+
+class DeprecatedAmpApi(Rule):
+    """
+    ## What it does
+    Flags `torch.cuda.amp.GradScaler`, `torch.cuda.amp.autocast` and
+    `torch.cpu.amp.autocast` under any spelling: a dotted use
+    (`torch.cuda.amp.autocast()`, `amp.GradScaler()` after `from torch.cuda import
+    amp`) is reported where it is used, and `from torch.cuda.amp import autocast` is
+    reported at the import.
+
+    ## Why is this bad?
+    These device-specific entry points are deprecated since PyTorch 2.4 in favour of
+    the device-generic `torch.amp.GradScaler("cuda")` and `torch.autocast("cuda")`.
+    Every construction emits a `FutureWarning` (one per step for an `autocast`
+    context in the training loop is easy to produce in logs), and they are slated for
+    removal: a torch upgrade turns a working training script into an `AttributeError`.
+
+    ## Example
+    ```python
+    scaler = torch.cuda.amp.GradScaler()
+    with torch.cuda.amp.autocast(dtype=torch.float16):
+        loss = model(x)
+    ```
+
+    Use instead:
+    ```python
+    scaler = torch.amp.GradScaler("cuda")
+    with torch.autocast("cuda", dtype=torch.float16):
+        loss = model(x)
+    ```
+
+    ## Known problems
+    `torch.amp.GradScaler` appeared in torch 2.3, so `torch.cuda.amp.GradScaler` is
+    not flagged in a project whose `pyproject.toml` supports an older torch
+    (`torch>=2.0`); without that declaration it is flagged. Uses in an
+    `except (ImportError, AttributeError, TypeError):` fallback or under a torch
+    version test (`if TORCH_VERSION < (2, 4):`, `hasattr(torch.amp, "GradScaler")`)
+    are taken as deliberate support for old torch and stay quiet, and so are
+    references that only recognise the old API (`func is torch.cuda.amp.autocast`,
+    an element of a set or list of supported context managers,
+    `isinstance(ctx, torch.cuda.amp.autocast)`). `torch.cuda.amp.custom_fwd`/`custom_bwd` are not
+    flagged. A name imported from `torch.cuda.amp` is reported once, at the import,
+    not at each use.
+
+    ## References
+    - https://pytorch.org/docs/stable/amp.html
+    - https://pytorch.org/docs/stable/amp.html#torch.autocast
+    - https://pytorch.org/docs/stable/amp.html#gradient-scaling
+    """
+
+    CODE = "TRN802"
+    NAME = "deprecated-amp-api"
+    MESSAGE = "torch.cuda.amp / torch.cpu.amp is deprecated: use torch.amp.GradScaler(device) and torch.autocast(device)"
+    FIX_TITLE = 'Use torch.amp.GradScaler("cuda") and torch.autocast("cuda")'
+    SEVERITY = WARNING
+
+    VALID = [
+        Valid(
+            """
+            import torch
+            scaler = torch.amp.GradScaler("cuda")
+            with torch.autocast("cuda", dtype=torch.float16):
+                loss = model(x)
+            """
+        ),
+        Valid(
+            """
+            # the device-generic spellings under aliases
+            from torch import amp
+            from torch.amp import GradScaler, autocast
+            scaler = GradScaler("cuda", enabled=use_amp)
+            ctx = autocast(device_type="cuda") if use_amp else amp.autocast("cpu", enabled=False)
+            """
+        ),
+        Valid(
+            """
+            # fallbacks for old torch
+            import torch
+            try:
+                from torch.amp import GradScaler
+            except ImportError:
+                from torch.cuda.amp import GradScaler
+            try:
+                scaler = torch.amp.GradScaler(device=device)
+            except (AttributeError, TypeError):
+                scaler = torch.cuda.amp.GradScaler()
+            if TORCH_VERSION >= (2, 4):
+                autocast = torch.autocast
+            else:
+                autocast = torch.cuda.amp.autocast
+            """
+        ),
+        Valid(
+            """
+            # code that recognises the old API without using it
+            import torch
+            def is_autocast(func, ctx):
+                if func in (torch.cuda.amp.autocast, torch.cpu.amp.autocast):
+                    return True
+                supported = {torch.autocast, torch.cuda.amp.autocast_mode.autocast}
+                return func is torch.cuda.amp.autocast or isinstance(ctx, torch.cuda.amp.autocast)
+            """
+        ),
+        Valid(
+            """
+            # another library's autocast, and a feature check on the module
+            import torch
+            from apex.amp import GradScaler
+            from mylib.amp import autocast
+            scaler = GradScaler()
+            has_amp = hasattr(torch.cuda, "amp")
+            with autocast():
+                pass
+            """
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch
+            scaler = torch.cuda.amp.GradScaler(enabled=use_amp)  # BUG
+            with torch.cuda.amp.autocast(dtype=torch.float16):  # BUG
+                loss = model(x)
+            """
+        ),
+        Invalid(
+            """
+            from torch.cuda.amp import GradScaler, autocast  # BUG
+            scaler = GradScaler()
+            with autocast():
+                loss = model(x)
+            """
+        ),
+        Invalid(
+            """
+            import torch
+            from torch.cuda import amp
+            from functools import partial
+            amp_autocast = partial(amp.autocast, dtype=torch.bfloat16)  # BUG
+            scaler = amp.GradScaler()  # BUG
+            """
+        ),
+        Invalid(
+            """
+            import torch
+            class Model(torch.nn.Module):
+                @torch.cpu.amp.autocast()  # BUG
+                def forward(self, x):
+                    return self.net(x)
+            """
+        ),
+    ]
+
+    def __init__(self, model) -> None:
+        super().__init__(model)
+        project = getattr(model, "project", None)
+        oldest = getattr(project, "torch_min_version", None)
+        # torch.amp.GradScaler appeared in torch 2.3: older supported versions need the old one.
+        self._flags = frozenset(q for q in _REPLACEMENTS
+                                if not (oldest is not None and oldest < (2, 3) and "GradScaler" in q))
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value not in _LEAVES:
+            return
+        q = self.model.qualified_name(node)
+        if q in self._flags and not self._only_referenced(node) and not self._compatibility_fallback(node):
+            self.report(node, _message(q))
+
+    def _only_referenced(self, node: cst.CSTNode) -> bool:
+        """`func is torch.cuda.amp.autocast`, `{torch.cuda.amp.autocast, ...}` (a registry or
+        membership test), `isinstance(ctx, torch.cuda.amp.autocast)`: code that recognises
+        the old API without using it."""
+        model = self.model
+        parent = model.parent(node)
+        if isinstance(parent, (cst.Element, cst.DictElement)):
+            return True
+        if isinstance(parent, (cst.Comparison, cst.ComparisonTarget)):
+            return True
+        if isinstance(parent, cst.Arg):
+            call = model.parent(parent)
+            return isinstance(call, cst.Call) and model.qualified_name(call.func) in _TYPE_CHECKS
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+            return
+        module = canonical_name(_text(node.module))
+        if module not in _MODULES:
+            return
+        names = [f"{module}.{_text(alias.name)}" for alias in node.names]
+        deprecated = [q for q in names if q in self._flags]
+        if deprecated and not self._compatibility_fallback(node):
+            self.report(node, _message(*deprecated))
+
+    def _compatibility_fallback(self, node: cst.CSTNode) -> bool:
+        """Old torch support: `except (ImportError, AttributeError):` after trying the new
+        API, or a branch on `torch.__version__` / `hasattr(torch.amp, ...)`."""
+        model = self.model
+        child = node
+        for anc in model.ancestors(node):
+            if isinstance(anc, cst.ExceptHandler):
+                if anc.type is None or _FALLBACK_ERRORS.search(model.module.code_for_node(anc.type)):
+                    return True
+            elif isinstance(anc, (cst.If, cst.IfExp)) and child is not anc.test \
+                    and _VERSION_TEST.search(model.module.code_for_node(anc.test)):
+                return True
+            elif isinstance(anc, (cst.FunctionDef, cst.ClassDef)):
+                return False
+            child = anc
+        return False
+
+
+def _message(*names: str) -> str:
+    old = ", ".join(f"`{q.replace('.grad_scaler', '').replace('.autocast_mode', '')}`" for q in names)
+    new = ", ".join(dict.fromkeys(f"`{_REPLACEMENTS[q]}`" for q in names))
+    return f"{old} {'is' if len(names) == 1 else 'are'} deprecated: use {new}"
+
+
+def _text(node: cst.CSTNode) -> str:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return f"{_text(node.value)}.{node.attr.value}"
+    return ""
