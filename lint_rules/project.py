@@ -27,17 +27,38 @@ class ProjectInfo:
 
 
 def read_project(start: Path) -> ProjectInfo:
-    """From the nearest ``pyproject.toml`` at or above ``start``; empty when none says."""
+    """The torch lower bound from the nearest project files at or above ``start``.
+
+    In each directory, ``pyproject.toml`` (``[project] dependencies``) and then
+    ``requirements*.txt`` are read; the search stops at the first directory that
+    states a torch lower bound, or at a project root (a ``pyproject.toml`` or a
+    ``.git``). Empty when nothing says.
+    """
     start = start.resolve()
     for d in (start, *start.parents):
-        candidate = d / "pyproject.toml"
-        if candidate.is_file():
+        pyproject = d / "pyproject.toml"
+        requirements: list[str] = []
+        if pyproject.is_file():
             try:
-                data = tomllib.loads(candidate.read_text(encoding="utf-8"))
+                data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
             except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
-                return ProjectInfo()
-            deps = data.get("project", {}).get("dependencies", []) if isinstance(data.get("project"), dict) else []
-            return ProjectInfo(torch_min_version(deps if isinstance(deps, list) else []), str(candidate))
+                data = {}
+            project = data.get("project") if isinstance(data.get("project"), dict) else {}
+            deps = project.get("dependencies", [])
+            requirements += deps if isinstance(deps, list) else []
+            found = torch_min_version(requirements)
+            if found is not None:
+                return ProjectInfo(found, str(pyproject))
+        for req_file in sorted(d.glob("requirements*.txt")):
+            try:
+                lines = req_file.read_text(encoding="utf-8").splitlines()
+            except (OSError, UnicodeDecodeError):
+                continue
+            found = torch_min_version([ln.split("#", 1)[0] for ln in lines])
+            if found is not None:
+                return ProjectInfo(found, str(req_file))
+        if pyproject.is_file() or (d / ".git").exists():
+            return ProjectInfo(None, str(pyproject) if pyproject.is_file() else None)
     return ProjectInfo()
 
 
