@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from lint_rules.analysis.kinds import OPTIMIZER, SCALER, kind_of
-from lint_rules.analysis.model import dotted, is_none
+from lint_rules.analysis.model import DEF, dotted, is_none
 
 if TYPE_CHECKING:
     from lint_rules.analysis.model import FileModel
@@ -168,7 +168,9 @@ class TrainingFacts:
             bindings = cls.bindings.get(expr.attr.value) if cls is not None else None
         else:
             return None
-        if bindings and len(bindings) == 1 and isinstance(bindings[0].value, cst.FunctionDef):
+        # A parameter's binding value is its own function: only a real `def` counts.
+        if bindings and len(bindings) == 1 and bindings[0].kind == DEF \
+                and isinstance(bindings[0].value, cst.FunctionDef):
             return bindings[0].value
         return None
 
