@@ -1,0 +1,321 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from lint_rules.analysis.kinds import (CRITERION, DISTRIBUTED_OPTIMIZER, LEAF, LOADER, MODULE, OPTIMIZER,
+                                       SCALER, SCHEDULER)
+from lint_rules.analysis.model import ASSIGN, FOR, WITH, is_true, keyword_arg
+from lint_rules.analysis.names import TENSOR_FACTORIES
+from lint_rules.analysis.training import BACKWARD
+from lint_rules.rule import WARNING, Invalid, Rule, Valid
+from lint_rules.rules._autograd_flow import value_names
+
+_LOOPS = (cst.For, cst.While)
+# Values that are not tensors carrying a graph, whatever the loop does with them.
+_NOT_GRAPH_KINDS = frozenset({LEAF, CRITERION, MODULE, OPTIMIZER, SCALER, SCHEDULER, LOADER, DISTRIBUTED_OPTIMIZER})
+
+
+class RetainGraphInTrainingLoop(Rule):
+    """
+    ## What it does
+    Flags `backward(retain_graph=True)` (on a tensor, through
+    `scaler.scale(loss)`, or `torch.autograd.backward`) in a training loop, or in a
+    per-step helper called from one, when nothing in the same iteration runs a
+    second `backward()` or `torch.autograd.grad()` after it that could use the
+    kept graph, and the loss is computed inside the iteration (so the next
+    iteration builds its own graph). `retain_graph=<expression>` is left alone:
+    `retain_graph=i < n - 1` is the deliberate form.
+
+    ## Why is this bad?
+    `retain_graph=True` keeps every saved activation of the graph alive after
+    `backward()`. When no second backward uses it, the memory is only freed when
+    the loss variable is rebound on the next iteration, so peak memory is up to
+    twice what the step needs and batch sizes that should fit run out of memory.
+    It is also the usual sign of a papered-over bug: it is added to silence
+    `Trying to backward through the graph a second time`, whose real cause is a
+    tensor (an RNN hidden state, a running statistic) carried across iterations
+    without `.detach()`; with it, each step backpropagates through every earlier
+    step and gets slower and slower.
+
+    ## Example
+    ```python
+    for x, y in loader:
+        optimizer.zero_grad()
+        out, hidden = model(x, hidden)
+        loss = criterion(out, y)
+        loss.backward(retain_graph=True)
+        optimizer.step()
+    ```
+
+    Use instead:
+    ```python
+    for x, y in loader:
+        optimizer.zero_grad()
+        hidden = hidden.detach()
+        out, hidden = model(x, hidden)
+        loss = criterion(out, y)
+        loss.backward()
+        optimizer.step()
+    ```
+
+    ## Known problems
+    The rule does not check that the later `backward()` reaches the kept graph: any
+    later backward in the iteration counts. A graph built before the loop from a
+    value the loss depends on is recognised only when that value is assigned to a
+    variable before the loop (not through attributes such as `self.features`).
+    Higher-order uses that call `torch.autograd.grad` through a helper are not seen.
+
+    ## References
+    - https://pytorch.org/docs/stable/generated/torch.Tensor.backward.html
+    - https://pytorch.org/docs/stable/generated/torch.autograd.backward.html
+    - https://pytorch.org/docs/stable/notes/faq.html#my-model-reports-cuda-runtime-error-2-out-of-memory
+    """
+
+    CODE = "TRN107"
+    NAME = "retain-graph-in-training-loop"
+    MESSAGE = ("backward(retain_graph=True) in a training loop with no later backward in the iteration: "
+               "the graph's memory is kept for nothing")
+    FIX_TITLE = "Drop retain_graph=True; detach state carried across iterations instead"
+    SEVERITY = WARNING
+
+    VALID = [
+        Valid(
+            """
+            import torch
+            for x, y in loader:
+                optimizer.zero_grad()
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+            """
+        ),
+        Valid(
+            """
+            # two losses sharing one graph: the second backward needs it
+            import torch
+            for x, y in loader:
+                optimizer.zero_grad()
+                feats = encoder(x)
+                loss_a = head_a(feats).mean()
+                loss_b = head_b(feats).mean()
+                loss_a.backward(retain_graph=True)
+                loss_b.backward()
+                optimizer.step()
+            """
+        ),
+        Valid(
+            """
+            # GAN: D's loss is backpropagated with the graph kept for G's update
+            import torch
+            for real in loader:
+                fake = gen(torch.randn(real.size(0), 64))
+                opt_d.zero_grad()
+                d_loss = criterion(disc(real), ones) + criterion(disc(fake), zeros)
+                d_loss.backward(retain_graph=True)
+                opt_d.step()
+                opt_g.zero_grad()
+                g_loss = criterion(disc(fake), ones)
+                g_loss.backward()
+                opt_g.step()
+            """
+        ),
+        Valid(
+            """
+            # several backward passes over one graph, the last one frees it
+            import torch
+            for x in loader:
+                opt.zero_grad()
+                losses = model(x)
+                for i, loss in enumerate(losses):
+                    loss.backward(retain_graph=i < len(losses) - 1)
+                opt.step()
+            """
+        ),
+        Valid(
+            """
+            # the graph of `features` is built once before the loop and reused every iteration
+            import torch
+            features = extractor(image)
+            for step in range(300):
+                opt.zero_grad()
+                loss = ((features - target) ** 2).sum() + tv(canvas)
+                loss.backward(retain_graph=True)
+                opt.step()
+            """
+        ),
+        Valid(
+            """
+            # gradient penalty: autograd.grad after the first backward uses the graph
+            import torch
+            for x in loader:
+                opt.zero_grad()
+                out = model(x)
+                loss = out.mean()
+                loss.backward(retain_graph=True)
+                g, = torch.autograd.grad(out.sum(), x, create_graph=True)
+                opt.step()
+            """
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            # the RNN state carries the graph across iterations: detach it instead
+            import torch
+            hidden = model.init_hidden(batch_size)
+            for x, y in loader:
+                optimizer.zero_grad()
+                output = model(x, hidden)
+                hidden = output[1]
+                loss = criterion(output[0], y)
+                loss.backward(retain_graph=True)  # BUG
+                optimizer.step()
+            """
+        ),
+        Invalid(
+            """
+            import torch
+            scaler = torch.amp.GradScaler("cuda")
+            for epoch in range(epochs):
+                for x, y in loader:
+                    optimizer.zero_grad()
+                    with torch.autocast("cuda"):
+                        loss = criterion(model(x), y)
+                    scaler.scale(loss).backward(retain_graph=True)  # BUG
+                    scaler.step(optimizer)
+                    scaler.update()
+            """
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import autograd
+            class Trainer:
+                def step(self, x, y):
+                    self.opt.zero_grad()
+                    loss = self.loss_fn(self.model(x), y)
+                    autograd.backward(loss, retain_graph=True)  # BUG
+                    self.opt.step()
+
+                def fit(self, loader):
+                    for x, y in loader:
+                        self.step(x, y)
+            """
+        ),
+        Invalid(
+            """
+            # the second backward belongs to the previous statement's branch, not after it
+            import torch
+            while step < max_steps:
+                x, y = next(batches)
+                opt.zero_grad()
+                loss = criterion(model(x), y)
+                if use_aux:
+                    aux_loss(x).backward()
+                loss.backward(retain_graph=True)  # BUG
+                opt.step()
+                step += 1
+            """
+        ),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute):
+            if func.attr.value != "backward":
+                return
+        elif not isinstance(func, cst.Name):
+            return
+        arg = keyword_arg(node, "retain_graph")
+        if arg is None or not is_true(arg.value):
+            return
+        if not self._is_backward(node):
+            return
+        region = self._iteration(node)
+        if region is None:
+            return
+        if self._later_backward(node, region):
+            return
+        if isinstance(region, _LOOPS) and self._graph_from_before(node, region):
+            return
+        self.report(node)
+
+    def _is_backward(self, node: cst.Call) -> bool:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "backward":
+            q = self.model.qualified_name(func)
+            return q is None or not q.startswith("torch.distributed.autograd.")
+        return self.model.qualified_name(func) == "torch.autograd.backward"
+
+    def _iteration(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        """The training loop whose body runs ``node`` once per iteration, or the per-step helper."""
+        model = self.model
+        facts = model.training
+        loops = model.enclosing_loops(node)
+        if loops:
+            loop = loops[0]
+            return loop if facts.is_training_loop(loop) else None
+        fn = model.enclosing_function(node)
+        if isinstance(fn, cst.FunctionDef) and (id(fn) in facts.per_iteration_step_functions()
+                                                or id(fn) in facts.step_closures()):
+            return fn
+        return None
+
+    def _later_backward(self, node: cst.Call, region: cst.CSTNode) -> bool:
+        """Another backward()/autograd.grad() after ``node`` in the same iteration."""
+        model = self.model
+        here = model.order[id(node)]
+        for ev in model.training.events:
+            if ev.kind == BACKWARD and ev.index > here and ev.node is not node \
+                    and model.is_inside(ev.node, region) and not model.mutually_exclusive(ev.node, node):
+                return True
+        for call in model.nodes(cst.Call):
+            if model.order[id(call)] <= here or not model.is_inside(call, region):
+                continue
+            func = call.func
+            if isinstance(func, (cst.Attribute, cst.Name)) and _leaf(func) == "grad" \
+                    and model.qualified_name(func) == "torch.autograd.grad":
+                return True
+        return False
+
+    def _graph_from_before(self, node: cst.Call, loop: cst.CSTNode) -> bool:
+        """The loss depends on a tensor computed before the loop: its graph is reused next iteration."""
+        model = self.model
+        func = node.func
+        roots: list[cst.CSTNode] = [func.value] if isinstance(func, cst.Attribute) else []
+        roots.extend(a.value for a in node.args if a.keyword is None)
+        stack = [(r, 0) for r in roots]
+        expanded: set[int] = set()
+        while stack:
+            expr, depth = stack.pop()
+            for name in value_names(expr):
+                bindings = model.bindings_of(name)
+                if not bindings:
+                    continue
+                # A name rebound in the loop is state carried across iterations (an RNN
+                # hidden state): keeping its graph is the bug, not a reason to retain.
+                carried = any(model.is_inside(b.node, loop) or b.node is loop for b in bindings)
+                for b in bindings:
+                    if b.kind not in (ASSIGN, FOR, WITH) or b.value is None:
+                        continue
+                    if model.is_inside(b.node, loop) or b.node is loop:
+                        if depth < 4 and id(b.value) not in expanded:
+                            expanded.add(id(b.value))
+                            stack.append((b.value, depth + 1))
+                    elif not carried and b.kind == ASSIGN and self._builds_graph(b.value) \
+                            and model.order.get(id(b.node), -1) < model.order[id(loop)]:
+                        return True
+        return False
+
+    def _builds_graph(self, value: cst.CSTNode) -> bool:
+        """A call that may return a tensor with a graph (not a module, an optimizer, a fresh leaf)."""
+        if not isinstance(value, cst.Call):
+            return False
+        model = self.model
+        if model.qualified_name(value.func) in TENSOR_FACTORIES:
+            return False
+        return model.kind_of(value) not in _NOT_GRAPH_KINDS
+
+
+def _leaf(func: cst.CSTNode) -> str:
+    return func.attr.value if isinstance(func, cst.Attribute) else func.value

@@ -1,0 +1,316 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from lint_rules.analysis import names as N
+from lint_rules.analysis.kinds import LEAF, LOSS, MODULE, PARAMETER
+from lint_rules.analysis.model import FOR, PARAM, call_method, dotted
+from lint_rules.rule import WARNING, Invalid, Rule, Valid
+from lint_rules.rules._autograd_flow import class_has_base, enclosing_class, is_torch_module_class
+
+_LABELS = {PARAMETER: "parameter", LEAF: "tensor that requires grad", LOSS: "loss"}
+_GRAD_KINDS = frozenset(_LABELS)
+# Attributes of an nn.Module that hold its parameters.
+_PARAM_ATTRS = frozenset({"weight", "bias"})
+# Iterating these on a module yields modules.
+_MODULE_ITERATORS = frozenset({"modules", "children"})
+_NAMED_MODULE_ITERATORS = frozenset({"named_modules", "named_children"})
+
+
+class TensorDataAttribute(Rule):
+    """
+    ## What it does
+    Flags reads and writes of `.data` on a parameter (`p` from `parameters()`,
+    `self.fc.weight`, `m.bias` of a module), on a gradient (`p.grad.data`), on a
+    tensor created with `requires_grad=True`, or on a loss, outside
+    `torch.no_grad()`/`torch.inference_mode()` and outside the `step()` of an
+    optimizer class. `.data` of other objects (`dataset.data`, `batch.data`) is
+    left alone.
+
+    ## Why is this bad?
+    `.data` returns a tensor that shares storage with the original but is invisible
+    to autograd: no graph and no version counter. An in-place update through it that
+    races with a pending `backward()` is not detected, so instead of the error
+    `one of the variables needed for gradient computation has been modified by an
+    inplace operation`, the gradients are silently computed from the modified values.
+    `p.data = t` swaps storage behind the optimizer's and DDP's back. PyTorch keeps
+    `.data` for backwards compatibility only; `torch.no_grad()` and `.detach()` do
+    the same job with the checks in place.
+
+    ## Example
+    ```python
+    for p in model.parameters():
+        p.data.add_(p.grad.data, alpha=-lr)
+    total_loss += loss.data
+    ```
+
+    Use instead:
+    ```python
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(p.grad, alpha=-lr)
+    total_loss += loss.detach()
+    ```
+
+    ## Known problems
+    Model outputs and other intermediate tensors are not recognised as requiring
+    grad, so `output.data` is not flagged. A parameter reached through an untyped
+    function argument (`def init(m): m.weight.data...` not passed to `apply`) is not
+    recognised. The code usually works: this is a robustness warning, most often
+    about initialisation and re-parameterisation code that should run under
+    `torch.no_grad()`.
+
+    ## References
+    - https://pytorch.org/docs/stable/notes/autograd.html#in-place-operations-with-autograd
+    - https://pytorch.org/docs/stable/generated/torch.Tensor.detach.html
+    - https://pytorch.org/docs/stable/generated/torch.no_grad.html
+    """
+
+    CODE = "TRN108"
+    NAME = "tensor-data-attribute"
+    MESSAGE = "`.data` bypasses autograd's checks on a tensor that requires grad"
+    FIX_TITLE = "Use `.detach()`, or do the update under `torch.no_grad()`"
+    SEVERITY = WARNING
+
+    VALID = [
+        Valid(
+            """
+            import torch
+            with torch.no_grad():
+                for p in model.parameters():
+                    p.add_(p.grad, alpha=-lr)
+            total_loss += loss.detach()
+            """
+        ),
+        Valid(
+            """
+            # .data of datasets, batches and other non-tensors
+            import torch
+            from torchvision import datasets
+            ds = datasets.MNIST("data", download=True)
+            images = ds.data.float() / 255
+            for batch in loader:
+                x = batch.data
+            config.data = "imagenet"
+            """
+        ),
+        Valid(
+            """
+            # an optimizer's own step, and a no_grad init function
+            import torch
+            class MySGD(torch.optim.Optimizer):
+                def step(self, closure=None):
+                    for group in self.param_groups:
+                        for p in group["params"]:
+                            p.data.add_(p.grad.data, alpha=-group["lr"])
+
+            @torch.no_grad()
+            def init_weights(model):
+                for p in model.parameters():
+                    p.data.normal_(0, 0.02)
+            """
+        ),
+        Valid(
+            """
+            # buffers and plain tensors do not require grad
+            import torch
+            from torch import nn
+            stats = torch.zeros(10)
+            stats.data += 1
+            bn = nn.BatchNorm1d(10)
+            mean = bn.running_mean.data
+            """
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch
+            for p in model.parameters():
+                p.data.add_(p.grad.data, alpha=-lr)  # BUG
+            """
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(8, 2)
+                    self.fc.weight.data.normal_(0, 0.01)  # BUG
+                    self.fc.bias.data = torch.zeros(2)  # BUG
+                    self.scale = nn.Parameter(torch.ones(1))
+
+                def reset(self):
+                    self.scale.data.fill_(1.0)  # BUG
+            """
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+            def init(model):
+                for m in model.modules():
+                    if isinstance(m, nn.Conv2d):
+                        m.weight.data.normal_(0, 0.02)  # BUG
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.apply(self._init)
+
+                def _init(self, module):
+                    module.bias.data.zero_()  # BUG
+            """
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.nn.functional as F
+            w = torch.randn(3, requires_grad=True)
+            for x, y in loader:
+                loss = F.mse_loss(x @ w, y)
+                loss.backward()
+                print(loss.data)  # BUG
+                w.data -= 0.1 * w.grad.data  # BUG
+            """
+        ),
+    ]
+
+    def __init__(self, model) -> None:
+        super().__init__(model)
+        self._statements: set[int] = set()
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value != "data":
+            return
+        receiver = node.value
+        if not isinstance(receiver, (cst.Name, cst.Attribute, cst.Subscript)):
+            return
+        parent = self.model.parent(node)
+        if isinstance(parent, cst.Attribute) and parent.attr.value == "data":
+            return
+        if isinstance(receiver, cst.Attribute) and receiver.attr.value == "data":
+            return  # `x.data.data`: reported at the inner one if at all
+        what = self._requires_grad(receiver)
+        if what is None:
+            return
+        if self.model.in_no_grad(node) or self._in_optimizer_class(node):
+            return
+        # One finding per statement: `p.data.add_(p.grad.data)` is one fix.
+        stmt = next((a for a in self.model.ancestors(node)
+                     if isinstance(a, (cst.BaseSmallStatement, cst.BaseCompoundStatement))), None)
+        key = id(stmt) if stmt is not None else id(node)
+        if key in self._statements:
+            return
+        self._statements.add(key)
+        self.report(node, f"`.data` of a {what} bypasses autograd's checks: use `.detach()` or `torch.no_grad()`")
+
+    def _requires_grad(self, expr: cst.CSTNode) -> str | None:
+        """What ``expr`` is when autograd tracks it (parameter, gradient, ...), else None."""
+        model = self.model
+        if isinstance(expr, cst.Attribute) and expr.attr.value == "grad":
+            return "gradient" if self._requires_grad(expr.value) else None
+        if isinstance(expr, cst.Subscript):
+            return None
+        kind = model.kind_of(expr)
+        if kind in _GRAD_KINDS:
+            return _LABELS[kind]
+        if isinstance(expr, cst.Attribute) and expr.attr.value in _PARAM_ATTRS and self._is_module(expr.value):
+            return "parameter"
+        return None
+
+    def _is_module(self, expr: cst.CSTNode, depth: int = 0) -> bool:
+        """``expr`` is an ``nn.Module``: from its kind, an isinstance guard, or how it was reached."""
+        model = self.model
+        kind = model.kind_of(expr)
+        if kind is not None:
+            return kind == MODULE
+        if self._isinstance_module(expr):
+            return True
+        if depth > 4:
+            return False
+        if isinstance(expr, cst.Attribute):
+            # a submodule: `self.head.fc`, `model.embed`
+            return self._is_module(expr.value, depth + 1)
+        if not isinstance(expr, cst.Name):
+            return False
+        if expr.value == "self":
+            return self._in_module_class(expr)
+        for b in model.bindings_of(expr) or ():
+            if b.kind == FOR and self._iterates_modules(b.node, expr, depth) \
+                    and (model.is_inside(expr, b.node) or isinstance(b.node, cst.CompFor)):
+                return True
+            if b.kind == PARAM and self._applied_function(b.value):
+                return True
+        return False
+
+    def _iterates_modules(self, loop: cst.CSTNode, name: cst.Name, depth: int) -> bool:
+        """``for m in model.modules()``, ``for n, m in model.named_modules()``, ``for blk in self.blocks``."""
+        if not isinstance(loop, (cst.For, cst.CompFor)):
+            return False
+        iterable = loop.iter
+        target = loop.target
+        method = call_method(iterable)
+        if method in _MODULE_ITERATORS:
+            return isinstance(target, cst.Name)
+        if method in _NAMED_MODULE_ITERATORS or (
+                isinstance(iterable, cst.Call) and self.model.qualified_name(iterable.func) == "builtins.enumerate"):
+            if not isinstance(target, (cst.Tuple, cst.List)) or not target.elements:
+                return False
+            last = target.elements[-1].value
+            if not (isinstance(last, cst.Name) and last.value == name.value):
+                return False
+            if method in _NAMED_MODULE_ITERATORS:
+                return True
+            iterable = iterable.args[0].value if iterable.args else iterable
+        elif not isinstance(target, cst.Name):
+            return False
+        # the children of a ModuleList/Sequential attribute of a module
+        return isinstance(iterable, cst.Attribute) and self._is_module(iterable.value, depth + 1)
+
+    def _in_module_class(self, node: cst.CSTNode) -> bool:
+        cls = enclosing_class(self.model, node)
+        return cls is not None and class_has_base(self.model, cls, is_torch_module_class)
+
+    def _applied_function(self, fn: cst.CSTNode) -> bool:
+        """``model.apply(fn)`` calls ``fn`` on every submodule: its argument is a module."""
+        if not isinstance(fn, cst.FunctionDef):
+            return False
+        name = fn.name.value
+        for call in self.model.nodes(cst.Call):
+            if call_method(call) == "apply" and len(call.args) == 1:
+                arg = call.args[0].value
+                text = dotted(arg)
+                if text is not None and text.rsplit(".", 1)[-1] == name:
+                    return True
+        return False
+
+    def _isinstance_module(self, expr: cst.CSTNode) -> bool:
+        """Inside ``if isinstance(m, nn.Linear):`` (or a tuple of torch.nn classes)."""
+        model = self.model
+        text = dotted(expr)
+        if text is None:
+            return False
+        for anc in model.ancestors(expr):
+            if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                return False
+            if not isinstance(anc, cst.If) or model.is_inside(expr, anc.test):
+                continue
+            tests = [anc.test]
+            while tests:
+                test = tests.pop()
+                if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+                    tests.extend((test.left, test.right))
+                elif isinstance(test, cst.Call) and model.qualified_name(test.func) == "builtins.isinstance" \
+                        and len(test.args) == 2 and dotted(test.args[0].value) == text:
+                    classes = test.args[1].value
+                    elements = [e.value for e in classes.elements] if isinstance(classes, cst.Tuple) else [classes]
+                    if any((model.qualified_name(e) or "").startswith("torch.nn.") for e in elements):
+                        return True
+        return False
+
+    def _in_optimizer_class(self, node: cst.CSTNode) -> bool:
+        """Optimizer implementations update parameters in place by design."""
+        cls = enclosing_class(self.model, node)
+        return cls is not None and class_has_base(self.model, cls, N.is_optimizer_class)
