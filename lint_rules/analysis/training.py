@@ -131,7 +131,7 @@ class TrainingFacts:
             for ev in self.events:
                 if ev.kind == STEP and isinstance(ev.node, cst.Call):
                     for arg in ev.node.args:
-                        fn = self._local_function(arg.value)
+                        fn = self.local_function(arg.value)
                         if fn is not None:
                             out.add(id(fn))
             self._closures = out
@@ -150,13 +150,13 @@ class TrainingFacts:
             out: set[int] = set()
             if direct:
                 for call in self.model.nodes(cst.Call):
-                    fn = self._local_function(call.func)
+                    fn = self.local_function(call.func)
                     if fn is not None and id(fn) in direct and self.model.enclosing_loops(call):
                         out.add(id(fn))
             self._step_functions = out
         return self._step_functions
 
-    def _local_function(self, expr: cst.CSTNode) -> cst.FunctionDef | None:
+    def local_function(self, expr: cst.CSTNode) -> cst.FunctionDef | None:
         """The FunctionDef a Name or ``self.method`` refers to, when it is defined in this file."""
         model = self.model
         if isinstance(expr, cst.Name):

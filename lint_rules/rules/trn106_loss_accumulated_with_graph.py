@@ -6,7 +6,7 @@ from lint_rules.analysis.kinds import LOADER, LOSS
 from lint_rules.analysis.model import ASSIGN, FOR, WITH, dotted
 from lint_rules.analysis.training import BACKWARD
 from lint_rules.rule import Invalid, Rule, Valid
-from lint_rules.rules._autograd_flow import binding_scope, value_names
+from lint_rules.analysis.autograd_flow import binding_scope, value_names
 
 _APPENDS = frozenset({"append", "extend", "insert"})
 # Statements that run only sometimes: a reset inside one does not happen every iteration.

@@ -8,7 +8,7 @@ from lint_rules.analysis.model import ASSIGN, FOR, WITH, is_true, keyword_arg
 from lint_rules.analysis.names import TENSOR_FACTORIES
 from lint_rules.analysis.training import BACKWARD
 from lint_rules.rule import WARNING, Invalid, Rule, Valid
-from lint_rules.rules._autograd_flow import value_names
+from lint_rules.analysis.autograd_flow import value_names
 
 _LOOPS = (cst.For, cst.While)
 # Values that are not tensors carrying a graph, whatever the loop does with them.

@@ -6,7 +6,7 @@ from lint_rules.analysis import names as N
 from lint_rules.analysis.kinds import LEAF, LOSS, MODULE, PARAMETER
 from lint_rules.analysis.model import FOR, PARAM, call_method, dotted
 from lint_rules.rule import WARNING, Invalid, Rule, Valid
-from lint_rules.rules._autograd_flow import class_has_base, enclosing_class, is_torch_module_class
+from lint_rules.analysis.autograd_flow import class_has_base, enclosing_class, is_torch_module_class
 
 _LABELS = {PARAMETER: "parameter", LEAF: "tensor that requires grad", LOSS: "loss"}
 _GRAD_KINDS = frozenset(_LABELS)

@@ -7,7 +7,7 @@ import libcst as cst
 
 from lint_rules.analysis.model import dotted, is_true, keyword_arg
 from lint_rules.rule import Invalid, Rule, Valid
-from lint_rules.rules._autograd_flow import class_has_base, is_torch_module_class
+from lint_rules.analysis.autograd_flow import class_has_base, is_torch_module_class
 
 # Tensor methods whose result shares storage with the receiver.
 _VIEW_METHODS = frozenset(

@@ -1,10 +1,10 @@
 from __future__ import annotations
 
-import re
 
 import libcst as cst
 
 from lint_rules.analysis.kinds import LEAF, LOSS, MODULE, PARAMETER, TENSOR
+from lint_rules.analysis.guards import is_rare_condition, loop_counters
 from lint_rules.analysis.training import STEP
 from lint_rules.rule import WARNING, Invalid, Rule, Valid
 
@@ -13,7 +13,6 @@ _CASTS = frozenset({"builtins.float", "builtins.int", "builtins.bool"})
 _TENSORISH = frozenset({TENSOR, LOSS, LEAF, PARAMETER})
 # Conditions that run a block only now and then: `step % log_every == 0`, `if i == 0`,
 # or a flag whose name says so.
-_RARE_NAME = re.compile(r"interval|every|freq|period|(^|_)log(_|$)|logging|verbose|debug|print", re.I)
 
 
 class HostDeviceSyncInTrainingLoop(Rule):
@@ -292,7 +291,7 @@ class HostDeviceSyncInTrainingLoop(Rule):
             if isinstance(anc, (cst.Lambda, cst.ClassDef)):
                 return False
             if isinstance(anc, (cst.If, cst.IfExp)) and child is anc.body \
-                    and _is_rare_condition(anc.test, self._loop_counters(anc)) \
+                    and is_rare_condition(anc.test, loop_counters(model, anc)) \
                     and not self._holds_step(anc):
                 return False
             if isinstance(anc, (cst.For, cst.While)):
@@ -306,19 +305,6 @@ class HostDeviceSyncInTrainingLoop(Rule):
         """`if (i + 1) % accum == 0: opt.step()` marks the step boundary, not a logging interval."""
         return any(e.kind == STEP and self.model.is_inside(e.node, guard) for e in self.model.training.events)
 
-    def _loop_counters(self, node: cst.CSTNode) -> set[str]:
-        """Names bound by the targets of the loops around ``node`` (``i``, ``step``)."""
-        names: set[str] = set()
-        for loop in self.model.enclosing_loops(node):
-            if isinstance(loop, cst.For):
-                stack = [loop.target]
-                while stack:
-                    t = stack.pop()
-                    if isinstance(t, cst.Name):
-                        names.add(t.value)
-                    elif isinstance(t, (cst.Tuple, cst.List)):
-                        stack.extend(e.value for e in t.elements)
-        return names
 
 
 def _looks_like_tensor_chain(expr: cst.CSTNode) -> bool:
@@ -326,36 +312,3 @@ def _looks_like_tensor_chain(expr: cst.CSTNode) -> bool:
     return isinstance(expr, (cst.Call, cst.Name, cst.Attribute, cst.Subscript))
 
 
-def _is_rare_condition(test: cst.CSTNode, counters: set[str] = frozenset()) -> bool:
-    """`step % n == 0`, `i == 0`, `i < warmup`, `step in log_steps`, `if log_now:` and friends."""
-    stack = [test]
-    while stack:
-        expr = stack.pop()
-        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Modulo):
-            return True
-        if isinstance(expr, cst.Comparison):
-            left = expr.left
-            for target in expr.comparisons:
-                if isinstance(target.operator, (cst.Equal, cst.In)):
-                    return True
-                # `i < n` on a loop counter holds for the first n iterations only
-                if isinstance(target.operator, (cst.LessThan, cst.LessThanEqual)) \
-                        and isinstance(left, cst.Name) and left.value in counters:
-                    return True
-                if isinstance(target.operator, (cst.GreaterThan, cst.GreaterThanEqual)) \
-                        and isinstance(target.comparator, cst.Name) and target.comparator.value in counters:
-                    return True
-                left = target.comparator
-            stack.append(expr.left)
-            stack.extend(t.comparator for t in expr.comparisons)
-        elif isinstance(expr, cst.BooleanOperation):
-            stack.extend((expr.left, expr.right))
-        elif isinstance(expr, cst.UnaryOperation):
-            stack.append(expr.expression)
-        elif isinstance(expr, (cst.Name, cst.Attribute)):
-            text = expr.attr.value if isinstance(expr, cst.Attribute) else expr.value
-            if _RARE_NAME.search(text):
-                return True
-        elif isinstance(expr, cst.Call):
-            stack.append(expr.func)
-    return False

@@ -5,7 +5,7 @@ import re
 import libcst as cst
 
 from lint_rules.rule import WARNING, Invalid, Rule, Valid
-from lint_rules.rules.trn201_host_device_sync_in_training_loop import _is_rare_condition
+from lint_rules.analysis.guards import is_rare_condition
 
 _EMPTY_CACHE = frozenset({"torch.cuda.empty_cache", "torch.cuda.memory.empty_cache"})
 # `if torch.cuda.memory_reserved() > limit:` empties the cache under memory pressure only.
@@ -219,7 +219,7 @@ class EmptyCacheInLoop(Rule):
 
 def _is_occasional(test: cst.BaseExpression) -> bool:
     """A periodic condition (`step % n == 0`), or a memory-pressure test on an allocator query."""
-    if _is_rare_condition(test):
+    if is_rare_condition(test):
         return True
     stack: list[cst.CSTNode] = [test]
     while stack:

@@ -5,7 +5,7 @@ import libcst as cst
 from lint_rules.analysis.kinds import OPTIMIZER
 from lint_rules.analysis.model import ASSIGN, FOR, WITH, call_method, dotted, keyword_arg
 from lint_rules.rule import Invalid, Rule, Valid
-from lint_rules.rules.trn201_host_device_sync_in_training_loop import _is_rare_condition
+from lint_rules.analysis.guards import is_rare_condition
 
 # Calls that read a model's parameters: a value built from them is not a new model.
 _PARAM_READERS = frozenset({"parameters", "named_parameters", "param_groups"})
@@ -369,7 +369,7 @@ def _is_container(expr: cst.CSTNode) -> bool:
 
 def _is_one_off(test: cst.BaseExpression) -> bool:
     """`if epoch == k:`, `if optimizer is None:`, `if not opt:`, `if step % n == 0:`."""
-    if _is_rare_condition(test):
+    if is_rare_condition(test):
         return True
     stack: list[cst.CSTNode] = [test]
     while stack:

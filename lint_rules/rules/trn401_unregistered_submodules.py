@@ -6,7 +6,7 @@ from lint_rules.analysis.kinds import LEAF, kind_of
 from lint_rules.analysis.model import ASSIGN, CLASS, is_true, keyword_arg
 from lint_rules.analysis.names import PARAMETER, TENSOR_FACTORIES
 from lint_rules.rule import Invalid, Rule, Valid
-from lint_rules.rules._module_classes import facts, is_torch_module_class_name, self_attribute
+from lint_rules.analysis.modules import facts, is_torch_module_class_name, self_attribute
 
 _CONTAINER_CALLS = frozenset({"builtins.list", "builtins.tuple", "builtins.dict"})
 _ADDERS = frozenset({"append", "extend", "insert"})

@@ -5,7 +5,7 @@ import libcst as cst
 from lint_rules.analysis.model import ASSIGN, is_true, keyword_arg
 from lint_rules.analysis.names import NON_TENSOR_TORCH, PARAMETER, TENSOR_FACTORIES
 from lint_rules.rule import ERROR, WARNING, Invalid, Rule, Valid
-from lint_rules.rules._module_classes import facts, mentions_name, self_attribute
+from lint_rules.analysis.modules import facts, mentions_name, self_attribute
 
 TENSOR = "tensor"
 LEAF = "leaf"  # requires_grad=True

@@ -4,7 +4,7 @@ import libcst as cst
 
 from lint_rules.analysis.model import CLASS
 from lint_rules.rule import Invalid, Rule, Valid
-from lint_rules.rules._module_classes import facts
+from lint_rules.analysis.modules import facts
 
 
 class ForwardCalledDirectly(Rule):

@@ -4,7 +4,7 @@ import libcst as cst
 
 from lint_rules.analysis.kinds import CRITERION, MODULE, PARAMETER, kind_of
 from lint_rules.rule import Invalid, Rule, Valid
-from lint_rules.rules._module_classes import facts, self_attribute
+from lint_rules.analysis.modules import facts, self_attribute
 
 # Methods of nn.Module that need Module.__init__ to have run.
 _REGISTER_METHODS = frozenset({"register_buffer", "register_parameter", "add_module", "register_module"})

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from lint_rules.rule import WARNING, Invalid, Rule, Valid
-from lint_rules.rules.trn501_softmax_before_cross_entropy import SOFTMAX, Provenance
+from lint_rules.analysis.provenance import SOFTMAX, Provenance
 
 if TYPE_CHECKING:
     from lint_rules.analysis.model import FileModel

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from lint_rules.rule import ERROR, Invalid, Rule, Valid
-from lint_rules.rules.trn501_softmax_before_cross_entropy import LOGITS, SIGMOID, SOFTMAX, LossSinks
+from lint_rules.analysis.provenance import LOGITS, SIGMOID, SOFTMAX, LossSinks
 
 if TYPE_CHECKING:
     from lint_rules.analysis.model import FileModel

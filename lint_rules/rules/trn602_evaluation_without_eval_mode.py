@@ -6,7 +6,7 @@ import libcst as cst
 
 from lint_rules.analysis.training import BACKWARD, STEP
 from lint_rules.rule import ERROR, Invalid, Rule, Valid
-from lint_rules.rules.trn601_evaluation_without_no_grad import EVAL, TRAIN, FileFacts, local_function, mode_call
+from lint_rules.analysis.evaluation import EVAL, TRAIN, FileFacts, local_function, mode_call
 
 if TYPE_CHECKING:
     from lint_rules.analysis.model import FileModel

@@ -4,7 +4,7 @@ import libcst as cst
 
 from lint_rules.analysis.model import ASSIGN
 from lint_rules.rule import Invalid, Rule, Valid
-from lint_rules.rules._module_classes import facts, mentions_name
+from lint_rules.analysis.modules import facts, mentions_name
 
 # torch.nn.functional dropouts: (input, p=0.5, training=True, inplace=False).
 _DROPOUTS = frozenset({"dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",

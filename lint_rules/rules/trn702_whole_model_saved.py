@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from lint_rules.rule import WARNING, Invalid, Rule, Valid
-from lint_rules.rules._module_classes import facts
+from lint_rules.analysis.modules import facts
 
 _SAVE = "torch.save"
 

@@ -238,7 +238,7 @@ class SchedulerStepBeforeOptimizerStep(Rule):
         stepping = self._stepping_functions()
         if stepping:
             for call in model.nodes(cst.Call):
-                fn = facts._local_function(call.func)
+                fn = facts.local_function(call.func)
                 if fn is not None and id(fn) in stepping and self._in_region(call, region) \
                         and not model.mutually_exclusive(call, sched_step):
                     out.append(call)

@@ -1,8 +1,5 @@
-"""Small facts shared by the autograd rules TRN106-TRN109.
-
-Not a rule (the registry imports only ``trnNNN_*`` modules). These belong in
-``lint_rules.analysis`` once other rules need them.
-"""
+"""Small facts shared by the autograd rules TRN106-TRN109: module-class tests,
+the names a value is computed from, the scope a name is bound in."""
 
 from __future__ import annotations
 

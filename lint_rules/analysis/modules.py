@@ -1,9 +1,5 @@
 """Facts about ``nn.Module`` subclasses and instances, shared by the TRN4xx/TRN604/TRN702 rules.
 
-Not a rule (the registry imports only ``trnNNN_*`` modules). These facts belong in
-``lint_rules.analysis`` once more rules need them; until then they live here so
-that seven rules do not each carry a copy.
-
 A class is a module class when one of its bases resolves (through imports and
 aliases) to ``torch.nn.Module`` or another ``torch.nn`` module class, to a
 well-known third-party module base (``LightningModule``, ``PreTrainedModel``), or

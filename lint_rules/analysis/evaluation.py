@@ -1,0 +1,217 @@
+"""Evaluation loops and mode switches: loops that iterate data and call a model
+without training it, ``model.eval()``/``model.train()`` calls (also through local
+helpers), and where each model is trained. Shared by TRN601-TRN603.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Iterator
+
+import libcst as cst
+
+from lint_rules.analysis.kinds import DISTRIBUTED_OPTIMIZER, LOADER, MODULE, OPTIMIZER, SCALER
+from lint_rules.analysis.model import dotted, is_false, keyword_arg
+
+if TYPE_CHECKING:
+    from lint_rules.analysis.model import FileModel
+
+# Last-resort hint that a loop iterates data: the iterable's spelling.
+_DATA_NAME = re.compile(
+    r"loader|(^|_)dl($|_)|batches|dataset|(^|_)ds$|(^|_)data($|_)|samples|(^|_)(val|valid|validation|test|eval)(_|$)",
+    re.I)
+# Wrappers around an iterable that keep its items: enumerate(loader), tqdm(loader), ...
+_ITER_WRAPPERS = frozenset({"enumerate", "zip", "iter", "islice", "tqdm", "trange"})
+_FUNCTIONS = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
+_STEPPERS = frozenset({OPTIMIZER, DISTRIBUTED_OPTIMIZER, SCALER})
+# A batch fetched inside a counting loop: `X, Y = get_batch("val")`, `next(val_iter)`.
+_FETCH_NAME = re.compile(r"(^|_)(batch|batches|sample)($|_)|^next$", re.I)
+EVAL = "eval"
+TRAIN = "train"
+
+
+def mode_call(call: cst.Call) -> str | None:
+    """``EVAL`` for ``m.eval()`` / ``m.train(False)``, ``TRAIN`` for ``m.train()`` / ``m.train(<expr>)``."""
+    func = call.func
+    if not isinstance(func, cst.Attribute):
+        return None
+    method = func.attr.value
+    if method == "eval":
+        return EVAL if not call.args else None
+    if method == "train":
+        arg = keyword_arg(call, "mode") or (call.args[0] if call.args else None)
+        if arg is not None and is_false(arg.value):
+            return EVAL
+        return TRAIN  # train() / train(True) / train(flag): the author sets the mode
+    return None
+
+
+def local_function(model: "FileModel", expr: cst.CSTNode) -> cst.FunctionDef | None:
+    """The function of this file that a Name or ``self.<method>`` refers to, if exactly one."""
+    return model.training.local_function(expr)
+
+
+class FileFacts:
+    """Evaluation loops and model-mode calls of one file, computed lazily once per rule."""
+
+    def __init__(self, model: "FileModel") -> None:
+        self.model = model
+        self._evaluation_calls: dict[int, list[cst.Call]] = {}
+        self._fetches: dict[int, bool] = {}
+        self._call_sites: dict[int, list[cst.Call]] = {}
+        self._mode_calls: list[tuple[int, cst.Call, str]] | None = None
+
+    # ------------------------------------------------------- structure
+    def body_nodes(self, container: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        """Ordered nodes inside ``container`` that run in its own function (not nested defs)."""
+        model = self.model
+        start = model.order.get(id(container))
+        if start is None:
+            return
+        ordered = model.ordered
+        own = model.enclosing_function(container) if not isinstance(container, _FUNCTIONS) else container
+        for i in range(start + 1, len(ordered)):
+            node = ordered[i]
+            if not model.is_inside(node, container):
+                return
+            if model.enclosing_function(node) is own:
+                yield node
+
+    def is_model_call(self, call: cst.Call) -> bool:
+        func = call.func
+        return isinstance(func, (cst.Name, cst.Attribute)) and self.model.kind_of(func) == MODULE
+
+    def call_sites(self, fn: cst.FunctionDef) -> list[cst.Call]:
+        """Calls of ``fn`` (by name, or ``self.<method>``) in this file."""
+        key = id(fn)
+        if key not in self._call_sites:
+            name = fn.name.value
+            self._call_sites[key] = [
+                c for c in self.model.nodes(cst.Call)
+                if (isinstance(c.func, cst.Name) and c.func.value == name
+                    or isinstance(c.func, cst.Attribute) and c.func.attr.value == name)
+                and local_function(self.model, c.func) is fn]
+        return self._call_sites[key]
+
+    # ------------------------------------------------------ eval loops
+    def evaluation_calls(self, loop: cst.For) -> list[cst.Call]:
+        """The model calls of ``loop`` when it is an evaluation loop, else nothing.
+
+        An evaluation loop iterates data (a DataLoader, or an iterable spelled like
+        one, or a counting loop that fetches a batch), calls the model, and neither
+        calls backward(), steps an optimizer, hands an optimizer to anything, nor
+        asks for input gradients. A model call belongs to the innermost such loop.
+        """
+        key = id(loop)
+        if key in self._evaluation_calls:
+            return self._evaluation_calls[key]
+        calls: list[cst.Call] = []
+        if self._iterates_data(loop.iter) or self._fetches_data(loop):
+            for node in self.body_nodes(loop):
+                if isinstance(node, cst.Call) and self.is_model_call(node) and self._innermost_data_loop(node) is loop:
+                    calls.append(node)
+            if calls and not self._is_evaluation(loop):
+                calls = []
+        self._evaluation_calls[key] = calls
+        return calls
+
+    def _innermost_data_loop(self, call: cst.Call) -> cst.For | None:
+        for lp in self.model.enclosing_loops(call):
+            if isinstance(lp, cst.For) and (self._iterates_data(lp.iter) or self._fetches_data(lp)):
+                return lp
+        return None
+
+    def _is_evaluation(self, loop: cst.For) -> bool:
+        model = self.model
+        facts = model.training
+        if facts.is_training_loop(loop):
+            return False
+        fn = model.enclosing_function(loop)
+        if isinstance(fn, cst.FunctionDef) and (fn.name.value == "forward" or id(fn) in facts.step_closures()):
+            return False
+        for node in self.body_nodes(loop):
+            if not isinstance(node, cst.Call):
+                continue
+            func = node.func
+            if isinstance(func, cst.Attribute):
+                method = func.attr.value
+                if method in ("zero_grad", "requires_grad_", "backward"):
+                    return False  # also distributed autograd's backward(context_id, losses)
+                if method == "step" and model.kind_of(func.value) in _STEPPERS:
+                    return False
+            q = model.qualified_name(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+            if q is not None and q.startswith(("torch.autograd.grad", "torch.autograd.functional.")):
+                return False  # gradients with respect to the inputs are the point
+            for arg in node.args:
+                if isinstance(arg.value, (cst.Name, cst.Attribute)) and model.kind_of(arg.value) in _STEPPERS:
+                    return False  # loss_scaler(loss, optimizer): a training step we cannot see into
+        return True
+
+    def _fetches_data(self, loop: cst.For) -> bool:
+        """``for k in range(eval_iters): X, Y = get_batch("val")``: the batch is fetched inside."""
+        key = id(loop)
+        if key not in self._fetches:
+            counting = isinstance(loop.iter, cst.Call) and isinstance(loop.iter.func, cst.Name) \
+                and self.model.qualified_name(loop.iter.func) == "builtins.range"
+            self._fetches[key] = counting and any(
+                isinstance(node, cst.Assign) and isinstance(node.value, cst.Call)
+                and (text := dotted(node.value.func)) is not None and _FETCH_NAME.search(text.rsplit(".", 1)[-1])
+                for node in self.body_nodes(loop))
+        return self._fetches[key]
+
+    def _iterates_data(self, expr: cst.CSTNode, depth: int = 0) -> bool:
+        if depth > 3:
+            return False
+        if isinstance(expr, cst.Call):
+            text = dotted(expr.func)
+            leaf = text.rsplit(".", 1)[-1] if text else None
+            if leaf in _ITER_WRAPPERS:
+                return any(a.keyword is None and not a.star and self._iterates_data(a.value, depth + 1)
+                           for a in expr.args)
+            return bool(leaf) and _DATA_NAME.search(leaf) is not None  # self.val_dataloader()
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            if self.model.kind_of(expr) == LOADER:
+                return True
+            text = dotted(expr)
+            return text is not None and _DATA_NAME.search(text.rsplit(".", 1)[-1]) is not None
+        return False
+
+    # ---------------------------------------------------- mode calls
+    def mode_calls(self) -> list[tuple[int, cst.Call, str]]:
+        """Every call that sets a model's mode, in document order: (index, call, EVAL or TRAIN).
+
+        ``.eval()`` / ``.train(...)`` calls, and calls of functions of this file
+        that leave the mode set (a helper ending in ``model.eval()``).
+        """
+        if self._mode_calls is None:
+            model = self.model
+            direct = [(model.order[id(c)], c, m) for c in model.nodes(cst.Call) if (m := mode_call(c)) is not None]
+            summaries: dict[int, str | None] = {}
+            found = []
+            for call in model.nodes(cst.Call):
+                mode = mode_call(call)
+                if mode is None and isinstance(call.func, (cst.Name, cst.Attribute)):
+                    fn = local_function(model, call.func)
+                    if fn is not None:
+                        if id(fn) not in summaries:
+                            # the mode the helper leaves behind: its last own mode call
+                            own = [m for _, c, m in direct if model.enclosing_function(c) is fn]
+                            summaries[id(fn)] = own[-1] if own else None
+                        mode = summaries[id(fn)]
+                if mode is not None:
+                    found.append((model.order[id(call)], call, mode))
+            self._mode_calls = found
+        return self._mode_calls
+
+    def last_mode_before(self, node: cst.CSTNode, region: cst.CSTNode | None) -> tuple[str, cst.Call] | None:
+        """The last mode call before ``node`` in the body of ``region`` (a function, or
+        None for module level), in document order, with the mode it sets."""
+        model = self.model
+        index = model.order[id(node)]
+        last = None
+        for i, call, mode in self.mode_calls():
+            if i >= index:
+                break
+            if model.enclosing_function(call) is region:
+                last = (mode, call)
+        return last

@@ -1,0 +1,343 @@
+"""Where a tensor comes from, as far as loss functions care: softmax, log-softmax,
+sigmoid probabilities or raw logits, through variables, reaching assignments and a
+model's last layer; and which calls are loss sinks (criteria and ``F.*`` losses).
+Shared by TRN501-TRN504.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from lint_rules.analysis.model import ASSIGN, CLASS, PARAM, dotted, keyword_arg
+
+if TYPE_CHECKING:
+    from lint_rules.analysis.model import Binding, FileModel
+
+# What a value is, as far as the loss functions care.
+SOFTMAX = "softmax"
+LOG_SOFTMAX = "log_softmax"
+SIGMOID = "sigmoid"
+LOGITS = "logits"  # the raw output of a linear layer
+
+_FUNCTIONS = {
+    "torch.softmax": SOFTMAX,
+    "torch.nn.functional.softmax": SOFTMAX,
+    "torch.special.softmax": SOFTMAX,
+    "torch.log_softmax": LOG_SOFTMAX,
+    "torch.nn.functional.log_softmax": LOG_SOFTMAX,
+    "torch.special.log_softmax": LOG_SOFTMAX,
+    "torch.sigmoid": SIGMOID,
+    "torch.nn.functional.sigmoid": SIGMOID,
+    "torch.special.expit": SIGMOID,
+    "torch.nn.functional.linear": LOGITS,
+}
+_TENSOR_METHODS = {"softmax": SOFTMAX, "log_softmax": LOG_SOFTMAX, "sigmoid": SIGMOID}
+# Layers whose output is one of the above, by canonical class name.
+_LAYERS = {
+    "torch.nn.Softmax": SOFTMAX,
+    "torch.nn.LogSoftmax": LOG_SOFTMAX,
+    "torch.nn.Sigmoid": SIGMOID,
+    "torch.nn.Linear": LOGITS,
+    "torch.nn.LazyLinear": LOGITS,
+    "torch.nn.Bilinear": LOGITS,
+}
+# Tensor methods that keep what a value is (shape, dtype and device changes).
+_PRESERVING = frozenset(
+    "view reshape squeeze unsqueeze flatten contiguous permute transpose float double half "
+    "to cuda cpu clone view_as reshape_as t type_as".split())
+# Module methods that return the module itself.
+_MODULE_SELF_METHODS = frozenset("to cuda cpu float double half train eval requires_grad_".split())
+# Wrappers whose output is the wrapped module's output.
+_MODULE_WRAPPERS = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DistributedDataParallel",
+                              "torch.compile"})
+_CONDITIONAL = (cst.If, cst.IfExp, cst.Try, cst.For, cst.While)
+_SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.Module)
+
+
+class Provenance:
+    """Where a tensor comes from: softmax, log_softmax, sigmoid, a linear layer, or unknown.
+
+    Follows variables to their reaching assignment, tensor methods that keep the
+    value (``.view``, ``[mask]``), and module calls to the module's construction:
+    ``nn.Sequential(..., nn.Softmax(1))``, ``nn.Linear``, or a class in this file
+    whose ``forward`` returns one of these. Unknown is ``None``.
+    """
+
+    def __init__(self, model: "FileModel") -> None:
+        self.model = model
+        self._forward_cache: dict[int, str | None] = {}
+
+    # ------------------------------------------------------------- values
+    def of_value(self, expr: cst.CSTNode, at: cst.CSTNode, depth: int = 0) -> str | None:
+        """What ``expr`` (evaluated at the statement holding ``at``) holds."""
+        if depth > 12:
+            return None
+        if isinstance(expr, cst.Subscript):
+            return self.of_value(expr.value, at, depth + 1)
+        if isinstance(expr, cst.Name):
+            return self._agree(reaching_bindings(self.model, expr, at),
+                               lambda b: self.of_value(b.value, b.node, depth + 1)
+                               if b.kind == ASSIGN and b.value is not None else None)
+        if not isinstance(expr, cst.Call):
+            return None
+        func = expr.func
+        q = self.model.qualified_name(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+        if q is not None:
+            if q in _FUNCTIONS:
+                return _FUNCTIONS[q]
+            if q in _MODULE_WRAPPERS or q.startswith("torch.nn.") and q.rsplit(".", 1)[1][:1].isupper():
+                return None  # constructs a module; it is not a value
+        if isinstance(func, cst.Attribute) and q is None:
+            method = func.attr.value
+            if method in _TENSOR_METHODS:
+                return _TENSOR_METHODS[method]
+            if method in _PRESERVING:
+                return self.of_value(func.value, at, depth + 1)
+        if q is not None and q.startswith("torch.nn.parallel.data_parallel") and expr.args:
+            return self.of_module(expr.args[0].value, at, depth + 1)  # data_parallel(module, inputs)
+        return self.of_module(func, at, depth + 1)
+
+    # ------------------------------------------------------------ modules
+    def of_module(self, expr: cst.CSTNode, at: cst.CSTNode, depth: int = 0) -> str | None:
+        """What calling the module ``expr`` returns."""
+        if depth > 12:
+            return None
+        if isinstance(expr, cst.Call):
+            func = expr.func
+            q = self.model.qualified_name(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+            if q is not None:
+                if q in _LAYERS:
+                    return _LAYERS[q]
+                if q == "torch.nn.Sequential":
+                    layers = [a for a in expr.args if a.keyword is None]
+                    if layers and not layers[-1].star:
+                        return self.of_module(layers[-1].value, at, depth + 1)
+                    return None
+                if q in _MODULE_WRAPPERS and expr.args and not expr.args[0].star:
+                    return self.of_module(expr.args[0].value, at, depth + 1)
+                return None
+            if isinstance(func, cst.Attribute) and func.attr.value in _MODULE_SELF_METHODS:
+                return self.of_module(func.value, at, depth + 1)  # Net().to(device)
+            classdef = self.local_class(func)
+            return self._class_output(classdef, depth) if classdef is not None else None
+        if isinstance(expr, cst.Name):
+            return self._agree(reaching_bindings(self.model, expr, at), lambda b: self._module_binding(b, depth))
+        if isinstance(expr, cst.Attribute) and dotted(expr) is not None and dotted(expr).startswith("self."):
+            bindings = self.model.bindings_of(expr)
+            return self._agree(bindings, lambda b: self._module_binding(b, depth))
+        return None
+
+    def _module_binding(self, b: "Binding", depth: int) -> str | None:
+        if b.kind == ASSIGN and b.value is not None:
+            return self.of_module(b.value, b.node, depth + 1)
+        if b.kind == PARAM and isinstance(b.node, cst.Param) and b.node.annotation is not None:
+            # `def train(model: MyNet)`: the annotation names the class.
+            classdef = self.local_class(b.node.annotation.annotation)
+            return self._class_output(classdef, depth) if classdef is not None else None
+        return None
+
+    def local_class(self, expr: cst.CSTNode) -> cst.ClassDef | None:
+        if not isinstance(expr, cst.Name):
+            return None
+        bindings = self.model.bindings_of(expr)
+        if bindings and len(bindings) == 1 and bindings[0].kind == CLASS:
+            return bindings[0].value
+        return None
+
+    def _class_output(self, classdef: cst.ClassDef, depth: int) -> str | None:
+        key = id(classdef)
+        if key in self._forward_cache:
+            return self._forward_cache[key]
+        self._forward_cache[key] = None  # cycle guard
+        result = None
+        forward = _method(classdef, "forward")
+        if forward is not None:
+            returns = _returns(forward)
+            if returns and all(r.value is not None for r in returns):
+                result = self._agree(returns, lambda r: self.of_value(r.value, r, depth + 1))
+        else:
+            for base in classdef.bases:
+                parent = self.local_class(base.value)
+                if parent is not None:
+                    result = self._class_output(parent, depth + 1)
+                    break
+        self._forward_cache[key] = result
+        return result
+
+    @staticmethod
+    def _agree(items, judge) -> str | None:
+        if not items:
+            return None
+        verdicts = {judge(item) for item in items}
+        return verdicts.pop() if len(verdicts) == 1 else None
+
+
+def reaching_bindings(model: "FileModel", name: cst.Name, at: cst.CSTNode) -> list["Binding"] | None:
+    """The bindings of ``name`` that can reach the statement holding ``at``.
+
+    Within one scope: the last binding before ``at`` in document order, and the
+    ones before it while that one may not run (inside an ``if``, a loop or a
+    ``try`` that does not hold ``at``). From an enclosing scope: all of them.
+    """
+    bindings = model.bindings_of(name)
+    if not bindings:
+        return None
+    here = model.scope_at(name)
+    if any(b.scope is not here for b in bindings):
+        return bindings
+    at_index = model.order.get(id(at))
+    if at_index is None:
+        at_index = _order_of_enclosing(model, at)
+    indexed = []
+    for b in bindings:
+        if b.kind == PARAM:
+            indexed.append((-1, b))
+            continue
+        i = model.order.get(id(b.node))
+        if i is None:
+            return bindings  # a binding statement the model does not order
+        indexed.append((i, b))
+    before = sorted((ib for ib in indexed if ib[0] < at_index), key=lambda ib: ib[0])
+    if not before:
+        return bindings  # bound later, e.g. in the previous loop iteration
+    reaching = []
+    for _, b in reversed(before):
+        reaching.append(b)
+        if b.kind == PARAM or not _conditional_for(model, b.node, at):
+            break
+    return reaching
+
+
+def _order_of_enclosing(model: "FileModel", node: cst.CSTNode) -> int:
+    for a in model.ancestors(node):
+        i = model.order.get(id(a))
+        if i is not None:
+            return i
+    return len(model.ordered)
+
+
+def _conditional_for(model: "FileModel", stmt: cst.CSTNode, at: cst.CSTNode) -> bool:
+    """True when ``stmt`` sits in a branch, loop or ``try`` that does not also hold ``at``."""
+    at_ancestors = {id(a) for a in model.ancestors(at)}
+    for a in model.ancestors(stmt):
+        if isinstance(a, _SCOPES):
+            return False
+        if id(a) in at_ancestors:
+            return False
+        if isinstance(a, _CONDITIONAL):
+            return True
+    return False
+
+
+def _method(classdef: cst.ClassDef, name: str) -> cst.FunctionDef | None:
+    for stmt in classdef.body.body:
+        if isinstance(stmt, cst.FunctionDef) and stmt.name.value == name:
+            return stmt
+    return None
+
+
+def _returns(fn: cst.FunctionDef) -> list[cst.Return]:
+    """The ``return`` statements of ``fn`` itself (not of nested functions or classes)."""
+    found: list[cst.Return] = []
+    stack: list[cst.CSTNode] = [fn.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.SimpleStatementLine):
+            found.extend(s for s in node.body if isinstance(s, cst.Return))
+        elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        elif isinstance(node, (cst.IndentedBlock, cst.SimpleStatementSuite)):
+            stack.extend(node.body)
+        elif isinstance(node, cst.BaseCompoundStatement):
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                child = getattr(node, field, None)
+                if isinstance(child, (list, tuple)):
+                    stack.extend(child)
+                elif child is not None:
+                    stack.append(child)
+        elif isinstance(node, (cst.Else, cst.ExceptHandler, cst.Finally)):
+            stack.append(node.body)
+    return found
+
+
+class LossSinks:
+    """Calls of a loss, as ``F.<function>(input, ...)`` or ``<criterion>(input, ...)``.
+
+    ``functions`` and ``classes`` are canonical names. Criterion variables are found
+    once per file from their construction, so checking a call is a set lookup.
+    """
+
+    def __init__(self, model: "FileModel", functions: frozenset[str], classes: frozenset[str]) -> None:
+        self.model = model
+        self.functions = functions
+        self.classes = classes
+        self.provenance = Provenance(model)
+        self._function_leaves = frozenset(q.rsplit(".", 1)[1] for q in functions)
+        self._class_leaves = frozenset(q.rsplit(".", 1)[1] for q in classes)
+        self._criteria: tuple[set[str], set[str]] | None = None
+
+    def input_kind(self, call: cst.Call) -> str | None:
+        """What the loss's input is (SOFTMAX, LOG_SOFTMAX, SIGMOID, LOGITS) when ``call`` is one of the losses."""
+        value = self.input_of(call)
+        return self.provenance.of_value(value, call) if value is not None else None
+
+    def input_of(self, call: cst.Call) -> cst.BaseExpression | None:
+        """The loss's input (its first argument) when ``call`` is one of the losses."""
+        if not self.is_loss_call(call):
+            return None
+        arg = keyword_arg(call, "input")
+        if arg is not None:
+            return arg.value
+        if call.args and call.args[0].keyword is None and not call.args[0].star:
+            return call.args[0].value
+        return None
+
+    def is_loss_call(self, call: cst.Call) -> bool:
+        func = call.func
+        model = self.model
+        if isinstance(func, cst.Attribute):
+            leaf = func.attr.value
+            if leaf in self._function_leaves:
+                return model.qualified_name(func) in self.functions
+        elif isinstance(func, cst.Name):
+            leaf = func.value
+            if leaf not in self.criteria()[1]:
+                # also `from torch.nn.functional import cross_entropy as ce`
+                return model.qualified_name(func) in self.functions
+        elif isinstance(func, cst.Call):  # nn.CrossEntropyLoss()(input, target)
+            return self._constructs_loss(func)
+        else:
+            return False
+        spellings, leaves = self.criteria()
+        if leaf not in leaves or dotted(func) not in spellings:
+            return False
+        if isinstance(func, cst.Name):
+            bindings = reaching_bindings(model, func, call)
+        else:
+            bindings = model.bindings_of(func)
+        return bool(bindings) and all(b.kind == ASSIGN and self._constructs_loss(b.value) for b in bindings)
+
+    def _constructs_loss(self, expr: cst.CSTNode | None) -> bool:
+        return isinstance(expr, cst.Call) and isinstance(expr.func, (cst.Name, cst.Attribute)) \
+            and self.model.qualified_name(expr.func) in self.classes
+
+    def criteria(self) -> tuple[set[str], set[str]]:
+        """Spellings (and their last parts) of the variables assigned a loss module in the file."""
+        if self._criteria is None:
+            found: set[str] = set()
+            for node in self.model.nodes(cst.Assign):
+                value = node.value
+                if isinstance(value, cst.Call):
+                    func = value.func
+                    leaf = func.attr.value if isinstance(func, cst.Attribute) else \
+                        func.value if isinstance(func, cst.Name) else None
+                    if leaf in self._class_leaves or (
+                            isinstance(func, cst.Name) and self._constructs_loss(value)):
+                        for t in node.targets:
+                            text = dotted(t.target)
+                            if text is not None:
+                                found.add(text)
+            self._criteria = (found, {text.rsplit(".", 1)[-1] for text in found})
+        return self._criteria
