@@ -10,12 +10,9 @@ printed.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from pytest_torchcheck.errors import TorchcheckFailure, TorchcheckUsageError
-
-if TYPE_CHECKING:
-    import torch
 
 
 def _promote(x: Any) -> Any:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import fnmatch
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from pytest_torchcheck.errors import TorchcheckFailure, TorchcheckUsageError
 
