@@ -99,6 +99,7 @@ ITEM_SEED = pytest.StashKey[int]()
 ITEM_BASE = pytest.StashKey[int]()
 GUARDS = pytest.StashKey[list]()
 MARKER_ERROR = pytest.StashKey[str]()
+NAN_GUARD_ALL = pytest.StashKey[bool]()
 
 _TORCHCHECK_FIXTURES = frozenset({"torch_seed", "torch_device", "nan_guard"})
 
@@ -136,7 +137,7 @@ def pytest_configure(config: pytest.Config) -> None:
     else:
         config.stash[BASE_SEED] = option_value(config, "seed")
     option_value(config, "devices")  # validate early
-    option_value(config, "nan_guard")
+    config.stash[NAN_GUARD_ALL] = option_value(config, "nan_guard")
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistSeed(), "torchcheck-xdist")
 
@@ -232,7 +233,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     guard = None
     marker = _marker_kwargs(item, "nan_guard")
-    if marker is None and option_value(item.config, "nan_guard"):
+    if marker is None and item.config.stash.get(NAN_GUARD_ALL, False):
         marker = {"detect_anomaly": False, "backward": True}
     if marker is not None and "nan_guard" not in getattr(item, "fixturenames", ()):  # the fixture guards itself
         from pytest_torchcheck.anomaly import NanGuard

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import hashlib
 import random
 import sys
 
 
 def derive_seed(base: int, nodeid: str) -> int:
     """A 32-bit seed (NumPy's limit) from the base seed and the test id."""
+    import hashlib  # here, not at plugin load: pytest start-up stays lean
+
     digest = hashlib.sha256(f"{base}:{nodeid}".encode()).digest()
     return int.from_bytes(digest[:4], "little")
 
