@@ -186,8 +186,8 @@ def _explain(fn, inputs, names, diff_idx, label, eps, atol, rtol, batched) -> st
         f"    numerical = {n:.8g}{ratio}\n"
         f"    abs error = {abs_err:.3g}, rel error = {rel_err:.3g}; allowed = atol {atol:g} + rtol {rtol:g} * "
         f"|numerical| = {atol + rtol * abs(n):.3g}\n"
-        f"  {bad_entries} of {total_entries} Jacobian entries are out of tolerance "
-        f"(output shapes {[tuple(o.shape) for o in base]}, {names[in_i]} shape {in_shape})\n"
+        f"  {bad_entries} of {total_entries} Jacobian entries (over all checked inputs and parameters) are out of "
+        f"tolerance; output shapes {[tuple(o.shape) for o in base]}, {names[in_i]} shape {in_shape}\n"
         f"  checked in float64 with eps={eps:g}; outputs have {sum(outputs_numel)} elements"
     )
 

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import os
 import random
-import shlex
 import sys
-from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, NamedTuple
 
 import pytest
 
@@ -24,8 +22,7 @@ DEVICES_HELP = "devices torch_device runs on, e.g. 'cpu,cuda' (default: detected
 NAN_GUARD_HELP = "guard every test with nan_guard (fail at the first non-finite module output or gradient)"
 
 
-@dataclass(frozen=True)
-class Option:
+class Option(NamedTuple):
     name: str  # ini key; the flag is --torchcheck-<name> with dashes
     help: str
     env: str
@@ -270,6 +267,8 @@ def _is_torchcheck_failure(item: pytest.Item, call: pytest.CallInfo) -> bool:
 
 
 def rerun_command(item: pytest.Item) -> str:
+    import shlex
+
     base = item.stash.get(ITEM_BASE, item.config.stash[BASE_SEED])
     args = ["python", "-m", "pytest", item.nodeid, f"--torchcheck-seed={base}"]
     # Effective values, not just flags: a failure found under an env/ini setting must reproduce without it.

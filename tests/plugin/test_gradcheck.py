@@ -107,7 +107,8 @@ def test_assert_gradcheck_names_the_worst_entry(pytester, inner):
         "    analytic  = *",
         "    numerical = * (analytic/numerical = 0.5)",
         "    abs error = *, rel error = 0.5; allowed = atol 1e-05 + rtol 0.001 * |numerical| = *",
-        "  6 of 36 Jacobian entries are out of tolerance (output shapes [[](3, 2)], input 0 shape (3, 2))",
+        "  6 of 36 Jacobian entries (over all checked inputs and parameters) are out of tolerance; "
+        "output shapes [[](3, 2)], input 0 shape (3, 2)",
         "  checked in float64 with eps=1e-06; outputs have 6 elements",
     ], consecutive=True)
     analytic, numerical = (float(line.split("=")[1].split()[0]) for line in wrong.lines[2:4])
