@@ -121,7 +121,7 @@ def test_assert_gradcheck_names_the_worst_entry(pytester, inner):
         "    analytic  = *",
         "    numerical = * (analytic/numerical = 0.5)",
     ], consecutive=True)
-    param.fnmatch_lines(["*parameter 'weight' shape (3,))"])
+    param.fnmatch_lines(["*parameter 'weight' shape (3,)"])
 
     gradgrad = inner.message(result, "test_gradgrad")
     gradgrad.fnmatch_lines([
