@@ -16,6 +16,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from lint_rules import registry, suppression
 from lint_rules.analysis.model import FileModel
+from lint_rules.positions import positions as fast_positions
 from lint_rules.project import ProjectInfo
 from lint_rules.rule import Finding, Report, Rule
 
@@ -116,18 +117,32 @@ def _lint_source(source: str, path: str, codes: Iterable[str] | None,
         return result
 
     # Positions cost more than the parse; compute them only for files with findings.
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    ranges = _positions(module)
     table = suppression.suppressions(source)
     for rule, rep in reports:
-        rng = positions[rep.node]
-        line = rng.start.line
+        line, col, end_line, end_col = ranges(rep.node)
         if suppression.is_suppressed(table, line, rule.CODE):
             continue
         result.findings.append(Finding(
-            path, line, rng.start.column + 1, rng.end.line, rng.end.column + 1,
+            path, line, col + 1, end_line, end_col + 1,
             rule.CODE, rule.NAME, rep.message, rep.severity or rule.SEVERITY))
     result.findings.sort(key=Finding.sort_key)
     return result
+
+
+def _positions(module: cst.Module):
+    """A function node -> (line, column, end line, end column), 1-based lines, 0-based columns."""
+    try:
+        fast = fast_positions(module)
+        return lambda node: fast[id(node)]
+    except Exception:  # LibCST internals changed: the public, slower provider
+        slow = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+
+        def lookup(node: cst.CSTNode) -> tuple[int, int, int, int]:
+            r = slow[node]
+            return r.start.line, r.start.column, r.end.line, r.end.column
+
+        return lookup
 
 
 def _syntax_error_position(source: str, error: cst.ParserSyntaxError) -> tuple[int, int, str]:
