@@ -38,7 +38,6 @@ import importlib.metadata
 import json
 import os
 import platform
-import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -50,6 +49,7 @@ from torch import nn
 
 from pytest_torchcheck.errors import TorchcheckFailure
 from pytest_torchcheck.gradcheck import assert_gradcheck
+from _report import stat, table  # a sibling module: benchmarks/ is on sys.path when run as a script
 
 
 # ------------------------------------------------------------------ models
@@ -163,19 +163,8 @@ def measure(cases: dict, repeat: int, log) -> tuple[dict, dict]:
 
 
 # ----------------------------------------------------------------- report
-def stat(xs: list[float]) -> dict:
-    return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "samples": xs}
 
 
-def table(rows: list[list[str]], right: set[int]) -> str:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    out = []
-    for n, r in enumerate(rows):
-        cells = [c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(r)]
-        out.append("  " + "  ".join(cells).rstrip())
-        if n == 0:
-            out.append("  " + "  ".join("-" * w for w in widths))
-    return "\n".join(out)
 
 
 def main(argv: list[str] | None = None) -> int:

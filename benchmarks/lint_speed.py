@@ -48,6 +48,7 @@ import libcst as cst
 
 from lint_rules import lint_source
 from lint_rules.files import discover
+from _report import stat, table, verdict  # a sibling module: benchmarks/ is on sys.path when run as a script
 
 REPO = Path(__file__).resolve().parent.parent
 TORCHFIX_REQ = "torchfix==0.7.0"
@@ -284,8 +285,6 @@ def med(xs: list[float]) -> float:
     return statistics.median(xs)
 
 
-def stat(xs: list[float]) -> dict:
-    return {"median": med(xs), "min": min(xs), "max": max(xs), "samples": xs}
 
 
 def totals(per_set: list[list[float]]) -> list[float]:
@@ -293,19 +292,8 @@ def totals(per_set: list[list[float]]) -> list[float]:
     return [sum(vals) for vals in zip(*per_set)]
 
 
-def verdict(ok: bool) -> str:
-    return "PASS" if ok else "FAIL"
 
 
-def table(rows: list[list[str]], right: set[int]) -> str:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    out = []
-    for n, r in enumerate(rows):
-        cells = [c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(r)]
-        out.append("  " + "  ".join(cells).rstrip())
-        if n == 0:
-            out.append("  " + "  ".join("-" * w for w in widths))
-    return "\n".join(out)
 
 
 def spread(s: dict, digits: int) -> str:

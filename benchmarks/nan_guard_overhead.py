@@ -61,6 +61,7 @@ import torch
 from torch import nn
 
 from pytest_torchcheck.anomaly import NanGuard
+from _report import table, verdict  # a sibling module: benchmarks/ is on sys.path when run as a script
 
 GUARD_TARGET = 1.3  # guarded step time / unguarded step time, at most
 ANOMALY_PY = "pytest_torchcheck/anomaly.py"
@@ -272,19 +273,8 @@ def stat(xs: list[float]) -> dict:
             "n": len(xs)}
 
 
-def verdict(ok: bool) -> str:
-    return "PASS" if ok else "FAIL"
 
 
-def table(rows: list[list[str]], right: set[int]) -> str:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    out = []
-    for n, r in enumerate(rows):
-        cells = [c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(r)]
-        out.append("  " + "  ".join(cells).rstrip())
-        if n == 0:
-            out.append("  " + "  ".join("-" * w for w in widths))
-    return "\n".join(out)
 
 
 def main(argv: list[str] | None = None) -> int:

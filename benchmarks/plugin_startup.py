@@ -42,6 +42,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from _report import stat, table, verdict  # a sibling module: benchmarks/ is on sys.path when run as a script
 
 TARGET = 1.05  # plugin-enabled time / plugin-disabled time, at most
 PLUGIN = "torchcheck"  # the pytest11 entry-point name
@@ -108,23 +109,10 @@ def timed_run(cmd: list[str], cwd: Path, env: dict, report: Path) -> Proc:
     return Proc(wall, cpu, out.returncode, out.stdout, out.stderr, data)
 
 
-def stat(xs: list[float]) -> dict:
-    return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "samples": xs}
 
 
-def verdict(ok: bool) -> str:
-    return "PASS" if ok else "FAIL"
 
 
-def table(rows: list[list[str]], right: set[int]) -> str:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    out = []
-    for n, r in enumerate(rows):
-        cells = [c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(r)]
-        out.append("  " + "  ".join(cells).rstrip())
-        if n == 0:
-            out.append("  " + "  ".join("-" * w for w in widths))
-    return "\n".join(out)
 
 
 def main(argv: list[str] | None = None) -> int:
