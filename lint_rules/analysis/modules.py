@@ -249,10 +249,27 @@ class ModuleFacts:
             self._scope_calls = found
         return self._scope_calls.get(id(classdef), [])
 
-    def registered_names(self, classdef: cst.ClassDef) -> set[str] | None:
-        """Attribute names the class registers by string (``register_buffer("mask", ...)``);
-        None when a name is computed (anything may be registered)."""
+    def registered_names(self, classdef: cst.ClassDef, _depth: int = 0) -> set[str] | None:
+        """Attribute names the class, or a base class, registers by string
+        (``register_buffer("mask", ...)``); None when that cannot be known: a name is
+        computed, or a base other than ``nn.Module`` is defined elsewhere (its
+        buffers and parameters are unknown; ``self.running_mean = ...`` in a
+        ``BatchNorm`` subclass updates a registered buffer)."""
         names: set[str] = set()
+        for arg in classdef.bases:
+            base = arg.value
+            q = self.model.qualified_name(base)
+            if q == "torch.nn.Module" or (q is not None and not q.startswith("torch.nn.")
+                                          and self._base_verdict(base, 0) is False):
+                continue
+            bindings = self.model.bindings_of(base) if isinstance(base, cst.Name) else None
+            if q is None and bindings and len(bindings) == 1 and bindings[0].kind == CLASS and _depth < 8:
+                inherited = self.registered_names(bindings[0].value, _depth + 1)
+                if inherited is None:
+                    return None
+                names |= inherited
+                continue
+            return None
         for call in self.self_calls(classdef):
             if not call.args:
                 continue

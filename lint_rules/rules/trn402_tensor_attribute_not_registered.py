@@ -95,6 +95,25 @@ class TensorAttributeNotRegistered(Rule):
     VALID = [
         Valid(
             """
+            # a buffer registered by a base class (here or in torch) is updated, not shadowed
+            import torch
+            import torch.nn as nn
+            class NormBase(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.register_buffer("num_batches_tracked", torch.tensor(0))
+            class LazyNorm(NormBase):
+                def __init__(self):
+                    super().__init__()
+                    self.num_batches_tracked = torch.tensor(0, dtype=torch.long)
+            class MyBatchNorm(nn.BatchNorm1d):
+                def __init__(self, n):
+                    super().__init__(n)
+                    self.running_mean = torch.zeros(n)
+            """
+        ),
+        Valid(
+            """
             import torch
             import torch.nn as nn
             class Attention(nn.Module):
