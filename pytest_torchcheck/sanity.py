@@ -163,9 +163,13 @@ def assert_overfits(
 
 
 def _curve_text(curve: list[float], points: int = 10) -> str:
-    bars = " ▁▂▃▄▅▆▇█"
-    lo, hi = min(curve), max(curve)
-    spark = "".join(bars[int((v - lo) / (hi - lo) * (len(bars) - 1)) if hi > lo else 4] for v in curve)
+    bars = "▁▂▃▄▅▆▇█"
+    width = 50  # one bar per step, or per bucket of steps on long curves
+    buckets = [curve[i * len(curve) // width:(i + 1) * len(curve) // width] for i in range(width)] \
+        if len(curve) > width else [[v] for v in curve]
+    means = [sum(b) / len(b) for b in buckets if b]
+    lo, hi = min(means), max(means)
+    spark = "".join(bars[round((v - lo) / (hi - lo) * (len(bars) - 1)) if hi > lo else 0] for v in means)
     idx = sorted({round(i * (len(curve) - 1) / (points - 1)) for i in range(points)}) if len(curve) > 1 else [0]
     samples = ", ".join(f"{i}: {curve[i]:.4g}" for i in idx)
     return f"{spark}\n  steps {samples}"
