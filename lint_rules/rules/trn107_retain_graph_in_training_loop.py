@@ -4,7 +4,7 @@ import libcst as cst
 
 from lint_rules.analysis.kinds import (CRITERION, DISTRIBUTED_OPTIMIZER, LEAF, LOADER, MODULE, OPTIMIZER,
                                        SCALER, SCHEDULER)
-from lint_rules.analysis.model import ASSIGN, FOR, WITH, is_true, keyword_arg
+from lint_rules.analysis.model import ASSIGN, FOR, PARAM, WITH, is_true, keyword_arg
 from lint_rules.analysis.names import TENSOR_FACTORIES
 from lint_rules.analysis.training import BACKWARD
 from lint_rules.rule import WARNING, Invalid, Rule, Valid
@@ -79,6 +79,15 @@ class RetainGraphInTrainingLoop(Rule):
     SEVERITY = WARNING
 
     VALID = [
+        Valid(
+            """
+            # backward over a graph handed in, repeated for profiling: every pass needs it
+            import torch
+            def profile_backward(f, count):
+                for _ in range(count):
+                    f.backward(retain_graph=True)
+            """
+        ),
         Valid(
             """
             import torch
@@ -295,6 +304,8 @@ class RetainGraphInTrainingLoop(Rule):
                 # A name rebound in the loop is state carried across iterations (an RNN
                 # hidden state): keeping its graph is the bug, not a reason to retain.
                 carried = any(model.is_inside(b.node, loop) or b.node is loop for b in bindings)
+                if depth == 0 and not carried and any(b.kind == PARAM for b in bindings):
+                    return True  # `f.backward(retain_graph=True)` on a tensor handed in: its graph predates the loop
                 for b in bindings:
                     if b.kind not in (ASSIGN, FOR, WITH) or b.value is None:
                         continue
