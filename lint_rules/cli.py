@@ -21,6 +21,7 @@ from lint_rules.config import Config, find_pyproject, load
 from lint_rules.engine import FileResult, lint_source
 from lint_rules.errors import TorchcheckError, UsageError
 from lint_rules.files import discover, display, matches
+from lint_rules.output import FORMATS, write_report
 from lint_rules.project import ProjectInfo, read_project
 from lint_rules.rule import Finding
 
@@ -62,7 +63,11 @@ def build_parser() -> argparse.ArgumentParser:
                       help="codes or prefixes to enable on top of the selection")
     lint.add_argument("--ignore", type=_codes_arg, action="append", default=[], metavar="CODES",
                       help="codes or prefixes to disable")
-    lint.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
+    lint.add_argument("--format", choices=FORMATS, default="text",
+                      help="output format: text (default), concise, json, json-lines, github (workflow annotations)")
+    lint.add_argument("--output-file", metavar="PATH", help="write the report to PATH instead of standard output")
+    lint.add_argument("--show-source", action="store_true", help="text format: show each offending line with a caret")
+    lint.add_argument("--statistics", action="store_true", help="print the number of findings per rule")
     lint.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
     lint.add_argument("--fail-on", choices=SEVERITIES, default=None,
                       help="lowest severity that makes the exit code 1: warning (default) or error")
@@ -207,22 +212,26 @@ def _lint(args: argparse.Namespace) -> int:
             results.append(outcome)
 
     findings = sorted((f for r in results for f in r.findings), key=Finding.sort_key)
-    if args.format == "json":
-        json.dump([f.to_dict() for f in findings], sys.stdout, indent=2)
-        sys.stdout.write("\n")
+    stdin_lines = source.splitlines() if "-" in paths else None
+
+    def lines_of(shown: str) -> list[str] | None:
+        if stdin_lines is not None and shown == (args.stdin_filename or "-"):
+            return stdin_lines
+        try:
+            return Path(shown).read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            return None
+
+    report = dict(quiet=args.quiet, show_source=args.show_source, source_lines=lines_of,
+                  with_statistics=args.statistics)
+    if args.output_file:
+        try:
+            with open(args.output_file, "w", encoding="utf-8") as out:
+                write_report(out, args.format, findings, len(results), **report)
+        except OSError as e:
+            raise UsageError(f"--output-file {args.output_file!r}: cannot write: {e.strerror}") from None
     else:
-        out = sys.stdout
-        for f in findings:
-            out.write(f"{f.path}:{f.line}:{f.column}: {f.code} {f.message}\n")
-        if not args.quiet:
-            checked = len(results)
-            files = len({f.path for f in findings})
-            if findings:
-                noun = "finding" if len(findings) == 1 else "findings"
-                out.write(f"Found {len(findings)} {noun} in {files} file{'s' if files != 1 else ''} "
-                          f"({checked} file{'s' if checked != 1 else ''} checked).\n")
-            else:
-                out.write(f"All checks passed ({checked} file{'s' if checked != 1 else ''} checked).\n")
+        write_report(sys.stdout, args.format, findings, len(results), **report)
     if read_errors or any(r.internal_error for r in results):
         return EXIT_ERROR
     fail_on = SEVERITIES.index(args.fail_on or cfg.fail_on or "warning")

@@ -392,3 +392,56 @@ def test_bad_fail_on_config(tmp_path):
     write(tmp_path, {"pyproject.toml": '[tool.torchcheck]\nfail-on = "fatal"\n', "t.py": CLEAN})
     r = run("lint", "t.py", cwd=tmp_path)
     assert r.returncode == 2 and "'fatal'" in r.stderr and "fail-on" in r.stderr
+
+
+# ------------------------------------------------------------------ formats
+def _positions_from(fmt: str, stdout: str) -> list[tuple]:
+    if fmt == "json":
+        return [(f["path"], f["line"], f["column"], f["code"]) for f in json.loads(stdout)]
+    if fmt == "json-lines":
+        return [(f["path"], f["line"], f["column"], f["code"]) for f in map(json.loads, stdout.splitlines())]
+    if fmt == "github":
+        out = []
+        for line in stdout.splitlines():
+            m = re.match(r"^::(error|warning) file=([^,]+),line=(\d+),col=(\d+),endLine=\d+,endColumn=\d+,"
+                         r"title=(TRN\d{3}) \(.*\)::", line)
+            out.append((m.group(2), int(m.group(3)), int(m.group(4)), m.group(5)))
+        return out
+    return [(m.group(1), int(m.group(2)), int(m.group(3)), m.group(4))
+            for m in re.finditer(r"^(\S+):(\d+):(\d+): (TRN\d{3}) ", stdout, re.M)]
+
+
+def test_every_format_reports_identical_positions(tmp_path):
+    write(tmp_path, {"a.py": BUGGY_LOOP + DATA_PARALLEL, "b.py": DATA_PARALLEL, "bad.py": "import torch\nx = (\n"})
+    seen = {}
+    for fmt in ("text", "concise", "json", "json-lines", "github"):
+        r = run("lint", "--format", fmt, ".", cwd=tmp_path)
+        assert r.returncode == 1, (fmt, r.stderr)
+        seen[fmt] = _positions_from(fmt, r.stdout)
+    assert len(seen["json"]) == 4
+    assert all(v == seen["json"] for v in seen.values()), seen
+
+
+def test_github_annotations_escape_and_levels(tmp_path):
+    write(tmp_path, {"we,ird:name.py": DATA_PARALLEL + BUGGY_LOOP})
+    r = run("lint", "--format", "github", ".", cwd=tmp_path)
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("::warning file=we%2Cird%3Aname.py,line=2,col=9,")
+    assert any(line.startswith("::error file=we%2Cird%3Aname.py,") and "TRN101" in line for line in lines)
+
+
+def test_output_file_statistics_and_show_source(tmp_path):
+    write(tmp_path, {"t.py": BUGGY_LOOP + DATA_PARALLEL + DATA_PARALLEL.replace("import torch\n", "")})
+    r = run("lint", "--output-file", "report.txt", "--statistics", "--show-source", "t.py", cwd=tmp_path)
+    assert r.returncode == 1 and r.stdout == ""
+    report = (tmp_path / "report.txt").read_text()
+    assert "    7 |     opt.zero_grad()\n            ^^^^^^^^^^^^^^^\n" in report
+    assert re.search(r"^2  TRN301  data-parallel$", report, re.M)
+    assert re.search(r"^1  TRN101  zero-grad-between-backward-and-step$", report, re.M)
+    assert report.rstrip().endswith("Found 3 findings in 1 file (1 file checked).")
+
+
+def test_output_file_unwritable(tmp_path):
+    write(tmp_path, {"t.py": CLEAN})
+    r = run("lint", "--output-file", "no/such/dir/r.txt", "t.py", cwd=tmp_path)
+    assert r.returncode == 2 and "--output-file 'no/such/dir/r.txt'" in r.stderr and "Traceback" not in r.stderr

@@ -1,0 +1,90 @@
+"""Report formats for ``torchcheck lint``: every format prints the same positions."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Callable, TextIO
+
+from lint_rules.rule import Finding
+
+FORMATS = ("text", "concise", "json", "json-lines", "github")
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def summary(findings: list[Finding], checked: int) -> str:
+    if not findings:
+        return f"All checks passed ({_plural(checked, 'file')} checked)."
+    files = len({f.path for f in findings})
+    noun = "finding" if len(findings) == 1 else "findings"
+    return f"Found {len(findings)} {noun} in {_plural(files, 'file')} ({_plural(checked, 'file')} checked)."
+
+
+def _line(f: Finding) -> str:
+    return f"{f.path}:{f.line}:{f.column}: {f.code} {f.message}"
+
+
+def _source_excerpt(f: Finding, lines: list[str] | None) -> str:
+    """The offending line and a caret under the reported span (first line of it)."""
+    if not lines or not 1 <= f.line <= len(lines):
+        return ""
+    text = lines[f.line - 1].rstrip("\r\n").expandtabs(1)
+    end = f.end_column if f.end_line == f.line else len(text) + 1
+    width = max(1, end - f.column)
+    gutter = f"{f.line:>5} | "
+    return f"{gutter}{text}\n{' ' * (len(gutter) + f.column - 1)}{'^' * width}"
+
+
+def _escape_data(s: str) -> str:
+    return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(s: str) -> str:
+    return _escape_data(s).replace(":", "%3A").replace(",", "%2C")
+
+
+def _github(f: Finding) -> str:
+    level = "error" if f.severity == "error" else "warning"
+    props = ",".join([
+        f"file={_escape_property(f.path)}", f"line={f.line}", f"col={f.column}",
+        f"endLine={f.end_line}", f"endColumn={f.end_column}",
+        f"title={_escape_property(f'{f.code} ({f.name})')}",
+    ])
+    return f"::{level} {props}::{_escape_data(f'{f.code} {f.message}')}"
+
+
+def statistics(findings: list[Finding]) -> str:
+    counts = Counter((f.code, f.name) for f in findings)
+    rows = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0][0]))
+    width = max((len(str(n)) for _, n in rows), default=1)
+    return "\n".join(f"{n:>{width}}  {code}  {name}" for (code, name), n in rows)
+
+
+def write_report(out: TextIO, fmt: str, findings: list[Finding], checked: int, *, quiet: bool = False,
+                 show_source: bool = False, source_lines: Callable[[str], list[str] | None] | None = None,
+                 with_statistics: bool = False) -> None:
+    if fmt == "json":
+        json.dump([f.to_dict() for f in findings], out, indent=2)
+        out.write("\n")
+        return
+    if fmt == "json-lines":
+        for f in findings:
+            out.write(json.dumps(f.to_dict()) + "\n")
+        return
+    if fmt == "github":
+        for f in findings:
+            out.write(_github(f) + "\n")
+        return
+    for f in findings:
+        out.write(_line(f) + "\n")
+        if show_source and fmt == "text" and source_lines is not None:
+            excerpt = _source_excerpt(f, source_lines(f.path))
+            if excerpt:
+                out.write(excerpt + "\n\n")
+    if with_statistics and findings:
+        out.write(statistics(findings) + "\n")
+    if fmt == "text" and not quiet:
+        out.write(summary(findings, checked) + "\n")
