@@ -64,7 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
     lint.add_argument("--ignore", type=_codes_arg, action="append", default=[], metavar="CODES",
                       help="codes or prefixes to disable")
     lint.add_argument("--format", choices=FORMATS, default="text",
-                      help="output format: text (default), concise, json, json-lines, github (workflow annotations)")
+                      help="output format: text (default), concise, json, json-lines, github (workflow "
+                           "annotations), junit (one test case per file), gitlab (code-quality report)")
     lint.add_argument("--output-file", metavar="PATH", help="write the report to PATH instead of standard output")
     lint.add_argument("--show-source", action="store_true", help="text format: show each offending line with a caret")
     lint.add_argument("--statistics", action="store_true", help="print the number of findings per rule")
@@ -223,7 +224,7 @@ def _lint(args: argparse.Namespace) -> int:
             return None
 
     report = dict(quiet=args.quiet, show_source=args.show_source, source_lines=lines_of,
-                  with_statistics=args.statistics)
+                  with_statistics=args.statistics, checked_paths=[r.path for r in results])
     if args.output_file:
         try:
             with open(args.output_file, "w", encoding="utf-8") as out:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import Counter
+from xml.etree import ElementTree as ET
 from typing import Callable, TextIO
 
 from lint_rules.rule import Finding
 
-FORMATS = ("text", "concise", "json", "json-lines", "github")
+FORMATS = ("text", "concise", "json", "json-lines", "github", "junit", "gitlab")
 
 
 def _plural(n: int, word: str) -> str:
@@ -63,9 +65,45 @@ def statistics(findings: list[Finding]) -> str:
     return "\n".join(f"{n:>{width}}  {code}  {name}" for (code, name), n in rows)
 
 
+def junit(findings: list[Finding], checked_paths: list[str]) -> str:
+    """JUnit XML: one test case per checked file, failing with that file's findings."""
+    by_path: dict[str, list[Finding]] = {p: [] for p in checked_paths}
+    for f in findings:
+        by_path.setdefault(f.path, []).append(f)
+    suite = ET.Element("testsuite", name="torchcheck", tests=str(len(by_path)),
+                       failures=str(sum(1 for fs in by_path.values() if fs)), errors="0", skipped="0")
+    for path in sorted(by_path):
+        case = ET.SubElement(suite, "testcase", classname="torchcheck", name=path)
+        file_findings = by_path[path]
+        if file_findings:
+            failure = ET.SubElement(case, "failure", message=f"{len(file_findings)} finding(s)",
+                                    type=",".join(sorted({f.code for f in file_findings})))
+            failure.text = "\n".join(_line(f) for f in file_findings)
+    root = ET.Element("testsuites")
+    root.append(suite)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def gitlab(findings: list[Finding]) -> str:
+    """GitLab code-quality report (a JSON array of issues with stable fingerprints)."""
+    issues = []
+    for f in findings:
+        fingerprint = hashlib.md5(f"{f.path}:{f.code}:{f.line}:{f.column}:{f.message}".encode()).hexdigest()
+        issues.append({
+            "description": f"{f.code} {f.message}",
+            "check_name": f"{f.code} {f.name}",
+            "fingerprint": fingerprint,
+            "severity": "major" if f.severity == "error" else "minor",
+            "location": {"path": f.path, "positions": {
+                "begin": {"line": f.line, "column": f.column},
+                "end": {"line": f.end_line, "column": f.end_column}}},
+        })
+    return json.dumps(issues, indent=2) + "\n"
+
+
 def write_report(out: TextIO, fmt: str, findings: list[Finding], checked: int, *, quiet: bool = False,
                  show_source: bool = False, source_lines: Callable[[str], list[str] | None] | None = None,
-                 with_statistics: bool = False) -> None:
+                 with_statistics: bool = False, checked_paths: list[str] | None = None) -> None:
     if fmt == "json":
         json.dump([f.to_dict() for f in findings], out, indent=2)
         out.write("\n")
@@ -73,6 +111,12 @@ def write_report(out: TextIO, fmt: str, findings: list[Finding], checked: int, *
     if fmt == "json-lines":
         for f in findings:
             out.write(json.dumps(f.to_dict()) + "\n")
+        return
+    if fmt == "junit":
+        out.write(junit(findings, checked_paths or []))
+        return
+    if fmt == "gitlab":
+        out.write(gitlab(findings))
         return
     if fmt == "github":
         for f in findings:

@@ -400,6 +400,15 @@ def _positions_from(fmt: str, stdout: str) -> list[tuple]:
         return [(f["path"], f["line"], f["column"], f["code"]) for f in json.loads(stdout)]
     if fmt == "json-lines":
         return [(f["path"], f["line"], f["column"], f["code"]) for f in map(json.loads, stdout.splitlines())]
+    if fmt == "gitlab":
+        return sorted((f["location"]["path"], f["location"]["positions"]["begin"]["line"],
+                       f["location"]["positions"]["begin"]["column"], f["check_name"].split()[0])
+                      for f in json.loads(stdout))
+    if fmt == "junit":
+        from xml.etree import ElementTree as ET
+
+        text = "\n".join(el.text or "" for el in ET.fromstring(stdout).iter("failure"))
+        return sorted(_positions_from("concise", text))
     if fmt == "github":
         out = []
         for line in stdout.splitlines():
@@ -414,12 +423,24 @@ def _positions_from(fmt: str, stdout: str) -> list[tuple]:
 def test_every_format_reports_identical_positions(tmp_path):
     write(tmp_path, {"a.py": BUGGY_LOOP + DATA_PARALLEL, "b.py": DATA_PARALLEL, "bad.py": "import torch\nx = (\n"})
     seen = {}
-    for fmt in ("text", "concise", "json", "json-lines", "github"):
+    for fmt in ("text", "concise", "json", "json-lines", "github", "junit", "gitlab"):
         r = run("lint", "--format", fmt, ".", cwd=tmp_path)
         assert r.returncode == 1, (fmt, r.stderr)
-        seen[fmt] = _positions_from(fmt, r.stdout)
+        seen[fmt] = sorted(_positions_from(fmt, r.stdout))
     assert len(seen["json"]) == 4
     assert all(v == seen["json"] for v in seen.values()), seen
+
+
+def test_junit_has_one_case_per_checked_file(tmp_path):
+    from xml.etree import ElementTree as ET
+
+    write(tmp_path, {"a.py": DATA_PARALLEL, "b.py": CLEAN, "c.py": BUGGY_LOOP})
+    r = run("lint", "--format", "junit", ".", cwd=tmp_path)
+    suite = ET.fromstring(r.stdout).find("testsuite")
+    cases = {c.get("name"): c.find("failure") for c in suite.iter("testcase")}
+    assert set(cases) == {"a.py", "b.py", "c.py"}
+    assert cases["b.py"] is None and cases["a.py"].get("type") == "TRN301"
+    assert suite.get("tests") == "3" and suite.get("failures") == "2"
 
 
 def test_github_annotations_escape_and_levels(tmp_path):
