@@ -8,7 +8,7 @@ measures, side by side in one run:
 (a) engine, in process: read + ``lint_source`` over read + ``libcst.parse_module``
     on the same files (target: at most 1.5x);
 (b) command line, as subprocesses: ``torchfix --select ALL FILES...`` over
-    ``python -m lint_rules lint --exit-zero --isolated FILES...``
+    ``python -m lint_rules lint --exit-zero --isolated --no-cache FILES...``
     (target: torchcheck at least 10x faster).
 
 TorchFix (pinned below) is installed into a throwaway virtual environment that
@@ -227,7 +227,8 @@ def timed_run(cmd: list[str]) -> Proc:
 
 
 def torchcheck_cmd(fs: FileSet) -> list[str]:
-    return [sys.executable, "-m", "lint_rules", "lint", "--exit-zero", "--isolated",
+    # --no-cache: a cold run every time (TorchFix has no cache to compare with).
+    return [sys.executable, "-m", "lint_rules", "lint", "--exit-zero", "--isolated", "--no-cache",
             *[str(f) for f in fs.files]]
 
 

@@ -16,7 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
 
-from lint_rules import __version__, registry
+from lint_rules import __version__, cache, registry
 from lint_rules.config import Config, find_pyproject, load
 from lint_rules.engine import FileResult, lint_source
 from lint_rules.errors import TorchcheckError, UsageError
@@ -78,6 +78,10 @@ def build_parser() -> argparse.ArgumentParser:
     lint.add_argument("--quiet", "-q", action="store_true", help="print findings only, no summary line")
     lint.add_argument("--jobs", "-j", type=_jobs_arg, default=None, metavar="N",
                       help="worker processes (default: number of CPU cores; 1 disables parallelism)")
+    lint.add_argument("--no-cache", action="store_true", help="neither read nor write the result cache")
+    lint.add_argument("--cache-dir", metavar="DIR", default=None,
+                      help=f"where results are cached (default: {cache.DEFAULT_DIR} next to the configuration, "
+                           "or in the working directory)")
     lint.add_argument("--no-default-path", action="store_true",
                       help="with no PATH, lint nothing instead of '.' (for pre-commit hooks)")
 
@@ -162,9 +166,9 @@ def _cpu_count() -> int:
         return os.cpu_count() or 1
 
 
-def _lint_file(job: tuple[str, str, tuple[str, ...]]) -> FileResult | str:
+def _lint_file(job: tuple[str, str, tuple[str, ...], str | None]) -> FileResult | str:
     """Lint one file (runs in a worker process); a read error comes back as its message."""
-    path, shown, codes = job
+    path, shown, codes, cache_dir = job
     project = _project_for(str(Path(path).parent))
     try:
         data = Path(path).read_bytes()
@@ -172,6 +176,18 @@ def _lint_file(job: tuple[str, str, tuple[str, ...]]) -> FileResult | str:
         return f"torchcheck: error: cannot read {shown}: {e.strerror}"
     if b"torch" not in data:
         return FileResult(shown, skipped=True)
+    if cache_dir is None:
+        return _lint_bytes(data, shown, codes, project)
+    k = cache.key(data, shown, codes, project)
+    hit = cache.load(cache_dir, k)
+    if hit is not None:
+        return hit
+    result = _lint_bytes(data, shown, codes, project)
+    cache.store(cache_dir, k, result)
+    return result
+
+
+def _lint_bytes(data: bytes, shown: str, codes: tuple[str, ...], project: ProjectInfo) -> FileResult:
     try:
         source = _decode(data)
     except (UnicodeDecodeError, SyntaxError, LookupError) as e:
@@ -198,7 +214,9 @@ def _lint(args: argparse.Namespace) -> int:
         shown = Path(name)
         results.append(lint_source(source, name, _per_file_codes(shown, codes, cfg),
                                    _project_for(str(Path.cwd()))))
-    jobs = [(str(path), display(path), tuple(sorted(_per_file_codes(path, codes, cfg)))) for path in file_paths]
+    cache_dir = None if args.no_cache else (args.cache_dir or str(cfg.root / cache.DEFAULT_DIR))
+    jobs = [(str(path), display(path), tuple(sorted(_per_file_codes(path, codes, cfg))), cache_dir)
+            for path in file_paths]
     workers = min(args.jobs or _cpu_count(), max(1, len(jobs) // _MIN_FILES_PER_WORKER))
     if workers > 1:
         with ProcessPoolExecutor(max_workers=workers) as pool:

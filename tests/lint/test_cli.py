@@ -466,3 +466,46 @@ def test_output_file_unwritable(tmp_path):
     write(tmp_path, {"t.py": CLEAN})
     r = run("lint", "--output-file", "no/such/dir/r.txt", "t.py", cwd=tmp_path)
     assert r.returncode == 2 and "--output-file 'no/such/dir/r.txt'" in r.stderr and "Traceback" not in r.stderr
+
+
+# -------------------------------------------------------------------- cache
+def _tamper_cache(root: Path) -> int:
+    """Plant a fake finding in every cache entry; a run that shows it was served from the cache."""
+    n = 0
+    for entry in (root / ".torchcheck_cache").rglob("*.json"):
+        data = json.loads(entry.read_text())
+        data["findings"].append({"path": data["path"], "line": 1, "column": 1, "end_line": 1, "end_column": 2,
+                                 "code": "TRN999", "name": "from-the-cache", "message": "cached", "severity": "error"})
+        entry.write_text(json.dumps(data))
+        n += 1
+    return n
+
+
+def test_cache_is_used_and_never_stale(tmp_path):
+    write(tmp_path, {"t.py": BUGGY_LOOP + DATA_PARALLEL})
+    first = run("lint", "--format", "json", "t.py", cwd=tmp_path)
+    assert (tmp_path / ".torchcheck_cache" / ".gitignore").read_text().strip().endswith("*")
+    assert _tamper_cache(tmp_path) == 1
+    again = run("lint", "--format", "json", "t.py", cwd=tmp_path)
+    assert "TRN999" in {f["code"] for f in json.loads(again.stdout)}, "second run did not use the cache"
+    assert [f for f in json.loads(again.stdout) if f["code"] != "TRN999"] == json.loads(first.stdout)
+    # another rule set, another config, other content, or --no-cache: never the stale entry
+    other_rules = run("lint", "--format", "json", "--select", "TRN3", "t.py", cwd=tmp_path)
+    assert [f["code"] for f in json.loads(other_rules.stdout)] == ["TRN301"]
+    write(tmp_path, {"pyproject.toml": '[tool.torchcheck]\n[tool.torchcheck.per-file-ignores]\n"t.py" = ["TRN1"]\n'})
+    other_config = run("lint", "--format", "json", "t.py", cwd=tmp_path)
+    assert [f["code"] for f in json.loads(other_config.stdout)] == ["TRN301"]
+    (tmp_path / "pyproject.toml").unlink()
+    no_cache = run("lint", "--format", "json", "--no-cache", "t.py", cwd=tmp_path)
+    assert "TRN999" not in no_cache.stdout
+    write(tmp_path, {"t.py": BUGGY_LOOP + DATA_PARALLEL + "# edited\n"})
+    edited = run("lint", "--format", "json", "t.py", cwd=tmp_path)
+    assert "TRN999" not in edited.stdout and len(json.loads(edited.stdout)) == 2
+
+
+def test_no_cache_and_cache_dir(tmp_path):
+    write(tmp_path, {"t.py": DATA_PARALLEL})
+    run("lint", "--no-cache", "t.py", cwd=tmp_path)
+    assert not (tmp_path / ".torchcheck_cache").exists()
+    run("lint", "--cache-dir", "elsewhere", "t.py", cwd=tmp_path)
+    assert list((tmp_path / "elsewhere").rglob("*.json")) and not (tmp_path / ".torchcheck_cache").exists()

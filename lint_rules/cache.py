@@ -1,0 +1,78 @@
+"""Per-file result cache in ``.torchcheck_cache/``.
+
+An entry is keyed on everything that decides a file's findings: the file's
+bytes, the display path, the enabled rules, the project facts rules read, the
+torchcheck version and a fingerprint of the linter's own source files (so an
+edited rule never serves old results). Entries are written atomically; a
+corrupt or unreadable entry is a miss.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import asdict
+from functools import lru_cache
+from pathlib import Path
+
+from lint_rules import __version__
+from lint_rules.engine import FileResult
+from lint_rules.project import ProjectInfo
+from lint_rules.rule import Finding
+
+DEFAULT_DIR = ".torchcheck_cache"
+
+
+@lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """Hash of the linter's own source files (paths, sizes, mtimes)."""
+    root = Path(__file__).resolve().parent
+    h = hashlib.sha256(__version__.encode())
+    for path in sorted(root.rglob("*.py")):
+        st = path.stat()
+        h.update(f"{path.relative_to(root)}:{st.st_size}:{st.st_mtime_ns}".encode())
+    return h.hexdigest()[:16]
+
+
+def key(data: bytes, shown: str, codes: tuple[str, ...], project: ProjectInfo) -> str:
+    h = hashlib.sha256(data)
+    h.update(f"\0{shown}\0{','.join(codes)}\0{project.torch_min_version}\0{code_fingerprint()}".encode())
+    return h.hexdigest()
+
+
+def _entry(cache_dir: str, k: str) -> Path:
+    return Path(cache_dir) / __version__ / k[:2] / f"{k}.json"
+
+
+def load(cache_dir: str, k: str) -> FileResult | None:
+    try:
+        data = json.loads(_entry(cache_dir, k).read_text(encoding="utf-8"))
+        return FileResult(data["path"], [Finding(**f) for f in data["findings"]], False, data["skipped"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def store(cache_dir: str, k: str, result: FileResult) -> None:
+    if result.internal_error:
+        return  # a crash is never cached: the next run tries again
+    path = _entry(cache_dir, k)
+    try:
+        ensure_dir(cache_dir)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        payload = json.dumps({"path": result.path, "skipped": result.skipped,
+                              "findings": [asdict(f) for f in result.findings]})
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(payload)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a read-only tree still lints; it just is not cached
+
+
+def ensure_dir(cache_dir: str) -> None:
+    root = Path(cache_dir)
+    if not (root / ".gitignore").exists():
+        root.mkdir(parents=True, exist_ok=True)
+        (root / ".gitignore").write_text("# Created by torchcheck\n*\n", encoding="utf-8")
