@@ -9,10 +9,7 @@ import argparse
 import json
 import os
 import sys
-import tokenize
-from io import BytesIO
 from concurrent.futures import ProcessPoolExecutor
-from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
 
@@ -20,9 +17,9 @@ from lint_rules import __version__, cache, registry
 from lint_rules.config import Config, find_pyproject, load
 from lint_rules.engine import FileResult, lint_source
 from lint_rules.errors import TorchcheckError, UsageError
-from lint_rules.files import discover, display, matches
+from lint_rules.files import discover, display
 from lint_rules.output import FORMATS, write_report
-from lint_rules.project import ProjectInfo, read_project
+from lint_rules.runner import configured_codes, decode, lint_file, per_file_codes, project_for
 from lint_rules.rule import Finding
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -130,29 +127,10 @@ def _flatten(groups: list[list[str]] | None) -> list[str]:
 
 
 def selected_codes(args: argparse.Namespace, cfg: Config) -> set[str]:
-    if args.select:
-        codes = registry.expand(_flatten(args.select), "--select")
-    else:
-        where = f"[tool.torchcheck] in {cfg.path}" if cfg.path else "the defaults"
-        codes = registry.expand(cfg.select if cfg.select is not None else ["ALL"], where)
-        codes |= registry.expand(cfg.extend_select, where)
+    codes = configured_codes(cfg, _flatten(args.select) or None)
     codes |= registry.expand(_flatten(args.extend_select), "--extend-select")
-    codes -= registry.expand(cfg.ignore, f"[tool.torchcheck] ignore in {cfg.path}")
     codes -= registry.expand(_flatten(args.ignore), "--ignore")
     return codes
-
-
-def _per_file_codes(path: Path, codes: set[str], cfg: Config) -> set[str]:
-    out = codes
-    for pattern, ignored in cfg.per_file_ignores.items():
-        if matches(path, [pattern], cfg.root):
-            out = out - registry.expand(ignored, "per-file-ignores")
-    return out
-
-
-def _decode(data: bytes) -> str:
-    encoding, _ = tokenize.detect_encoding(BytesIO(data).readline)
-    return data.decode(encoding)
 
 
 # Below this many files per worker, process start-up costs more than it saves.
@@ -166,41 +144,6 @@ def _cpu_count() -> int:
         return os.cpu_count() or 1
 
 
-def _lint_file(job: tuple[str, str, tuple[str, ...], str | None]) -> FileResult | str:
-    """Lint one file (runs in a worker process); a read error comes back as its message."""
-    path, shown, codes, cache_dir = job
-    project = _project_for(str(Path(path).parent))
-    try:
-        data = Path(path).read_bytes()
-    except OSError as e:
-        return f"torchcheck: error: cannot read {shown}: {e.strerror}"
-    if b"torch" not in data:
-        return FileResult(shown, skipped=True)
-    if cache_dir is None:
-        return _lint_bytes(data, shown, codes, project)
-    k = cache.key(data, shown, codes, project)
-    hit = cache.load(cache_dir, k)
-    if hit is not None:
-        return hit
-    result = _lint_bytes(data, shown, codes, project)
-    cache.store(cache_dir, k, result)
-    return result
-
-
-def _lint_bytes(data: bytes, shown: str, codes: tuple[str, ...], project: ProjectInfo) -> FileResult:
-    try:
-        source = _decode(data)
-    except (UnicodeDecodeError, SyntaxError, LookupError) as e:
-        return FileResult(shown, [Finding(shown, 1, 1, 1, 1, registry.SYNTAX_ERROR.CODE, registry.SYNTAX_ERROR.NAME,
-                                          f"cannot decode file: {e}", registry.SYNTAX_ERROR.SEVERITY)])
-    return lint_source(source, shown, codes, project)
-
-
-@lru_cache(maxsize=None)
-def _project_for(directory: str) -> ProjectInfo:
-    return read_project(Path(directory))
-
-
 def _lint(args: argparse.Namespace) -> int:
     cfg = _load_config(args)
     codes = selected_codes(args, cfg)
@@ -210,19 +153,19 @@ def _lint(args: argparse.Namespace) -> int:
     file_paths = discover([p for p in paths if p != "-"], cfg.exclude, cfg.root)
     if "-" in paths:
         name = args.stdin_filename or "-"
-        source = _decode(sys.stdin.buffer.read())
+        source = decode(sys.stdin.buffer.read())
         shown = Path(name)
-        results.append(lint_source(source, name, _per_file_codes(shown, codes, cfg),
-                                   _project_for(str(Path.cwd()))))
+        results.append(lint_source(source, name, per_file_codes(shown, codes, cfg),
+                                   project_for(str(Path.cwd()))))
     cache_dir = None if args.no_cache else (args.cache_dir or str(cfg.root / cache.DEFAULT_DIR))
-    jobs = [(str(path), display(path), tuple(sorted(_per_file_codes(path, codes, cfg))), cache_dir)
+    jobs = [(str(path), display(path), tuple(sorted(per_file_codes(path, codes, cfg))), cache_dir)
             for path in file_paths]
     workers = min(args.jobs or _cpu_count(), max(1, len(jobs) // _MIN_FILES_PER_WORKER))
     if workers > 1:
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            outcomes = list(pool.map(_lint_file, jobs, chunksize=max(1, len(jobs) // (workers * 8))))
+            outcomes = list(pool.map(lint_file, jobs, chunksize=max(1, len(jobs) // (workers * 8))))
     else:
-        outcomes = [_lint_file(job) for job in jobs]
+        outcomes = [lint_file(job) for job in jobs]
     for outcome in outcomes:  # in input order: output is deterministic whatever the job count
         if isinstance(outcome, str):
             print(outcome, file=sys.stderr)

@@ -19,6 +19,7 @@ from pytest_torchcheck.seeding import derive_seed, seed_everything
 
 SEED_HELP = "base seed: each test is seeded from it and its test id (an integer, or 'random'; default 0)"
 DEVICES_HELP = "devices torch_device runs on, e.g. 'cpu,cuda' (default: detected in a subprocess)"
+LINT_HELP = "lint every collected Python file with torchcheck's static rules (one item per file)"
 NAN_GUARD_HELP = "guard every test with nan_guard (fail at the first non-finite module output or gradient)"
 
 
@@ -72,6 +73,8 @@ OPTIONS = {
                       {"metavar": "LIST"}),
     "nan_guard": Option("torchcheck_nan_guard", NAN_GUARD_HELP, "TORCHCHECK_NAN_GUARD", _parse_bool, "false",
                         {"action": "store_const", "const": "true"}),
+    "lint": Option("torchcheck_lint", LINT_HELP, "TORCHCHECK_LINT", _parse_bool, "false",
+                   {"action": "store_const", "const": "true"}),
 }
 
 
@@ -97,6 +100,7 @@ ITEM_BASE = pytest.StashKey[int]()
 GUARDS = pytest.StashKey[list]()
 MARKER_ERROR = pytest.StashKey[str]()
 NAN_GUARD_ALL = pytest.StashKey[bool]()
+LINT_ALL = pytest.StashKey[bool]()
 
 _TORCHCHECK_FIXTURES = frozenset({"torch_seed", "torch_device", "nan_guard"})
 
@@ -135,6 +139,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[BASE_SEED] = option_value(config, "seed")
     option_value(config, "devices")  # validate early
     config.stash[NAN_GUARD_ALL] = option_value(config, "nan_guard")
+    config.stash[LINT_ALL] = option_value(config, "lint")
+    config.addinivalue_line("markers", "torchcheck_lint: a torchcheck static-lint item (--torchcheck-lint)")
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistSeed(), "torchcheck-xdist")
 
@@ -194,6 +200,14 @@ def _devices(config: pytest.Config) -> Any:
 
         config.stash[DEVICES] = detect(option_value(config, "devices"), "--torchcheck-devices")
     return config.stash[DEVICES]
+
+
+def pytest_collect_file(file_path: Any, parent: pytest.Collector) -> Any:
+    if file_path.suffix == ".py" and parent.config.stash.get(LINT_ALL, False):
+        from pytest_torchcheck.lint_items import LintFile
+
+        return LintFile.from_parent(parent, path=file_path)
+    return None
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

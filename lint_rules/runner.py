@@ -1,0 +1,82 @@
+"""Lint one file on disk: read, cache, decode, lint. Used by the CLI (also in worker
+processes) and by the pytest plugin's ``--torchcheck-lint`` items."""
+
+from __future__ import annotations
+
+import tokenize
+from functools import lru_cache
+from io import BytesIO
+from pathlib import Path
+
+from lint_rules import cache, registry
+from lint_rules.config import Config, find_pyproject, load
+from lint_rules.engine import FileResult, lint_source
+from lint_rules.files import matches
+from lint_rules.project import ProjectInfo, read_project
+from lint_rules.rule import Finding
+
+
+def configured_codes(cfg: Config, select: list[str] | None = None) -> set[str]:
+    """The configuration's selection (``select`` from the command line replaces it)."""
+    if select:
+        codes = registry.expand(select, "--select")
+    else:
+        where = f"[tool.torchcheck] in {cfg.path}" if cfg.path else "the defaults"
+        codes = registry.expand(cfg.select if cfg.select is not None else ["ALL"], where)
+        codes |= registry.expand(cfg.extend_select, where)
+    return codes - registry.expand(cfg.ignore, f"[tool.torchcheck] ignore in {cfg.path}")
+
+
+def load_settings(start: Path) -> tuple[Config, set[str]]:
+    """The nearest ``[tool.torchcheck]`` configuration at or above ``start``, and its selection."""
+    found = find_pyproject(start)
+    cfg = load(found) if found is not None else Config()
+    return cfg, configured_codes(cfg)
+
+
+def per_file_codes(path: Path, codes: set[str], cfg: Config) -> set[str]:
+    out = codes
+    for pattern, ignored in cfg.per_file_ignores.items():
+        if matches(path, [pattern], cfg.root):
+            out = out - registry.expand(ignored, "per-file-ignores")
+    return out
+
+
+def decode(data: bytes) -> str:
+    encoding, _ = tokenize.detect_encoding(BytesIO(data).readline)
+    return data.decode(encoding)
+
+
+def lint_file(job: tuple[str, str, tuple[str, ...], str | None]) -> FileResult | str:
+    """Lint one file (runs in a worker process); a read error comes back as its message."""
+    path, shown, codes, cache_dir = job
+    project = project_for(str(Path(path).parent))
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        return f"torchcheck: error: cannot read {shown}: {e.strerror}"
+    if b"torch" not in data:
+        return FileResult(shown, skipped=True)
+    if cache_dir is None:
+        return lint_bytes(data, shown, codes, project)
+    k = cache.key(data, shown, codes, project)
+    hit = cache.load(cache_dir, k)
+    if hit is not None:
+        return hit
+    result = lint_bytes(data, shown, codes, project)
+    cache.store(cache_dir, k, result)
+    return result
+
+
+def lint_bytes(data: bytes, shown: str, codes: tuple[str, ...], project: ProjectInfo) -> FileResult:
+    try:
+        source = decode(data)
+    except (UnicodeDecodeError, SyntaxError, LookupError) as e:
+        return FileResult(shown, [Finding(shown, 1, 1, 1, 1, registry.SYNTAX_ERROR.CODE, registry.SYNTAX_ERROR.NAME,
+                                          f"cannot decode file: {e}", registry.SYNTAX_ERROR.SEVERITY)])
+    return lint_source(source, shown, codes, project)
+
+
+@lru_cache(maxsize=None)
+def project_for(directory: str) -> ProjectInfo:
+    return read_project(Path(directory))
