@@ -70,7 +70,7 @@ def discover(paths: list[str], excludes: list[str], root: Path) -> list[Path]:
                 keep.append(name)
             dirnames[:] = keep
             for name in sorted(filenames):
-                if name.endswith(".py"):
+                if name.endswith((".py", ".ipynb")):
                     f = d / name
                     if not matches(f, excludes, root):
                         out[str(f)] = f

@@ -26,7 +26,7 @@ def summary(findings: list[Finding], checked: int) -> str:
 
 
 def _line(f: Finding) -> str:
-    return f"{f.path}:{f.line}:{f.column}: {f.code} {f.message}"
+    return f"{f.location}: {f.code} {f.message}"
 
 
 def _source_excerpt(f: Finding, lines: list[str] | None) -> str:
@@ -53,7 +53,7 @@ def _github(f: Finding) -> str:
     props = ",".join([
         f"file={_escape_property(f.path)}", f"line={f.line}", f"col={f.column}",
         f"endLine={f.end_line}", f"endColumn={f.end_column}",
-        f"title={_escape_property(f'{f.code} ({f.name})')}",
+        f"title={_escape_property(f'{f.code} ({f.name})' + (f' in cell {f.cell}' if f.cell else ''))}",
     ])
     return f"::{level} {props}::{_escape_data(f'{f.code} {f.message}')}"
 

@@ -31,11 +31,19 @@ class Finding:
     name: str
     message: str
     severity: str
+    cell: int | None = None  # notebooks: the code cell (from 1); line and end_line are within it
 
     def sort_key(self) -> tuple:
-        return (self.path, self.line, self.column, self.code)
+        return (self.path, self.cell or 0, self.line, self.column, self.code)
+
+    @property
+    def location(self) -> str:
+        """``path:line:column``, or ``path:cell N:line:column`` in a notebook (as Ruff prints it)."""
+        cell = f"cell {self.cell}:" if self.cell is not None else ""
+        return f"{self.path}:{cell}{self.line}:{self.column}"
 
     def to_dict(self) -> dict:
+        extra = {"cell": self.cell} if self.cell is not None else {}
         return {
             "path": self.path,
             "line": self.line,
@@ -46,7 +54,7 @@ class Finding:
             "name": self.name,
             "message": self.message,
             "severity": self.severity,
-        }
+        } | extra
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from functools import lru_cache
 from io import BytesIO
 from pathlib import Path
 
-from lint_rules import cache, registry
+from lint_rules import cache, notebook, registry
 from lint_rules.config import Config, find_pyproject, load
 from lint_rules.engine import FileResult, lint_source
 from lint_rules.files import matches
@@ -69,6 +69,24 @@ def lint_file(job: tuple[str, str, tuple[str, ...], str | None]) -> FileResult |
 
 
 def lint_bytes(data: bytes, shown: str, codes: tuple[str, ...], project: ProjectInfo) -> FileResult:
+    if shown.endswith(".ipynb"):
+        return _lint_notebook(data, shown, codes, project)
+    return _lint_python(data, shown, codes, project)
+
+
+def _lint_notebook(data: bytes, shown: str, codes: tuple[str, ...], project: ProjectInfo) -> FileResult:
+    try:
+        cells = notebook.code_cells(data.decode("utf-8"))
+    except (UnicodeDecodeError, notebook.NotebookError) as e:
+        return FileResult(shown, [Finding(shown, 1, 1, 1, 1, registry.SYNTAX_ERROR.CODE, registry.SYNTAX_ERROR.NAME,
+                                          str(e), registry.SYNTAX_ERROR.SEVERITY)])
+    source, where = notebook.to_source(cells)
+    result = lint_source(source, shown, codes, project)
+    result.findings = notebook.map_back(result.findings, where)
+    return result
+
+
+def _lint_python(data: bytes, shown: str, codes: tuple[str, ...], project: ProjectInfo) -> FileResult:
     try:
         source = decode(data)
     except (UnicodeDecodeError, SyntaxError, LookupError) as e:

@@ -41,8 +41,7 @@ class LintItem(pytest.Item):
         if isinstance(result, str):
             raise LintFailure(result)
         if result.findings:
-            raise LintFailure("\n".join(f"{f.path}:{f.line}:{f.column}: {f.code} {f.message}"
-                                        for f in result.findings))
+            raise LintFailure("\n".join(f"{f.location}: {f.code} {f.message}" for f in result.findings))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, LintFailure):

@@ -1,0 +1,67 @@
+"""Jupyter notebooks: lint the code cells of an ``.ipynb`` as one program.
+
+Cells are joined in order (a training loop may span cells), IPython magics and
+shell escapes (``%time``, ``!pip``, ``%%bash`` cells) are blanked out so they
+neither fail to parse nor shift line numbers, and each finding is mapped back
+to its cell and the line within it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import replace
+
+from lint_rules.rule import Finding
+
+_MAGIC = re.compile(r"^\s*(%|!|\?)|^\s*\w[\w.]*\?\??\s*$")
+
+
+class NotebookError(ValueError):
+    pass
+
+
+def code_cells(text: str) -> list[tuple[int, str]]:
+    """(cell number, source) of each code cell; cells are numbered from 1 in notebook order,
+    markdown cells included, as they appear on screen."""
+    try:
+        nb = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise NotebookError(f"not a valid notebook: invalid JSON at line {e.lineno}: {e.msg}") from None
+    cells = nb.get("cells") if isinstance(nb, dict) else None
+    if not isinstance(cells, list):
+        raise NotebookError("not a valid notebook: no 'cells' list")
+    out = []
+    for number, cell in enumerate(cells, start=1):
+        if isinstance(cell, dict) and cell.get("cell_type") == "code":
+            src = cell.get("source", "")
+            out.append((number, "".join(src) if isinstance(src, list) else str(src)))
+    return out
+
+
+def to_source(cells: list[tuple[int, str]]) -> tuple[str, list[tuple[int, int]]]:
+    """One Python program from the cells, and for each of its lines (cell number, line in cell)."""
+    lines: list[str] = []
+    where: list[tuple[int, int]] = []
+    for n, cell in cells:
+        cell_lines = cell.splitlines() or [""]
+        whole_cell_magic = cell_lines[0].lstrip().startswith("%%")
+        for i, line in enumerate(cell_lines, start=1):
+            blank = whole_cell_magic or _MAGIC.match(line)
+            lines.append("" if blank else line)
+            where.append((n, i))
+        lines.append("")  # a cell boundary, so a cell never continues the previous one's statement
+        where.append((n, len(cell_lines) + 1))
+    return "\n".join(lines) + "\n", where
+
+
+def map_back(findings: list[Finding], where: list[tuple[int, int]]) -> list[Finding]:
+    out = []
+    for f in findings:
+        if 1 <= f.line <= len(where):
+            cell, line = where[f.line - 1]
+            end_cell, end_line = where[f.end_line - 1] if 1 <= f.end_line <= len(where) else (cell, line)
+            out.append(replace(f, cell=cell, line=line, end_line=end_line if end_cell == cell else line))
+        else:
+            out.append(f)
+    return out
