@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import gc
+import re
 import traceback
 from dataclasses import dataclass, field
 from typing import Iterable
@@ -55,6 +56,7 @@ def lint_source(source: str, path: str, codes: Iterable[str] | None = None,
 def _lint_source(source: str, path: str, codes: Iterable[str] | None,
                  project: ProjectInfo | None) -> FileResult:
     result = FileResult(path)
+    codes = set(codes) if codes is not None else None
     if "torch" not in source:
         result.skipped = True
         return result
@@ -73,7 +75,7 @@ def _lint_source(source: str, path: str, codes: Iterable[str] | None,
         return result
 
     rule_classes = registry.active_rules()
-    selected = [rule_classes[c] for c in (rule_classes if codes is None else codes) if c in rule_classes]
+    selected = [rule_classes[c] for c in (rule_classes if codes is None else sorted(codes)) if c in rule_classes]
     interesting: set[type] = set()
     for rc in selected:
         interesting.update(rc.visited_types())
@@ -113,21 +115,60 @@ def _lint_source(source: str, path: str, codes: Iterable[str] | None,
         result.findings.append(_builtin_finding(
             path, registry.INTERNAL_ERROR, 1, 1, f"rule {code} ({rc.NAME}) crashed: {text}"))
         result.internal_error = True
-    if not reports:
+    check_suppressions = codes is not None and registry.UNUSED_SUPPRESSION.CODE in codes \
+        and ("noqa" in source.lower() or "torchcheck:" in source.lower())
+    if not reports and not check_suppressions:
         return result
 
     # Positions cost more than the parse; compute them only for files with findings.
-    ranges = _positions(module)
+    raw: list[Finding] = []
+    if reports:
+        ranges = _positions(module)
+        for rule, rep in reports:
+            line, col, end_line, end_col = ranges(rep.node)
+            raw.append(Finding(path, line, col + 1, end_line, end_col + 1,
+                               rule.CODE, rule.NAME, rep.message, rep.severity or rule.SEVERITY))
+    if check_suppressions:
+        raw += _suppression_findings(path, source, raw, {rc.CODE for rc in selected})
     table = suppression.suppressions(source)
-    for rule, rep in reports:
-        line, col, end_line, end_col = ranges(rep.node)
-        if suppression.is_suppressed(table, line, rule.CODE):
-            continue
-        result.findings.append(Finding(
-            path, line, col + 1, end_line, end_col + 1,
-            rule.CODE, rule.NAME, rep.message, rep.severity or rule.SEVERITY))
+    unused = registry.UNUSED_SUPPRESSION.CODE
+    result.findings += [
+        f for f in raw
+        # A bare `# noqa` must not hide the report that it suppresses nothing; naming TRN002 does.
+        if not (suppression.is_suppressed(table, f.line, f.code) if f.code != unused
+                else unused in table.get(f.line, ()))]
     result.findings.sort(key=Finding.sort_key)
     return result
+
+
+_TRN_CODE = re.compile(r"^TRN\d{3}$")
+
+
+def _suppression_findings(path: str, source: str, found: list[Finding], enabled: set[str]) -> list[Finding]:
+    """TRN002: suppression comments that suppress nothing, and unknown torchcheck codes in them."""
+    code = registry.UNUSED_SUPPRESSION
+    on_line: dict[int, set[str]] = {}
+    for f in found:
+        on_line.setdefault(f.line, set()).add(f.code)
+    known = set(registry.known_codes())
+    out = []
+
+    def add(line: int, col: int, message: str) -> None:
+        out.append(Finding(path, line, col, line, col, code.CODE, code.NAME, message, code.SEVERITY))
+
+    for line, col, kind, listed in suppression.directives(source):
+        if listed is None:
+            if kind == "ignore" and not on_line.get(line):
+                add(line, col, "`# torchcheck: ignore` suppresses nothing on this line")
+            continue  # a bare noqa comment may serve another linter
+        for c in listed:
+            if not c.startswith("TRN"):
+                continue  # another tool's code
+            if not _TRN_CODE.match(c) or c not in known:
+                add(line, col, f"Unknown torchcheck code {c} in a suppression comment")
+            elif c in enabled and c not in on_line.get(line, ()):
+                add(line, col, f"Unused suppression: no {c} finding on this line")
+    return out
 
 
 def _positions(module: cst.Module):

@@ -17,13 +17,15 @@ SELECTOR_RE = re.compile(r"^(ALL|TRN\d{0,3})$")
 
 @dataclass(frozen=True)
 class BuiltinCode:
-    """A code the engine itself reports; always on, cannot be selected away."""
+    """A code the engine itself reports. Always on and not selectable, unless ``OPT_IN``:
+    then it runs only when selected (``--extend-select TRN002``, or ``ALL``)."""
 
     CODE: str
     NAME: str
     MESSAGE: str
     DOC: str
     SEVERITY: str = ERROR
+    OPT_IN: bool = False
 
     def documentation(self) -> str:
         return self.DOC.strip()
@@ -61,7 +63,44 @@ The crashed rule checked nothing in this file. Please report it with the file.
 """,
 )
 
-BUILTINS: dict[str, BuiltinCode] = {b.CODE: b for b in (SYNTAX_ERROR, INTERNAL_ERROR)}
+UNUSED_SUPPRESSION = BuiltinCode(
+    "TRN002",
+    "unused-suppression",
+    "Suppression comment that suppresses nothing, or names an unknown torchcheck code",
+    """
+## What it does
+Reports `# noqa: TRNnnn` and `# torchcheck: ignore[...]` comments that suppress no
+finding on their line, and torchcheck codes in them that do not exist. Codes of
+other tools (`# noqa: E501`) and bare `# noqa` comments are left alone: they may
+serve another linter. Opt-in: enable it with `--extend-select TRN002` (or `ALL`).
+Only codes that are enabled in the run are judged unused.
+
+## Why is this bad?
+A suppression that no longer suppresses anything hides the next real finding on
+that line, and a misspelt code (`# noqa: TRN10`) suppresses nothing at all while
+looking as if it did.
+
+## Example
+```python
+opt.step()  # noqa: TRN101
+```
+
+Use instead:
+```python
+opt.step()
+```
+
+## Known problems
+A suppression for a rule that is not enabled in this run is not judged.
+
+## References
+- https://docs.astral.sh/ruff/rules/unused-noqa/
+""",
+    "warning",
+    True,
+)
+
+BUILTINS: dict[str, BuiltinCode] = {b.CODE: b for b in (SYNTAX_ERROR, INTERNAL_ERROR, UNUSED_SUPPRESSION)}
 
 
 @lru_cache(maxsize=1)
@@ -92,13 +131,18 @@ def lookup(code: str):
     return all_rules().get(code) or BUILTINS.get(code)
 
 
+def default_codes() -> set[str]:
+    """What runs when nothing is selected: every rule, not the opt-in codes."""
+    return set(active_rules())
+
+
 def known_codes() -> list[str]:
     return sorted([*BUILTINS, *all_rules()])
 
 
 def expand(selectors: list[str] | tuple[str, ...], source: str) -> set[str]:
     """Codes matched by ``selectors``; an unknown selector is a UsageError naming it."""
-    codes = list(active_rules())
+    codes = [*active_rules(), *(c for c, b in BUILTINS.items() if b.OPT_IN)]
     out: set[str] = set()
     bad: list[str] = []
     for raw in selectors:

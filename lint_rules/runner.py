@@ -22,7 +22,7 @@ def configured_codes(cfg: Config, select: list[str] | None = None) -> set[str]:
         codes = registry.expand(select, "--select")
     else:
         where = f"[tool.torchcheck] in {cfg.path}" if cfg.path else "the defaults"
-        codes = registry.expand(cfg.select if cfg.select is not None else ["ALL"], where)
+        codes = registry.expand(cfg.select, where) if cfg.select is not None else registry.default_codes()
         codes |= registry.expand(cfg.extend_select, where)
     return codes - registry.expand(cfg.ignore, f"[tool.torchcheck] ignore in {cfg.path}")
 

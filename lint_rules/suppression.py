@@ -57,6 +57,23 @@ def suppressions(source: str) -> dict[int, set[str]]:
     return out
 
 
+def directives(source: str) -> list[tuple[int, int, str, list[str] | None]]:
+    """Every suppression comment: (line, 1-based column, "noqa" or "ignore", its codes or None if bare)."""
+    out = []
+    lines = source.splitlines()
+    for line, text in _comments(source):
+        col = lines[line - 1].find(text) + 1 if line <= len(lines) and text in lines[line - 1] else 1
+        for m in _NOQA.finditer(text):
+            codes = m.group("codes")
+            out.append((line, col + m.start(), "noqa",
+                        [c.upper() for c in re.split(r"[\s,]+", codes) if c] if codes else None))
+        for m in _IGNORE.finditer(text):
+            codes = m.group("codes")
+            parsed = [c.strip().upper() for c in re.split(r"[\s,]+", codes) if c.strip()] if codes else []
+            out.append((line, col + m.start(), "ignore", parsed or None))
+    return out
+
+
 def is_suppressed(table: dict[int, set[str]], line: int, code: str) -> bool:
     codes = table.get(line)
     return bool(codes) and (ALL in codes or code in codes)

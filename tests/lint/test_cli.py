@@ -509,3 +509,26 @@ def test_no_cache_and_cache_dir(tmp_path):
     assert not (tmp_path / ".torchcheck_cache").exists()
     run("lint", "--cache-dir", "elsewhere", "t.py", cwd=tmp_path)
     assert list((tmp_path / "elsewhere").rglob("*.json")) and not (tmp_path / ".torchcheck_cache").exists()
+
+
+# -------------------------------------------------- unused suppressions (TRN002)
+def test_unused_and_unknown_suppressions_are_opt_in(tmp_path):
+    src = (DATA_PARALLEL.replace("(model)", "(model)  # noqa: TRN301")
+           + "x = 1  # noqa: TRN301, E501\n"
+           + "y = 2  # torchcheck: ignore[TRN10]\n"
+           + "z = 3  # torchcheck: ignore\n"
+           + "w = 4  # noqa\n"
+           + "v = 5  # noqa: TRN201\n")
+    write(tmp_path, {"t.py": src})
+    assert run("lint", "t.py", cwd=tmp_path).returncode == 0  # off by default
+    r = run("lint", "--format", "json", "--extend-select", "TRN002", "t.py", cwd=tmp_path)
+    got = [(f["line"], f["code"], f["message"]) for f in json.loads(r.stdout)]
+    assert got == [
+        (3, "TRN002", "Unused suppression: no TRN301 finding on this line"),
+        (4, "TRN002", "Unknown torchcheck code TRN10 in a suppression comment"),
+        (5, "TRN002", "`# torchcheck: ignore` suppresses nothing on this line"),
+        (7, "TRN002", "Unused suppression: no TRN201 finding on this line"),
+    ], got
+    # a rule that is not enabled is not judged
+    r = run("lint", "--format", "json", "--select", "TRN3,TRN002", "t.py", cwd=tmp_path)
+    assert 7 not in [f["line"] for f in json.loads(r.stdout)]
