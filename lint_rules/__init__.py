@@ -1,10 +1,25 @@
-"""torchcheck's static linter: rules that catch silent PyTorch training bugs."""
+"""torchcheck's static linter: rules that catch silent PyTorch training bugs.
+
+The public names load on first use, so that ``torchcheck`` can answer a fully
+cached run without importing LibCST.
+"""
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
 __version__ = "0.1.0"
 
-from lint_rules.engine import FileResult, lint_source  # noqa: E402
-from lint_rules.rule import Finding  # noqa: E402
-
+_EXPORTS = {"FileResult": "lint_rules.diagnostics", "Finding": "lint_rules.diagnostics",
+            "lint_source": "lint_rules.engine"}
 __all__ = ["FileResult", "Finding", "lint_source", "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'lint_rules' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

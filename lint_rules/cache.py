@@ -18,9 +18,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from lint_rules import __version__
-from lint_rules.engine import FileResult
+from lint_rules.diagnostics import FileResult, Finding
 from lint_rules.project import ProjectInfo
-from lint_rules.rule import Finding
 
 DEFAULT_DIR = ".torchcheck_cache"
 

@@ -15,12 +15,11 @@ from typing import Sequence
 
 from lint_rules import __version__, cache, registry
 from lint_rules.config import Config, find_pyproject, load
-from lint_rules.engine import FileResult, lint_source
+from lint_rules.diagnostics import FileResult, Finding
 from lint_rules.errors import TorchcheckError, UsageError
 from lint_rules.files import discover, display
 from lint_rules.output import FORMATS, write_report
-from lint_rules.runner import configured_codes, decode, lint_file, per_file_codes, project_for
-from lint_rules.rule import Finding
+from lint_rules.runner import cached_result, configured_codes, decode, lint_file, per_file_codes, project_for
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 SEVERITIES = ("warning", "error")  # in increasing order
@@ -155,17 +154,25 @@ def _lint(args: argparse.Namespace) -> int:
         name = args.stdin_filename or "-"
         source = decode(sys.stdin.buffer.read())
         shown = Path(name)
+        from lint_rules.engine import lint_source
+
         results.append(lint_source(source, name, per_file_codes(shown, codes, cfg),
                                    project_for(str(Path.cwd()))))
     cache_dir = None if args.no_cache else (args.cache_dir or str(cfg.root / cache.DEFAULT_DIR))
     jobs = [(str(path), display(path), tuple(sorted(per_file_codes(path, codes, cfg))), cache_dir)
             for path in file_paths]
-    workers = min(args.jobs or _cpu_count(), max(1, len(jobs) // _MIN_FILES_PER_WORKER))
+    # Answer what the cache (or the no-torch pre-filter) knows here; only the rest goes to workers.
+    outcomes: list[FileResult | str | None] = [cached_result(job) for job in jobs]
+    todo = [i for i, outcome in enumerate(outcomes) if outcome is None]
+    workers = min(args.jobs or _cpu_count(), max(1, len(todo) // _MIN_FILES_PER_WORKER))
     if workers > 1:
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            outcomes = list(pool.map(lint_file, jobs, chunksize=max(1, len(jobs) // (workers * 8))))
+            done = pool.map(lint_file, [jobs[i] for i in todo], chunksize=max(1, len(todo) // (workers * 8)))
+            for i, outcome in zip(todo, done):
+                outcomes[i] = outcome
     else:
-        outcomes = [lint_file(job) for job in jobs]
+        for i in todo:
+            outcomes[i] = lint_file(jobs[i])
     for outcome in outcomes:  # in input order: output is deterministic whatever the job count
         if isinstance(outcome, str):
             print(outcome, file=sys.stderr)

@@ -9,7 +9,6 @@ import ast
 import gc
 import re
 import traceback
-from dataclasses import dataclass, field
 from typing import Iterable
 
 import libcst as cst
@@ -19,15 +18,8 @@ from lint_rules import registry, suppression
 from lint_rules.analysis.model import FileModel
 from lint_rules.positions import positions as fast_positions
 from lint_rules.project import ProjectInfo
-from lint_rules.rule import Finding, Report, Rule
-
-
-@dataclass
-class FileResult:
-    path: str
-    findings: list[Finding] = field(default_factory=list)
-    internal_error: bool = False
-    skipped: bool = False  # never mentions torch, or skip-file
+from lint_rules.diagnostics import FileResult, Finding
+from lint_rules.rule import Report, Rule
 
 
 def _builtin_finding(path: str, code: registry.BuiltinCode, line: int, col: int, message: str) -> Finding:
@@ -134,7 +126,7 @@ def _lint_source(source: str, path: str, codes: Iterable[str] | None,
     unused = registry.UNUSED_SUPPRESSION.CODE
     result.findings += [
         f for f in raw
-        # A bare `# noqa` must not hide the report that it suppresses nothing; naming TRN002 does.
+        # A bare noqa comment must not hide the report that it suppresses nothing; naming TRN002 does.
         if not (suppression.is_suppressed(table, f.line, f.code) if f.code != unused
                 else unused in table.get(f.line, ()))]
     result.findings.sort(key=Finding.sort_key)

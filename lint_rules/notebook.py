@@ -12,7 +12,7 @@ import json
 import re
 from dataclasses import replace
 
-from lint_rules.rule import Finding
+from lint_rules.diagnostics import Finding
 
 _MAGIC = re.compile(r"^\s*(%|!|\?)|^\s*\w[\w.]*\?\??\s*$")
 

@@ -8,7 +8,7 @@ from collections import Counter
 from xml.etree import ElementTree as ET
 from typing import Callable, TextIO
 
-from lint_rules.rule import Finding
+from lint_rules.diagnostics import Finding
 
 FORMATS = ("text", "concise", "json", "json-lines", "github", "junit", "gitlab")
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import sys
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 if sys.version_info >= (3, 11):
@@ -34,32 +35,40 @@ def read_project(start: Path) -> ProjectInfo:
     states a torch lower bound, or at a project root (a ``pyproject.toml`` or a
     ``.git``). Empty when nothing says.
     """
-    start = start.resolve()
-    for d in (start, *start.parents):
-        pyproject = d / "pyproject.toml"
-        requirements: list[str] = []
-        if pyproject.is_file():
-            try:
-                data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-            except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
-                data = {}
-            project = data.get("project") if isinstance(data.get("project"), dict) else {}
-            deps = project.get("dependencies", [])
-            requirements += deps if isinstance(deps, list) else []
-            found = torch_min_version(requirements)
-            if found is not None:
-                return ProjectInfo(found, str(pyproject))
-        for req_file in sorted(d.glob("requirements*.txt")):
-            try:
-                lines = req_file.read_text(encoding="utf-8").splitlines()
-            except (OSError, UnicodeDecodeError):
-                continue
-            found = torch_min_version([ln.split("#", 1)[0] for ln in lines])
-            if found is not None:
-                return ProjectInfo(found, str(req_file))
-        if pyproject.is_file() or (d / ".git").exists():
-            return ProjectInfo(None, str(pyproject) if pyproject.is_file() else None)
-    return ProjectInfo()
+    return _read_dir(str(start.resolve()))
+
+
+def clear_cache() -> None:
+    """Forget what was read (results are memoised per directory for the life of the process)."""
+    _read_dir.cache_clear()
+
+
+@lru_cache(maxsize=None)
+def _read_dir(directory: str) -> ProjectInfo:
+    d = Path(directory)
+    pyproject = d / "pyproject.toml"
+    if pyproject.is_file():
+        try:
+            data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+            data = {}
+        project = data.get("project") if isinstance(data.get("project"), dict) else {}
+        deps = project.get("dependencies", [])
+        found = torch_min_version(deps if isinstance(deps, list) else [])
+        if found is not None:
+            return ProjectInfo(found, str(pyproject))
+    for req_file in sorted(d.glob("requirements*.txt")):
+        try:
+            lines = req_file.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError):
+            continue
+        found = torch_min_version([ln.split("#", 1)[0] for ln in lines])
+        if found is not None:
+            return ProjectInfo(found, str(req_file))
+    if pyproject.is_file() or (d / ".git").exists():
+        return ProjectInfo(None, str(pyproject) if pyproject.is_file() else None)
+    parent = d.parent
+    return ProjectInfo() if parent == d else _read_dir(str(parent))
 
 
 def torch_min_version(requirements: list[str]) -> tuple[int, int] | None:

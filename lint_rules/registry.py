@@ -7,9 +7,13 @@ import pkgutil
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from lint_rules.errors import UsageError
-from lint_rules.rule import ERROR, Rule
+from lint_rules.diagnostics import ERROR
+
+if TYPE_CHECKING:
+    from lint_rules.rule import Rule
 
 CODE_RE = re.compile(r"^TRN\d{3}$")
 SELECTOR_RE = re.compile(r"^(ALL|TRN\d{0,3})$")
@@ -107,6 +111,7 @@ BUILTINS: dict[str, BuiltinCode] = {b.CODE: b for b in (SYNTAX_ERROR, INTERNAL_E
 def all_rules() -> dict[str, type[Rule]]:
     """Every registered rule by code, sorted. Imports each ``rules/trnNNN_*.py`` once."""
     import lint_rules.rules as pkg
+    from lint_rules.rule import Rule
 
     found: dict[str, type[Rule]] = {}
     for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
@@ -122,6 +127,15 @@ def all_rules() -> dict[str, type[Rule]]:
     return dict(sorted(found.items()))
 
 
+@lru_cache(maxsize=1)
+def rule_codes() -> tuple[str, ...]:
+    """Every rule's code, read from the module names (``trn101_<name>.py``) without importing them."""
+    import lint_rules.rules as pkg
+
+    return tuple(sorted(m.name[:6].upper() for m in pkgutil.iter_modules(pkg.__path__)
+                        if re.match(r"^trn\d{3}_", m.name)))
+
+
 def active_rules() -> dict[str, type[Rule]]:
     return {c: r for c, r in all_rules().items() if not r.REMOVED}
 
@@ -133,16 +147,16 @@ def lookup(code: str):
 
 def default_codes() -> set[str]:
     """What runs when nothing is selected: every rule, not the opt-in codes."""
-    return set(active_rules())
+    return set(rule_codes())
 
 
 def known_codes() -> list[str]:
-    return sorted([*BUILTINS, *all_rules()])
+    return sorted([*BUILTINS, *rule_codes()])
 
 
 def expand(selectors: list[str] | tuple[str, ...], source: str) -> set[str]:
     """Codes matched by ``selectors``; an unknown selector is a UsageError naming it."""
-    codes = [*active_rules(), *(c for c, b in BUILTINS.items() if b.OPT_IN)]
+    codes = [*rule_codes(), *(c for c, b in BUILTINS.items() if b.OPT_IN)]
     out: set[str] = set()
     bad: list[str] = []
     for raw in selectors:

@@ -10,10 +10,9 @@ from pathlib import Path
 
 from lint_rules import cache, notebook, registry
 from lint_rules.config import Config, find_pyproject, load
-from lint_rules.engine import FileResult, lint_source
+from lint_rules.diagnostics import FileResult, Finding
 from lint_rules.files import matches
 from lint_rules.project import ProjectInfo, read_project
-from lint_rules.rule import Finding
 
 
 def configured_codes(cfg: Config, select: list[str] | None = None) -> set[str]:
@@ -45,6 +44,20 @@ def per_file_codes(path: Path, codes: set[str], cfg: Config) -> set[str]:
 def decode(data: bytes) -> str:
     encoding, _ = tokenize.detect_encoding(BytesIO(data).readline)
     return data.decode(encoding)
+
+
+def cached_result(job: tuple[str, str, tuple[str, ...], str | None]) -> FileResult | None:
+    """The result of ``job`` if it needs no linting: cached, or a file that never mentions torch."""
+    path, shown, codes, cache_dir = job
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return None  # lint_file reports it
+    if b"torch" not in data:
+        return FileResult(shown, skipped=True)
+    if cache_dir is None:
+        return None
+    return cache.load(cache_dir, cache.key(data, shown, codes, project_for(str(Path(path).parent))))
 
 
 def lint_file(job: tuple[str, str, tuple[str, ...], str | None]) -> FileResult | str:
@@ -81,6 +94,8 @@ def _lint_notebook(data: bytes, shown: str, codes: tuple[str, ...], project: Pro
         return FileResult(shown, [Finding(shown, 1, 1, 1, 1, registry.SYNTAX_ERROR.CODE, registry.SYNTAX_ERROR.NAME,
                                           str(e), registry.SYNTAX_ERROR.SEVERITY)])
     source, where = notebook.to_source(cells)
+    from lint_rules.engine import lint_source  # LibCST loads only when a file is really linted
+
     result = lint_source(source, shown, codes, project)
     result.findings = notebook.map_back(result.findings, where)
     return result
@@ -92,6 +107,8 @@ def _lint_python(data: bytes, shown: str, codes: tuple[str, ...], project: Proje
     except (UnicodeDecodeError, SyntaxError, LookupError) as e:
         return FileResult(shown, [Finding(shown, 1, 1, 1, 1, registry.SYNTAX_ERROR.CODE, registry.SYNTAX_ERROR.NAME,
                                           f"cannot decode file: {e}", registry.SYNTAX_ERROR.SEVERITY)])
+    from lint_rules.engine import lint_source
+
     return lint_source(source, shown, codes, project)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lint_rules.project import read_project, torch_min_version
+from lint_rules.project import clear_cache, read_project, torch_min_version
 
 
 def test_torch_min_version_specs():
@@ -21,7 +21,9 @@ def test_pyproject_then_requirements_then_stop_at_root(tmp_path):
     (sub / "requirements-dev.txt").write_text("pytest\ntorch>=2.6\n")
     assert read_project(sub).torch_min_version == (2, 6)
     (sub / "requirements-dev.txt").write_text("pytest\n")
+    clear_cache()
     assert read_project(sub).torch_min_version == (2, 0)
     (sub / "pyproject.toml").write_text('[project]\nname = "x"\ndependencies = ["numpy"]\n')
+    clear_cache()
     info = read_project(sub)  # a pyproject.toml without a torch bound is the project root
     assert info.torch_min_version is None and info.source.endswith("pyproject.toml")
