@@ -12,8 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
-from dataclasses import asdict
 from functools import lru_cache
 from pathlib import Path
 
@@ -56,6 +54,9 @@ def load(cache_dir: str, k: str) -> FileResult | None:
 def store(cache_dir: str, k: str, result: FileResult) -> None:
     if result.internal_error:
         return  # a crash is never cached: the next run tries again
+    import tempfile
+    from dataclasses import asdict
+
     path = _entry(cache_dir, k)
     try:
         ensure_dir(cache_dir)

@@ -9,7 +9,6 @@ import argparse
 import json
 import os
 import sys
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Sequence
 
@@ -166,6 +165,8 @@ def _lint(args: argparse.Namespace) -> int:
     todo = [i for i, outcome in enumerate(outcomes) if outcome is None]
     workers = min(args.jobs or _cpu_count(), max(1, len(todo) // _MIN_FILES_PER_WORKER))
     if workers > 1:
+        from concurrent.futures import ProcessPoolExecutor  # here: a warm run needs no worker machinery
+
         with ProcessPoolExecutor(max_workers=workers) as pool:
             done = pool.map(lint_file, [jobs[i] for i in todo], chunksize=max(1, len(todo) // (workers * 8)))
             for i, outcome in zip(todo, done):

@@ -12,10 +12,13 @@ from pathlib import Path
 from lint_rules import registry
 from lint_rules.errors import ConfigError, UsageError
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
+def _toml():
+    """tomllib (tomli before Python 3.11), imported when a pyproject.toml is actually read."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10 only
+        import tomli as tomllib
+    return tomllib
 
 LIST_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude")
 ALLOWED_KEYS = (*LIST_KEYS, "per-file-ignores", "fail-on")
@@ -51,6 +54,7 @@ def find_pyproject(start: Path) -> Path | None:
 
 
 def _has_table(path: Path, text: str) -> bool:
+    tomllib = _toml()
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -60,6 +64,7 @@ def _has_table(path: Path, text: str) -> bool:
 
 def load(path: Path) -> Config:
     """Read and validate [tool.torchcheck] from ``path``."""
+    tomllib = _toml()
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as e:

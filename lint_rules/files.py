@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fnmatch
 import os
 from pathlib import Path, PurePosixPath
 
@@ -25,6 +24,7 @@ def matches(path: Path, patterns: list[str], root: Path) -> bool:
     """
     if not patterns:
         return False
+    import fnmatch  # only runs with configured patterns
     try:
         rel = PurePosixPath(path.resolve().relative_to(root.resolve()).as_posix())
     except ValueError:

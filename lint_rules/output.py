@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections import Counter
-from xml.etree import ElementTree as ET
 from typing import Callable, TextIO
 
 from lint_rules.diagnostics import Finding
@@ -67,6 +65,7 @@ def statistics(findings: list[Finding]) -> str:
 
 def junit(findings: list[Finding], checked_paths: list[str]) -> str:
     """JUnit XML: one test case per checked file, failing with that file's findings."""
+    from xml.etree import ElementTree as ET
     by_path: dict[str, list[Finding]] = {p: [] for p in checked_paths}
     for f in findings:
         by_path.setdefault(f.path, []).append(f)
@@ -86,6 +85,7 @@ def junit(findings: list[Finding], checked_paths: list[str]) -> str:
 
 def gitlab(findings: list[Finding]) -> str:
     """GitLab code-quality report (a JSON array of issues with stable fingerprints)."""
+    import hashlib
     issues = []
     for f in findings:
         fingerprint = hashlib.md5(f"{f.path}:{f.code}:{f.line}:{f.column}:{f.message}".encode()).hexdigest()

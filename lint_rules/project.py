@@ -11,10 +11,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+def _toml():
+    """tomllib (tomli before Python 3.11), imported when a pyproject.toml is actually read."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10 only
+        import tomli as tomllib
+    return tomllib
 
 _TORCH_REQ = re.compile(r"^\s*torch\s*(\[[^\]]*\])?\s*(?P<spec>[^;]*)", re.I)
 _LOWER = re.compile(r"(>=|==|~=|>)\s*(\d+)\.(\d+)")
@@ -48,6 +51,7 @@ def _read_dir(directory: str) -> ProjectInfo:
     d = Path(directory)
     pyproject = d / "pyproject.toml"
     if pyproject.is_file():
+        tomllib = _toml()
         try:
             data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
         except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
