@@ -23,3 +23,12 @@ def table(rows: list[list[str]], right: set[int]) -> str:
         if n == 0:
             out.append("  " + "  ".join("-" * w for w in widths))
     return "\n".join(out)
+
+
+def write_json(path, result: dict, log) -> None:
+    """Write ``result`` to ``path`` (a pathlib.Path), creating its folder."""
+    import json
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=2) + "\n")
+    log(f"wrote {path}")

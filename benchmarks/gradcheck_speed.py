@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib.metadata
-import json
 import os
 import platform
 import sys
@@ -49,7 +48,7 @@ from torch import nn
 
 from pytest_torchcheck.errors import TorchcheckFailure
 from pytest_torchcheck.gradcheck import assert_gradcheck
-from _report import stat, table  # a sibling module: benchmarks/ is on sys.path when run as a script
+from _report import stat, table, write_json  # a sibling module: benchmarks/ is on sys.path when run as a script
 
 
 # ------------------------------------------------------------------ models
@@ -258,9 +257,7 @@ def main(argv: list[str] | None = None) -> int:
           f"raw slow mode ({f['seconds']['assert_gradcheck']['median'] * 1e3:.0f} ms) -- no target in issue 3")
 
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=2) + "\n")
-        log(f"wrote {args.json}")
+        write_json(args.json, result, log)
     return 0
 
 

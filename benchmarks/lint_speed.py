@@ -29,7 +29,6 @@ import cProfile
 import gc
 import importlib.metadata
 import io
-import json
 import os
 import platform
 import pstats
@@ -48,7 +47,7 @@ import libcst as cst
 
 from lint_rules import lint_source
 from lint_rules.files import discover
-from _report import stat, table, verdict  # a sibling module: benchmarks/ is on sys.path when run as a script
+from _report import stat, table, verdict, write_json  # a sibling module: benchmarks/ is on sys.path when run as a script
 
 REPO = Path(__file__).resolve().parent.parent
 TORCHFIX_REQ = "torchfix==0.7.0"
@@ -520,9 +519,7 @@ def main(argv: list[str] | None = None) -> int:
         print(profile(sets, 25))
 
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=2) + "\n")
-        log(f"wrote {args.json}")
+        write_json(args.json, result, log)
     return 0
 
 

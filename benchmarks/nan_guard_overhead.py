@@ -43,7 +43,6 @@ import cProfile
 import gc
 import importlib.metadata
 import io
-import json
 import math
 import os
 import platform
@@ -61,7 +60,7 @@ import torch
 from torch import nn
 
 from pytest_torchcheck.anomaly import NanGuard
-from _report import table, verdict  # a sibling module: benchmarks/ is on sys.path when run as a script
+from _report import table, verdict, write_json  # a sibling module: benchmarks/ is on sys.path when run as a script
 
 GUARD_TARGET = 1.3  # guarded step time / unguarded step time, at most
 ANOMALY_PY = "pytest_torchcheck/anomaly.py"
@@ -391,9 +390,7 @@ def main(argv: list[str] | None = None) -> int:
         for w in result["workloads"]:  # the raw samples too
             for mode in w["modes"]:
                 w["modes"][mode]["samples"] = m["samples"][w["name"]][mode]
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=2) + "\n")
-        log(f"wrote {args.json}")
+        write_json(args.json, result, log)
     return 0
 
 

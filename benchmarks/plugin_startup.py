@@ -42,7 +42,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from _report import stat, table, verdict  # a sibling module: benchmarks/ is on sys.path when run as a script
+from _report import stat, table, verdict, write_json  # a sibling module: benchmarks/ is on sys.path when run as a script
 
 TARGET = 1.05  # plugin-enabled time / plugin-disabled time, at most
 PLUGIN = "torchcheck"  # the pytest11 entry-point name
@@ -276,9 +276,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{verdict(no_torch and loaded_ok)}" + (" -- all targets met" if met else " -- NOT all targets met"))
 
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=2) + "\n")
-        log(f"wrote {args.json}")
+        write_json(args.json, result, log)
     return 0
 
 
