@@ -17,6 +17,10 @@ import pytest
 from pytest_torchcheck.errors import TorchcheckFailure
 from pytest_torchcheck.seeding import derive_seed, seed_everything
 
+# Capabilities with hooks of their own are sub-plugins, registered with this one (so ``-p no:torchcheck``
+# disables them all). Each one imports no torch at load time.
+pytest_plugins = ("pytest_torchcheck.distributed.plugin", "pytest_torchcheck.budgets.plugin")
+
 SEED_HELP = "base seed: each test is seeded from it and its test id (an integer, or 'random'; default 0)"
 DEVICES_HELP = "devices torch_device runs on, e.g. 'cpu,cuda' (default: detected in a subprocess)"
 LINT_HELP = "lint every collected Python file with torchcheck's static rules (one item per file)"

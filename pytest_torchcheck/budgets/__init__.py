@@ -1,0 +1,1 @@
+"""Memory, time and sync budgets: ``@pytest.mark.budget`` and the ``budget`` fixture."""
