@@ -60,7 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="codes or prefixes to disable")
     lint.add_argument("--format", choices=FORMATS, default="text",
                       help="output format: text (default), concise, json, json-lines, github (workflow "
-                           "annotations), junit (one test case per file), gitlab (code-quality report)")
+                           "annotations), junit (one test case per file), gitlab (code-quality report), sarif (SARIF "
+                           "2.1.0, for GitHub code scanning)")
     lint.add_argument("--output-file", metavar="PATH", help="write the report to PATH instead of standard output")
     lint.add_argument("--show-source", action="store_true", help="text format: show each offending line with a caret")
     lint.add_argument("--statistics", action="store_true", help="print the number of findings per rule")
@@ -147,7 +148,7 @@ def _lint(args: argparse.Namespace) -> int:
     codes = selected_codes(args, cfg)
     paths = args.paths or ([] if args.no_default_path else ["."])
     results: list[FileResult] = []
-    read_errors = 0
+    read_errors: list[str] = []
     file_paths = discover([p for p in paths if p != "-"], cfg.exclude, cfg.root)
     if "-" in paths:
         name = args.stdin_filename or "-"
@@ -177,7 +178,7 @@ def _lint(args: argparse.Namespace) -> int:
     for outcome in outcomes:  # in input order: output is deterministic whatever the job count
         if isinstance(outcome, str):
             print(outcome, file=sys.stderr)
-            read_errors += 1
+            read_errors.append(outcome.removeprefix("torchcheck: error: "))
         else:
             results.append(outcome)
 
@@ -192,8 +193,13 @@ def _lint(args: argparse.Namespace) -> int:
         except OSError:
             return None
 
+    failed = bool(read_errors) or any(r.internal_error for r in results)
     report = dict(quiet=args.quiet, show_source=args.show_source, source_lines=lines_of,
-                  with_statistics=args.statistics, checked_paths=[r.path for r in results])
+                  with_statistics=args.statistics, checked_paths=[r.path for r in results],
+                  successful=not failed, errors=read_errors)
+    if args.format == "sarif":  # rule metadata: every code that ran or was reported
+        report["rules"] = [r for c in sorted(codes | {f.code for f in findings})
+                           if (r := registry.lookup(c)) is not None]
     if args.output_file:
         try:
             with open(args.output_file, "w", encoding="utf-8") as out:
@@ -202,7 +208,7 @@ def _lint(args: argparse.Namespace) -> int:
             raise UsageError(f"--output-file {args.output_file!r}: cannot write: {e.strerror}") from None
     else:
         write_report(sys.stdout, args.format, findings, len(results), **report)
-    if read_errors or any(r.internal_error for r in results):
+    if failed:
         return EXIT_ERROR
     fail_on = SEVERITIES.index(args.fail_on or cfg.fail_on or "warning")
     failing = [f for f in findings if SEVERITIES.index(f.severity) >= fail_on]

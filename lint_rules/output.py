@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
-from typing import Callable, TextIO
+from pathlib import Path, PurePath
+from typing import Callable, Sequence, TextIO
 
+from lint_rules import __version__
 from lint_rules.diagnostics import Finding
 
-FORMATS = ("text", "concise", "json", "json-lines", "github", "junit", "gitlab")
+FORMATS = ("text", "concise", "json", "json-lines", "github", "junit", "gitlab", "sarif")
 
 
 def _plural(n: int, word: str) -> str:
@@ -101,9 +104,91 @@ def gitlab(findings: list[Finding]) -> str:
     return json.dumps(issues, indent=2) + "\n"
 
 
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+
+
+def _what_it_does(doc: str) -> str:
+    """The first paragraph of a rule's ``## What it does`` section."""
+    m = re.search(r"## What it does\n(.*?)(?:\n\s*\n|\n## |$)", doc, re.S)
+    return " ".join(m.group(1).split()) if m else ""
+
+
+def _sarif_uri(path: str) -> dict:
+    """A relative path is resolved against ``%SRCROOT%`` (the working directory); others are file URIs."""
+    from urllib.parse import quote
+
+    p = PurePath(path)
+    if p.is_absolute():
+        return {"uri": Path(path).as_uri()}
+    return {"uri": quote(p.as_posix()), "uriBaseId": "%SRCROOT%"}
+
+
+def sarif(findings: list[Finding], rules: Sequence, *, successful: bool = True, errors: Sequence[str] = ()) -> str:
+    """SARIF 2.1.0 (one run) as GitHub code scanning reads it.
+
+    ``rules`` are rule classes or builtin codes (``CODE``, ``NAME``, ``MESSAGE``,
+    ``SEVERITY``, ``documentation()``) for every code that ran or was reported.
+    Columns are Unicode code points, 1-based, the end column exclusive: the same
+    numbers every other format prints.
+    """
+    index = {r.CODE: i for i, r in enumerate(rules)}
+    descriptors = []
+    for r in rules:
+        doc = r.documentation()
+        descriptors.append({
+            "id": r.CODE,
+            "name": r.NAME,
+            "shortDescription": {"text": r.MESSAGE},
+            "fullDescription": {"text": _what_it_does(doc) or r.MESSAGE},
+            "help": {"text": doc, "markdown": doc},
+            "defaultConfiguration": {"level": r.SEVERITY},
+            "properties": {"tags": ["pytorch", "correctness"]},
+        })
+    results = []
+    for f in findings:
+        result: dict = {
+            "ruleId": f.code,
+            "level": f.severity,
+            "message": {"text": f.message},
+            "locations": [{"physicalLocation": {
+                "artifactLocation": _sarif_uri(f.path),
+                "region": {"startLine": f.line, "startColumn": f.column,
+                           "endLine": f.end_line, "endColumn": f.end_column},
+            }}],
+        }
+        if f.code in index:
+            result["ruleIndex"] = index[f.code]
+        if f.cell is not None:
+            result["properties"] = {"cell": f.cell}
+        results.append(result)
+    invocation: dict = {"executionSuccessful": successful}
+    if errors:
+        invocation["toolExecutionNotifications"] = [
+            {"level": "error", "message": {"text": e}} for e in errors]
+    log = {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {"name": "torchcheck", "version": __version__,
+                                "semanticVersion": __version__,
+                                "rules": descriptors}},
+            "originalUriBaseIds": {"%SRCROOT%": {"uri": Path.cwd().as_uri().rstrip("/") + "/"}},
+            "invocations": [invocation],
+            "columnKind": "unicodeCodePoints",
+            "results": results,
+        }],
+    }
+    return json.dumps(log, indent=2) + "\n"
+
+
 def write_report(out: TextIO, fmt: str, findings: list[Finding], checked: int, *, quiet: bool = False,
                  show_source: bool = False, source_lines: Callable[[str], list[str] | None] | None = None,
-                 with_statistics: bool = False, checked_paths: list[str] | None = None) -> None:
+                 with_statistics: bool = False, checked_paths: list[str] | None = None,
+                 rules: Sequence = (), successful: bool = True, errors: Sequence[str] = ()) -> None:
+    """``rules``, ``successful`` and ``errors`` feed the SARIF log's rule metadata and invocation."""
+    if fmt == "sarif":
+        out.write(sarif(findings, rules, successful=successful, errors=errors))
+        return
     if fmt == "json":
         json.dump([f.to_dict() for f in findings], out, indent=2)
         out.write("\n")

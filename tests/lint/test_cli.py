@@ -404,6 +404,11 @@ def _positions_from(fmt: str, stdout: str) -> list[tuple]:
         return sorted((f["location"]["path"], f["location"]["positions"]["begin"]["line"],
                        f["location"]["positions"]["begin"]["column"], f["check_name"].split()[0])
                       for f in json.loads(stdout))
+    if fmt == "sarif":
+        return sorted((r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+                       r["locations"][0]["physicalLocation"]["region"]["startLine"],
+                       r["locations"][0]["physicalLocation"]["region"]["startColumn"], r["ruleId"])
+                      for r in json.loads(stdout)["runs"][0]["results"])
     if fmt == "junit":
         from xml.etree import ElementTree as ET
 
@@ -423,7 +428,7 @@ def _positions_from(fmt: str, stdout: str) -> list[tuple]:
 def test_every_format_reports_identical_positions(tmp_path):
     write(tmp_path, {"a.py": BUGGY_LOOP + DATA_PARALLEL, "b.py": DATA_PARALLEL, "bad.py": "import torch\nx = (\n"})
     seen = {}
-    for fmt in ("text", "concise", "json", "json-lines", "github", "junit", "gitlab"):
+    for fmt in ("text", "concise", "json", "json-lines", "github", "junit", "gitlab", "sarif"):
         r = run("lint", "--format", fmt, ".", cwd=tmp_path)
         assert r.returncode == 1, (fmt, r.stderr)
         seen[fmt] = sorted(_positions_from(fmt, r.stdout))
