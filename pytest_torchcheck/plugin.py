@@ -298,14 +298,22 @@ def rerun_command(item: pytest.Item) -> str:
     return f"cd {shlex.quote(str(item.config.rootpath))} && {shlex.join(args)}"
 
 
-def _section(item: pytest.Item) -> str:
+def _section(item: pytest.Item, world_size: int | None = None) -> str:
     torch = sys.modules.get("torch")
-    version = getattr(torch, "__version__", "not imported") if torch is not None else "not imported"
+    if torch is not None:
+        version = getattr(torch, "__version__", "unknown")
+    else:  # e.g. a distributed test, run in rank processes only
+        from importlib import metadata
+
+        try:
+            version = f"{metadata.version('torch')} (not imported in the pytest process)"
+        except metadata.PackageNotFoundError:
+            version = "not installed"
     callspec = getattr(item, "callspec", None)
     device = callspec.params.get("torch_device", "cpu") if callspec is not None else "cpu"
     base = item.stash.get(ITEM_BASE, item.config.stash[BASE_SEED])
     seed = item.stash.get(ITEM_SEED, derive_seed(base, item.nodeid))
-    world = os.environ.get("WORLD_SIZE", "1")
+    world = str(world_size) if world_size is not None else os.environ.get("WORLD_SIZE", "1")
     return (f"seed: {seed} (base seed {base}, test id {item.nodeid})\n"
             f"torch: {version}\n"
             f"device: {device}\n"

@@ -1,3 +1,223 @@
-"""Hooks of the budgets (registered by ``pytest_torchcheck.plugin``); imports no torch."""
+"""Hooks of the budgets (registered by ``pytest_torchcheck.plugin``); imports no torch.
+
+``@pytest.mark.budget(...)`` measures the whole test body, the ``budget`` fixture measures a region,
+and ``torchcheck_budget`` (ini, ``TORCHCHECK_BUDGET``, ``--torchcheck-budget``) sets defaults for both.
+Precedence: marker or fixture keyword > command line > environment > ini.
+"""
 
 from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator, NamedTuple
+
+import pytest
+
+from pytest_torchcheck.budgets import spec, units
+from pytest_torchcheck.budgets.baseline import Baselines
+
+BUDGET_HELP = ("default budget for every @pytest.mark.budget test and budget fixture region, as key=value pairs "
+               "(e.g. 'syncs=0, warmup=1'); a marker's or fixture's own keys win")
+SAVE_HELP = "save each budgeted region's median time as baseline NAME (one per machine, e.g. the host name)"
+COMPARE_HELP = "fail a budgeted region slower than baseline NAME x the tolerance"
+TOLERANCE_HELP = "baseline comparison tolerance: a ratio >= 1 (default 1.3: up to 30% slower passes)"
+DIR_HELP = "folder of the saved baselines, relative to the rootdir (default .torchcheck/baselines)"
+
+
+class Option(NamedTuple):
+    name: str  # ini key; the flag is --torchcheck-<name> with dashes
+    help: str
+    env: str
+    parse: Callable[[str, str], Any]
+    default: str
+    metavar: str
+
+
+def _spec(value: str, source: str) -> dict[str, Any]:
+    return spec.parse_spec_string(value, source)
+
+
+def _name(value: str, source: str) -> str | None:
+    value = value.strip()
+    if not value:
+        return None
+    if not all(c.isalnum() or c in "._-" for c in value) or value.startswith("."):
+        raise spec.BudgetUsageError(f"{source}: baseline name {value!r} may hold only letters, digits, '.', '_' "
+                                    f"and '-' (it names a folder), and must not start with '.'")
+    return value
+
+
+def _ratio(value: str, source: str) -> float:
+    try:
+        return units.parse_ratio(value.strip())
+    except units.UnitError as e:
+        raise spec.BudgetUsageError(f"{source}: {e}") from None
+
+
+def _dir(value: str, source: str) -> str:
+    if not value.strip():
+        raise spec.BudgetUsageError(f"{source}: expected a folder path, got an empty value")
+    return value.strip()
+
+
+OPTIONS = {
+    "budget": Option("torchcheck_budget", BUDGET_HELP, "TORCHCHECK_BUDGET", _spec, "", "SPEC"),
+    "baseline_save": Option("torchcheck_baseline_save", SAVE_HELP, "TORCHCHECK_BASELINE_SAVE", _name, "", "NAME"),
+    "baseline_compare": Option("torchcheck_baseline_compare", COMPARE_HELP, "TORCHCHECK_BASELINE_COMPARE", _name,
+                               "", "NAME"),
+    "baseline_tolerance": Option("torchcheck_baseline_tolerance", TOLERANCE_HELP, "TORCHCHECK_BASELINE_TOLERANCE",
+                                 _ratio, "1.3", "RATIO"),
+    "baseline_dir": Option("torchcheck_baseline_dir", DIR_HELP, "TORCHCHECK_BASELINE_DIR", _dir,
+                           ".torchcheck/baselines", "DIR"),
+}
+
+MARKER_LINE = (f"{spec.SIGNATURE}: fail the test when its body exceeds a limit (memory peaks and growth, "
+               f"host-device syncs, FLOPs, ATen ops, torch.compile graph breaks/recompiles, time); limits take "
+               f"units ('512MiB', '200ms'); warmup=N runs the body N times first")
+
+
+@dataclass(frozen=True)
+class Settings:
+    defaults: list[tuple[dict[str, Any], str]]  # lowest precedence first
+    baselines: Baselines
+
+
+SETTINGS = pytest.StashKey[Settings]()
+MARKER_BUDGET = pytest.StashKey[Any]()
+MARKER_ERROR = pytest.StashKey[str]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("torchcheck", "torchcheck: checks for PyTorch training code")
+    for opt in OPTIONS.values():
+        flag = "--" + opt.name.replace("_", "-")
+        group.addoption(flag, dest=opt.name, default=None, metavar=opt.metavar,
+                        help=f"{opt.help} [env {opt.env}, ini {opt.name}]")
+        parser.addini(opt.name, opt.help, default=opt.default)
+
+
+def _sources(config: pytest.Config, key: str) -> list[tuple[str, str]]:
+    """(raw value, source) from ini, environment and command line, lowest precedence first."""
+    opt = OPTIONS[key]
+    found = []
+    ini = config.getini(opt.name)
+    if ini is not None and str(ini).strip() != "":
+        where = f"ini option {opt.name} in {config.inipath}" if config.inipath else f"ini option {opt.name}"
+        found.append((str(ini), where))
+    env = os.environ.get(opt.env)
+    if env:
+        found.append((env, f"environment variable {opt.env}"))
+    cli = config.getoption(opt.name)
+    if cli is not None:
+        found.append((cli, "--" + opt.name.replace("_", "-")))
+    return found
+
+
+def _value(config: pytest.Config, key: str) -> tuple[Any, str]:
+    opt = OPTIONS[key]
+    found = _sources(config, key)
+    raw, source = found[-1] if found else (opt.default, "default")
+    return opt.parse(raw, source), source
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", MARKER_LINE)
+    try:
+        defaults = [(_spec(raw, source), source) for raw, source in _sources(config, "budget")]
+        save, _ = _value(config, "baseline_save")
+        compare, _ = _value(config, "baseline_compare")
+        tolerance, tolerance_source = _value(config, "baseline_tolerance")
+        directory, _ = _value(config, "baseline_dir")
+    except spec.BudgetUsageError as e:
+        raise pytest.UsageError(str(e)) from None
+    config.stash[SETTINGS] = Settings(defaults, Baselines(Path(config.rootpath, directory), save, compare, tolerance,
+                                                          tolerance_source))
+
+
+def _marker_budget(item: pytest.Item) -> spec.Budget | None:
+    markers = list(item.iter_markers("budget"))  # closest first
+    if not markers:
+        return None
+    layers = list(item.config.stash[SETTINGS].defaults)
+    for marker in reversed(markers):
+        source = f"@pytest.mark.budget on {item.nodeid}"
+        if marker.args:
+            raise spec.BudgetUsageError(f"{source}: takes keyword arguments only, got positional "
+                                        f"{', '.join(repr(a) for a in marker.args)}; signature: {spec.SIGNATURE}")
+        if not marker.kwargs:
+            raise spec.BudgetUsageError(f"{source}: no limit given; signature: {spec.SIGNATURE}")
+        layers.append((spec.parse_values(marker.kwargs, source), source))
+    return spec.build(layers)
+
+
+def _in_parent_of_ranks(item: pytest.Item) -> bool:
+    # Under @pytest.mark.distributed the body runs in each rank's process; measure there, not here.
+    return item.get_closest_marker("distributed") is not None and "RANK" not in os.environ
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if not any(True for _ in item.iter_markers("budget")):
+        return
+    try:
+        budget = _marker_budget(item)
+    except spec.BudgetUsageError as e:
+        item.stash[MARKER_ERROR] = str(e)
+    if MARKER_ERROR in item.stash:
+        pytest.fail(item.stash[MARKER_ERROR], pytrace=False)
+    if not isinstance(item, pytest.Function):
+        pytest.fail(f"@pytest.mark.budget on {item.nodeid}: only test functions can carry a budget", pytrace=False)
+    cuda = sorted(spec.CUDA_KEYS & set(budget.limits))
+    if cuda and "RANK" not in os.environ:  # inside a rank, the measurement itself skips without CUDA
+        from pytest_torchcheck.plugin import _devices  # found in a subprocess: CUDA stays untouched here
+
+        if _devices(item.config).cuda_count < 1:
+            raise pytest.skip.Exception(
+                f"budget {', '.join(cuda)} needs CUDA: no CUDA device found ({_devices(item.config).source}); "
+                f"the limit is not checked on this machine", _use_item_location=True)
+    item.stash[MARKER_BUDGET] = budget
+
+
+def _context(item: pytest.Item) -> Any:
+    from pytest_torchcheck.budgets.region import Context
+
+    settings = item.config.stash[SETTINGS]
+    ctx = item.stash.get(_CONTEXT, None)
+    if ctx is None:
+        ctx = item.stash[_CONTEXT] = Context(item.nodeid, settings.defaults, settings.baselines)
+    return ctx
+
+
+_CONTEXT = pytest.StashKey[Any]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    budget = item.stash.get(MARKER_BUDGET, None)
+    if budget is None or _in_parent_of_ranks(item):
+        return (yield)
+    from pytest_torchcheck.budgets.region import run_function
+
+    original = item.obj
+    ctx = _context(item)
+
+    def budgeted_test(*args: Any, **kwargs: Any) -> None:
+        __tracebackhide__ = True
+        run_function(lambda: original(*args, **kwargs), budget, ctx, budget.name or "test body")
+
+    item.obj = budgeted_test
+    try:
+        return (yield)
+    finally:
+        item.obj = original
+
+
+@pytest.fixture
+def budget(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """A BudgetFixture: ``with budget(syncs=0): ...`` or ``budget(fn, warmup=1, time="20ms")``."""
+    from pytest_torchcheck.budgets.region import BudgetFixture
+
+    helper = BudgetFixture(_context(request.node))
+    yield helper
+    helper.close()

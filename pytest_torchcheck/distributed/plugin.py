@@ -1,3 +1,242 @@
-"""Hooks of the DDP harness (registered by ``pytest_torchcheck.plugin``); imports no torch."""
+"""Hooks of the DDP harness (registered by ``pytest_torchcheck.plugin``); imports no torch.
+
+``@pytest.mark.distributed(world_size=2, backend="gloo", timeout=60, isolate=False)``
+runs the test body in every rank of a real ``torch.distributed`` process group.
+The pytest process never runs such a test itself and never imports torch for it:
+it hands the test to rank processes (``harness.py``), waits with a deadline, and
+reports one merged result (``merge.py``). Inside a rank, or in a process started
+by torchrun/SLURM, the same test runs as an ordinary pytest item (``torchrun.py``).
+"""
 
 from __future__ import annotations
+
+import os
+from typing import Any, Iterator
+
+import pytest
+
+from pytest_torchcheck.distributed.protocol import ENV_WORKER
+
+SIGNATURE = "distributed(world_size=2, backend='gloo', timeout=60, isolate=False)"
+MARKER_HELP = ("run the test in every rank of a real torch.distributed process group (fixtures rank, world_size, "
+               "process_group, rank_device, tmp_path per rank); passes only if every rank passes")
+BACKENDS = ("gloo", "nccl")
+TIMEOUT_INI = "torchcheck_distributed_timeout"
+TIMEOUT_HELP = "default per-test deadline, in seconds, of @pytest.mark.distributed tests (default 60)"
+ISOLATE_INI = "torchcheck_distributed_isolate"
+ISOLATE_HELP = ("run every distributed test in fresh rank processes forked from the preloaded zygote instead of "
+                "the warm pool (default false)")
+
+MODE = pytest.StashKey[str]()  # "parent", "rank" or "torchrun"
+HARNESS = pytest.StashKey[Any]()
+PROBLEM = pytest.StashKey[tuple]()  # ("fail" | "skip", message): raised at setup instead of running in ranks
+DEFAULTS = pytest.StashKey[tuple]()  # (timeout, isolate) from ini
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addini(TIMEOUT_INI, TIMEOUT_HELP, default="60")
+    parser.addini(ISOLATE_INI, ISOLATE_HELP, default="false")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", f"{SIGNATURE}: {MARKER_HELP}")
+    worker = os.environ.get(ENV_WORKER)
+    if worker:
+        config.stash[MODE] = "rank"
+    else:
+        from pytest_torchcheck.distributed.torchrun import launched_by_torchrun
+
+        config.stash[MODE] = "torchrun" if launched_by_torchrun() else "parent"
+    config.stash[DEFAULTS] = (_ini_timeout(config), _ini_isolate(config))
+    if config.stash[MODE] == "torchrun":
+        from pytest_torchcheck.distributed.torchrun import TorchrunSession
+
+        config.pluginmanager.register(TorchrunSession(config), "torchcheck-torchrun")
+
+
+def _ini_source(config: pytest.Config, key: str) -> str:
+    return f"ini option {key} in {config.inipath}" if config.inipath else f"ini option {key}"
+
+
+def _ini_timeout(config: pytest.Config) -> float:
+    raw = str(config.getini(TIMEOUT_INI)).strip()
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise pytest.UsageError(f"{_ini_source(config, TIMEOUT_INI)}: expected a positive number of seconds, "
+                                f"got {raw!r}")
+    return value
+
+
+def _ini_isolate(config: pytest.Config) -> bool:
+    raw = str(config.getini(ISOLATE_INI)).strip().lower()
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off", ""):
+        return False
+    raise pytest.UsageError(f"{_ini_source(config, ISOLATE_INI)}: expected true or false, got {raw!r}")
+
+
+# ------------------------------------------------------------------ marker
+class MarkerError(Exception):
+    pass
+
+
+def marker_spec(item: pytest.Item) -> dict[str, Any] | None:
+    """The validated arguments of the ``distributed`` marker, or None if the test has none."""
+    marker = item.get_closest_marker("distributed")
+    if marker is None:
+        return None
+    where = f"@pytest.mark.distributed on {item.nodeid}"
+    timeout, isolate = item.config.stash[DEFAULTS]
+    values: dict[str, Any] = {"world_size": 2, "backend": "gloo", "timeout": timeout, "isolate": isolate}
+    if len(marker.args) > 1:
+        raise MarkerError(f"{where}: takes at most 1 positional argument (world_size), got {len(marker.args)}; "
+                          f"signature: {SIGNATURE}")
+    given = dict(zip(("world_size",), marker.args))
+    for key, value in marker.kwargs.items():
+        if key not in values:
+            raise MarkerError(f"{where}: unknown keyword {key!r}; valid keywords: {', '.join(values)}")
+        given[key] = value
+    values.update(given)
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None and "world_size" in callspec.params:
+        if "world_size" in given and given["world_size"] != callspec.params["world_size"]:
+            raise MarkerError(f"{where}: world_size={given['world_size']!r} conflicts with the parametrized "
+                              f"world_size={callspec.params['world_size']!r}; give it in one place")
+        values["world_size"] = callspec.params["world_size"]
+    ws = values["world_size"]
+    if not isinstance(ws, int) or isinstance(ws, bool) or ws < 1:
+        raise MarkerError(f"{where}: world_size={ws!r} must be an integer >= 1")
+    if values["backend"] not in BACKENDS:
+        raise MarkerError(f"{where}: backend={values['backend']!r} is not supported; use one of "
+                          f"{', '.join(map(repr, BACKENDS))}")
+    t = values["timeout"]
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not t > 0 or t == float("inf"):
+        raise MarkerError(f"{where}: timeout={t!r} must be a positive number of seconds")
+    if not isinstance(values["isolate"], bool):
+        raise MarkerError(f"{where}: isolate={values['isolate']!r} must be True or False")
+    return values
+
+
+def shipping_problem(function: Any) -> str | None:
+    """Why a test function cannot be run by rank processes, which import its module and look it up by name."""
+    qualname = getattr(function, "__qualname__", "")
+    if "<lambda>" in qualname:
+        kind = "a lambda"
+    elif "<locals>" in qualname:
+        kind = "a closure (a function defined inside another function)"
+    else:
+        return None
+    return (f"{kind}, {qualname!r}, cannot be shipped to rank processes: each rank imports the test module "
+            f"afresh and looks the test up by its module-level name, and would not see the state the closure "
+            f"captured. Define the test with 'def' at module or class level")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: object) -> Iterator[Any]:
+    result = yield
+    items = result if isinstance(result, list) else [result]
+    for item in items:
+        if isinstance(item, pytest.Function) and item.get_closest_marker("distributed") is not None:
+            problem = shipping_problem(getattr(item, "obj", None))
+            if problem is not None:
+                raise collector.CollectError(f"@pytest.mark.distributed test {name}: {problem}")
+    return result
+
+
+# ------------------------------------------------------------------- hooks
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
+    if item.config.stash.get(MODE, "parent") != "parent" or item.get_closest_marker("distributed") is None:
+        return None
+    try:
+        spec = marker_spec(item)
+    except MarkerError as e:
+        item.stash[PROBLEM] = ("fail", str(e))
+        return None
+    assert spec is not None
+    if not isinstance(item, pytest.Function):
+        item.stash[PROBLEM] = ("fail", f"@pytest.mark.distributed on {item.nodeid}: only test functions can run "
+                                       f"in rank processes, not {type(item).__name__} items")
+        return None
+    if spec["backend"] == "nccl":
+        from pytest_torchcheck.plugin import _devices
+
+        devices = _devices(item.config)
+        if devices.cuda_count < spec["world_size"]:
+            item.stash[PROBLEM] = ("skip", f"backend='nccl' with world_size={spec['world_size']} needs "
+                                           f"{spec['world_size']} CUDA devices, found {devices.cuda_count} "
+                                           f"({devices.source}); use backend='gloo' to run on CPU")
+            return None
+    from pytest_torchcheck.distributed.runner import run_in_ranks
+
+    run_in_ranks(item, nextitem, spec, _harness(item.config))
+    return True
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    problem = item.stash.get(PROBLEM, None)
+    if problem is None:
+        return
+    kind, message = problem
+    if kind == "skip":
+        raise pytest.skip.Exception(message, _use_item_location=True)
+    pytest.fail(message, pytrace=False)
+
+
+def _harness(config: pytest.Config) -> Any:
+    if HARNESS not in config.stash:
+        from pytest_torchcheck.distributed.harness import Harness
+        from pytest_torchcheck.distributed.runner import rank_args
+
+        config.stash[HARNESS] = Harness(rank_args(config), str(config.invocation_params.dir))
+    return config.stash[HARNESS]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    harness = config.stash.get(HARNESS, None)
+    if harness is not None:
+        harness.close()
+        del config.stash[HARNESS]
+
+
+# ----------------------------------------------------------------- fixtures
+def _context(request: pytest.FixtureRequest) -> Any:
+    from pytest_torchcheck.distributed import context
+
+    if context.CURRENT is None:
+        name = request.fixturename
+        raise pytest.UsageError(f"the {name!r} fixture of {request.node.nodeid} only exists inside the ranks of a "
+                                f"distributed test: mark the test with @pytest.mark.distributed(world_size=...)")
+    return context.CURRENT
+
+
+@pytest.fixture
+def rank(request: pytest.FixtureRequest) -> int:
+    """This process's rank in the test's process group."""
+    return _context(request).rank
+
+
+@pytest.fixture
+def world_size(request: pytest.FixtureRequest) -> int:
+    """The number of ranks in the test's process group."""
+    return _context(request).world_size
+
+
+@pytest.fixture
+def process_group(request: pytest.FixtureRequest) -> Any:
+    """The default process group (``torch.distributed.group.WORLD``), already initialised."""
+    return _context(request).group
+
+
+@pytest.fixture
+def rank_device(request: pytest.FixtureRequest) -> Any:
+    """This rank's device: ``cuda:<local rank>`` with nccl, ``cpu`` with gloo."""
+    import torch
+
+    return torch.device(_context(request).device)
+

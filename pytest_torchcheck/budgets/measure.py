@@ -1,0 +1,463 @@
+"""Measuring a region: sync/op/flop counters, CPU and CUDA memory peaks, growth, time, torch.compile events.
+
+Imported only by tests that use a budget (it imports torch).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import gc
+import heapq
+import linecache
+import logging
+import os
+import re
+import statistics
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
+
+import pytest_torchcheck
+
+_SKIP_DIRS = (os.path.dirname(torch.__file__) + os.sep, os.path.dirname(pytest_torchcheck.__file__) + os.sep,
+              os.path.dirname(contextlib.__file__) + os.sep + "contextlib.py")
+
+
+# ------------------------------------------------------------------ call sites
+@dataclass(frozen=True)
+class Site:
+    file: str
+    line: int
+    source: str
+
+    def __str__(self) -> str:
+        return f"{_short(self.file)}:{self.line}  {self.source}".rstrip()
+
+
+def _short(path: str) -> str:
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if rel.startswith(".." + os.sep + "..") else rel
+
+
+def call_site(depth: int = 2) -> Site:
+    """The innermost frame outside torch and torchcheck: the user's line that made the call."""
+    f = sys._getframe(depth)
+    while f is not None and f.f_code.co_filename.startswith(_SKIP_DIRS):
+        f = f.f_back
+    if f is None:
+        return Site("<unknown>", 0, "")
+    return Site(f.f_code.co_filename, f.f_lineno, linecache.getline(f.f_code.co_filename, f.f_lineno).strip())
+
+
+# ------------------------------------------------------------------ syncs
+# Calls that copy device data to the host or need a device result to size their output. Counted on every
+# device alike, so a CPU-only CI enforces the budget a GPU run would: a call is a sync wherever it runs.
+_SYNC_CALLS = {
+    "item": ".item()", "tolist": ".tolist()", "numpy": ".numpy()", "cpu": ".cpu()",
+    "__bool__": "bool(tensor) / if tensor", "__float__": "float(tensor)", "__int__": "int(tensor)",
+    "__index__": "tensor used as an index", "__complex__": "complex(tensor)",
+    "__repr__": "printing a tensor", "__format__": "formatting a tensor",
+    "nonzero": "nonzero", "argwhere": "argwhere", "masked_select": "masked_select", "unique": "unique",
+    "unique_consecutive": "unique_consecutive", "equal": "torch.equal", "allclose": "allclose",
+    "is_nonzero": "is_nonzero",
+}
+
+
+def _is_mask(index: Any) -> bool:
+    if isinstance(index, torch.Tensor):
+        return index.dtype in (torch.bool, torch.uint8)
+    if isinstance(index, (tuple, list)):
+        return any(isinstance(i, torch.Tensor) and i.dtype in (torch.bool, torch.uint8) for i in index)
+    return False
+
+
+def _to_cpu(args: tuple, kwargs: dict) -> bool:
+    for a in list(args[1:]) + [kwargs.get("device")]:
+        if isinstance(a, str) and a.split(":")[0] == "cpu":
+            return True
+        if isinstance(a, torch.device) and a.type == "cpu":
+            return True
+    return False
+
+
+class SyncCounter(TorchFunctionMode):
+    """Counts host-device synchronisations by the Python call that forces them, with the call site."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sites: Counter[tuple[str, Site]] = Counter()
+
+    @property
+    def total(self) -> int:
+        return sum(self.sites.values())
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        kwargs = kwargs or {}
+        name = getattr(func, "__name__", "")
+        what = _SYNC_CALLS.get(name)
+        if what is None:
+            if name in ("__getitem__", "__setitem__") and len(args) > 1 and _is_mask(args[1]):
+                what = "boolean mask indexing" if name == "__getitem__" else "boolean mask assignment"
+            elif name == "where" and len(args) + len(kwargs) == 1:
+                what = "torch.where(condition)"
+            elif name == "to" and _to_cpu(args, kwargs):
+                what = ".to('cpu')"
+        if what is not None:
+            self.sites[(what, call_site())] += 1
+        return func(*args, **kwargs)
+
+
+# ------------------------------------------------------------------ CPU memory
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
+                 "keepcost")]
+
+
+def _load_mallinfo() -> Callable[[], int] | None:
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        fn = libc.mallinfo2
+    except (OSError, AttributeError):
+        return None
+    fn.restype = _MallInfo2
+    fn.argtypes = []
+
+    def in_use() -> int:
+        m = fn()
+        return m.uordblks + m.hblkhd  # bytes in use from malloc's heaps + its mmapped chunks
+
+    return in_use
+
+
+cpu_in_use = _load_mallinfo()
+CPU_MEMORY_UNAVAILABLE = ("cpu_memory and memory_growth need glibc's mallinfo2() (Linux, glibc >= 2.33) to read "
+                          "the bytes malloc has handed out; it is not available on this platform")
+
+
+@dataclass
+class Allocation:
+    size: int
+    op: str
+    site: Site
+
+
+class OpCounter(TorchDispatchMode):
+    """Counts ATen operator calls and, with ``memory=True``, samples malloc's bytes in use after each one.
+
+    Torch's CPU tensors come from malloc (``c10::alloc_cpu``), so the in-use byte count sees tensor storage
+    and native allocations alike; the peak is taken after every operator (forward, backward, optimizer).
+    """
+
+    def __init__(self, count: bool, memory: bool) -> None:
+        super().__init__()
+        self.count = count
+        self.memory = memory and cpu_in_use is not None
+        self.ops: Counter[str] = Counter()
+        self.start = cpu_in_use() if self.memory else 0
+        self.peak = self.start
+        self.allocations: list[tuple[int, int, Allocation]] = []  # heap of the largest, by size
+        self._n = 0
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        if self.count:
+            self.ops[func._overloadpacket.__name__] += 1
+        if not self.memory:
+            return func(*args, **(kwargs or {}))
+        before = cpu_in_use()
+        out = func(*args, **(kwargs or {}))
+        after = cpu_in_use()
+        if after > self.peak:
+            self.peak = after
+        grown = after - before
+        if grown >= 65536:
+            self._n += 1
+            entry = (grown, self._n, Allocation(grown, f"aten.{func._overloadpacket.__name__}", call_site()))
+            if len(self.allocations) < 8:
+                heapq.heappush(self.allocations, entry)
+            else:
+                heapq.heappushpop(self.allocations, entry)
+        return out
+
+    def finish(self) -> None:
+        if self.memory:
+            self.peak = max(self.peak, cpu_in_use())
+
+    @property
+    def peak_above_start(self) -> int:
+        return max(0, self.peak - self.start)
+
+    def largest(self) -> list[Allocation]:
+        return [a for _, _, a in sorted(self.allocations, key=lambda e: -e[0])]
+
+
+# ------------------------------------------------------------------ CUDA memory
+def cuda_available() -> bool:
+    return torch.cuda.is_available()
+
+
+class CudaPeaks:
+    """Peak allocated (above the start) and peak reserved per device, from the caching allocator's statistics."""
+
+    def __init__(self) -> None:
+        self.devices = list(range(torch.cuda.device_count()))
+        self.start: dict[int, int] = {}
+        self.allocated: dict[int, int] = {}
+        self.reserved: dict[int, int] = {}
+
+    def __enter__(self) -> CudaPeaks:
+        for d in self.devices:
+            torch.cuda.reset_peak_memory_stats(d)
+            self.start[d] = torch.cuda.memory_allocated(d)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for d in self.devices:
+            self.allocated[d] = max(0, torch.cuda.max_memory_allocated(d) - self.start[d])
+            self.reserved[d] = torch.cuda.max_memory_reserved(d)
+
+
+# ------------------------------------------------------------------ torch.compile events
+@dataclass
+class CompileEvent:
+    kind: str  # "graph break" or "recompile"
+    location: str
+    reason: str
+
+
+_GB_LOC = re.compile(r"in user code at (?P<loc>.+?:\d+)\s*$")
+_RECOMPILE = re.compile(r"^Recompiling function (?P<fn>\S+) in (?P<loc>.+?:\d+)\s*$")
+
+
+class _Collect(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.events: list[CompileEvent] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            lines = record.getMessage().splitlines()
+        except Exception:  # a log record we cannot format is not worth failing the test over
+            return
+        if not lines:
+            return
+        if record.name.endswith("__recompiles"):
+            m = _RECOMPILE.match(lines[0])
+            guards = [ln.strip().lstrip("- ") for ln in lines[1:] if ln.strip().startswith("-")]
+            self.events.append(CompileEvent("recompile", m.group("loc") if m else "?",
+                                            (f"{m.group('fn')}: " if m else "") + "; ".join(guards[:3])))
+        elif record.name.endswith("symbolic_convert.__graph_breaks"):
+            m = _GB_LOC.search(lines[0])
+            reason = next((ln.split("Reason:", 1)[1].strip() for ln in lines if "Graph Break Reason:" in ln), "")
+            code = next((ln.strip() for ln in lines if ln.strip().startswith("# File")), "")
+            self.events.append(CompileEvent("graph break", m.group("loc") if m else "?",
+                                            reason + (f" ({code.lstrip('# ')})" if code else "")))
+
+
+class CompileWatcher:
+    """Graph breaks and recompilations under torch.compile, with reasons and locations.
+
+    Dynamo's caches are reset on entry, so code compiled before the region (by an earlier test) is compiled
+    again inside it and every break is seen, whatever ran before.
+    """
+
+    _ARTIFACTS = ("graph_breaks", "recompiles")
+
+    def __init__(self) -> None:
+        self.handler = _Collect()
+        self._saved: list[tuple[logging.Logger, int, bool]] = []
+        self._state: set[str] | None = None
+        self._counter_start = 0
+
+    def __enter__(self) -> CompileWatcher:
+        import torch._dynamo
+        import torch._logging._internal as log_internal
+        from torch._dynamo.utils import counters
+
+        torch._dynamo.reset()
+        state = log_internal.log_state
+        self._state = set(state.artifact_names)
+        for name in self._ARTIFACTS:
+            state.enable_artifact(name)
+        for qname in list(log_internal.log_registry.artifact_log_qnames):
+            if qname.endswith(tuple(f"__{a}" for a in self._ARTIFACTS)):
+                logger = logging.getLogger(qname)
+                self._saved.append((logger, logger.level, logger.propagate))
+                logger.setLevel(logging.DEBUG)
+                logger.propagate = False  # ours, not the user's stderr
+                logger.addHandler(self.handler)
+        self._counter_start = sum(counters["unimplemented"].values())
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        import torch._logging._internal as log_internal
+        from torch._dynamo.utils import counters
+
+        for logger, level, propagate in self._saved:
+            logger.removeHandler(self.handler)
+            logger.setLevel(level)
+            logger.propagate = propagate
+        if self._state is not None:
+            log_internal.log_state.artifact_names.intersection_update(self._state)
+        self._counter_unimplemented = sum(counters["unimplemented"].values()) - self._counter_start
+
+    @property
+    def graph_breaks(self) -> list[CompileEvent]:
+        return [e for e in self.handler.events if e.kind == "graph break"]
+
+    @property
+    def recompiles(self) -> list[CompileEvent]:
+        return [e for e in self.handler.events if e.kind == "recompile"]
+
+    @property
+    def graph_break_count(self) -> int:
+        # The log has one record per break; the counter is the fallback if a torch version logs differently.
+        return max(len(self.graph_breaks), self._counter_unimplemented if not self.graph_breaks else 0)
+
+
+# ------------------------------------------------------------------ timing
+class Timer:
+    """Wall time of one run; with CUDA in use, CUDA events on the current stream after a synchronise."""
+
+    def __init__(self) -> None:
+        self.cuda = torch.cuda.is_available() and torch.cuda.is_initialized()
+        self.method = "CUDA events (current stream)" if self.cuda else "time.perf_counter"
+
+    def run(self, fn: Callable[[], Any]) -> float:
+        if self.cuda:
+            torch.cuda.synchronize()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            return start.elapsed_time(end) / 1e3
+        t0 = time.perf_counter()
+        fn()
+        return time.perf_counter() - t0
+
+
+# ------------------------------------------------------------------ one measurement
+@dataclass
+class Measurement:
+    """What one region measured (only the keys its budget asked for are filled in)."""
+
+    runs: int = 0
+    syncs: SyncCounter | None = None
+    ops: Counter[str] | None = None
+    flops: int | None = None
+    flops_by_op: dict[str, int] = field(default_factory=dict)
+    cpu_peak: int | None = None
+    cpu_allocations: list[Allocation] = field(default_factory=list)
+    cuda_allocated: dict[int, int] = field(default_factory=dict)
+    cuda_reserved: dict[int, int] = field(default_factory=dict)
+    growth: dict[str, list[int]] = field(default_factory=dict)  # device -> bytes held after each repeated run
+    times: list[float] = field(default_factory=list)
+    time_method: str = ""
+    compile: CompileWatcher | None = None
+
+    def growth_per_run(self, device: str) -> int:
+        held = self.growth[device]
+        return int(statistics.median(b - a for a, b in zip(held, held[1:])))
+
+    @property
+    def time(self) -> float | None:
+        return statistics.median(self.times) if self.times else None
+
+
+def _memory_held(cuda: bool) -> dict[str, int]:
+    gc.collect()
+    held = {"cpu": cpu_in_use()} if cpu_in_use is not None else {}
+    if cuda:
+        for d in range(torch.cuda.device_count()):
+            held[f"cuda:{d}"] = torch.cuda.memory_allocated(d)
+    return held
+
+
+@contextlib.contextmanager
+def instruments(keys: set[str], m: Measurement) -> Iterator[None]:
+    """The counters ``keys`` need, around one run; results land in ``m``."""
+    with contextlib.ExitStack() as stack:
+        flop_counter = None
+        if "flops" in keys:
+            from torch.utils.flop_counter import FlopCounterMode
+
+            flop_counter = stack.enter_context(FlopCounterMode(display=False))
+        cuda = None
+        if keys & {"cuda_memory", "cuda_reserved"}:
+            cuda = stack.enter_context(CudaPeaks())
+        op_counter = None
+        if keys & {"ops", "cpu_memory"}:
+            op_counter = stack.enter_context(OpCounter(count="ops" in keys, memory="cpu_memory" in keys))
+        if "syncs" in keys:
+            m.syncs = stack.enter_context(SyncCounter())
+        try:
+            yield
+        finally:
+            if op_counter is not None:
+                op_counter.finish()
+    if op_counter is not None:
+        if "ops" in keys:
+            m.ops = op_counter.ops
+        if "cpu_memory" in keys:
+            m.cpu_peak = op_counter.peak_above_start
+            m.cpu_allocations = op_counter.largest()
+    if flop_counter is not None:
+        m.flops = int(flop_counter.get_total_flops())
+        m.flops_by_op = {str(k): int(v) for k, v in flop_counter.get_flop_counts().get("Global", {}).items()}
+    if cuda is not None:
+        m.cuda_allocated, m.cuda_reserved = cuda.allocated, cuda.reserved
+
+
+def measure_function(fn: Callable[[], Any], keys: set[str], warmup: int, repeats: int, timed: bool) -> Measurement:
+    """``warmup`` plain runs, one instrumented run, then ``repeats`` runs for time and memory growth."""
+    __tracebackhide__ = True
+    m = Measurement()
+    with contextlib.ExitStack() as stack:
+        if keys & {"graph_breaks", "recompiles"}:
+            m.compile = stack.enter_context(CompileWatcher())  # compile events count in every run
+        for _ in range(warmup):
+            fn()
+            m.runs += 1
+        with instruments(keys, m):
+            fn()
+        m.runs += 1
+        growth = "memory_growth" in keys
+        if timed or growth:
+            timer = Timer()
+            m.time_method = timer.method
+            cuda = torch.cuda.is_available() and torch.cuda.is_initialized()
+            held = [_memory_held(cuda)] if growth else []
+            for _ in range(repeats):
+                t = timer.run(fn)
+                m.runs += 1
+                if timed:
+                    m.times.append(t)
+                if growth:
+                    held.append(_memory_held(cuda))
+            if growth:
+                m.growth = {dev: [h[dev] for h in held] for dev in held[0]}
+    return m
+
+
+@contextlib.contextmanager
+def measure_block(keys: set[str]) -> Iterator[Measurement]:
+    """One run of a ``with`` block (no warm-up, no repeats)."""
+    m = Measurement()
+    with contextlib.ExitStack() as stack:
+        if keys & {"graph_breaks", "recompiles"}:
+            m.compile = stack.enter_context(CompileWatcher())
+        with instruments(keys, m):
+            yield m
+    m.runs = 1

@@ -1,0 +1,134 @@
+"""What a budget is: its keys, their units, validation, and defaults merged from ini/env/command line.
+
+Pure Python (no torch), so marker arguments and ini values are checked before any test runs.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, NamedTuple
+
+from pytest_torchcheck.budgets import units
+from pytest_torchcheck.errors import TorchcheckUsageError
+
+
+class Key(NamedTuple):
+    parse: Callable[[object], Any]
+    allowed: str  # what a value may be, for error messages
+    unit: str  # how the measured value is printed: bytes, seconds, count, flops
+    what: str  # one-line meaning, for README/--markers
+
+
+LIMITS: dict[str, Key] = {
+    "cpu_memory": Key(units.parse_size, units.SIZE_HELP, "bytes",
+                      "peak CPU memory (torch tensors + native allocations) above the region's start"),
+    "cuda_memory": Key(units.parse_size, units.SIZE_HELP, "bytes",
+                       "peak CUDA memory allocated per device above the region's start (skipped without CUDA)"),
+    "cuda_reserved": Key(units.parse_size, units.SIZE_HELP, "bytes",
+                         "peak CUDA memory reserved by the caching allocator per device (skipped without CUDA)"),
+    "memory_growth": Key(units.parse_size, units.SIZE_HELP, "bytes",
+                         "memory still held after each repeated run, per run (median; leaks)"),
+    "syncs": Key(units.parse_count, units.COUNT_HELP, "count",
+                 "host-device synchronisations (.item(), .cpu(), .tolist(), .numpy(), nonzero, boolean masks, "
+                 "printing); counted identically on CPU and GPU"),
+    "flops": Key(units.parse_count, units.COUNT_HELP, "flops", "floating-point operations (torch's flop counter)"),
+    "ops": Key(units.parse_count, units.COUNT_HELP, "count", "ATen operator calls (a kernel-launch proxy)"),
+    "graph_breaks": Key(units.parse_count, units.COUNT_HELP, "count", "torch.compile graph breaks"),
+    "recompiles": Key(units.parse_count, units.COUNT_HELP, "count", "torch.compile recompilations"),
+    "time": Key(units.parse_time, units.TIME_HELP, "seconds",
+                "median wall time of the repeated runs (CUDA events when CUDA is in use)"),
+}
+SETTINGS: dict[str, Key] = {
+    "warmup": Key(lambda v: units.parse_int(v, 0), "an integer >= 0", "count",
+                  "unmeasured runs of the region first (default 0; needs the region as a function)"),
+    "repeats": Key(lambda v: units.parse_int(v, 1), "an integer >= 1", "count",
+                   "measured runs for time and memory_growth (default 5)"),
+    "tolerance": Key(units.parse_ratio, "a ratio >= 1", "ratio",
+                     "baseline comparison: fail when slower than baseline x tolerance"),
+    "name": Key(units.parse_name, "a non-empty string", "", "the region's name in messages and baselines"),
+}
+KEYS = {**LIMITS, **SETTINGS}
+# Keys that need the region to run more than once: the marker, or the fixture given a function.
+REPEATED = frozenset({"warmup", "time", "memory_growth"})
+CUDA_KEYS = frozenset({"cuda_memory", "cuda_reserved"})
+DEFAULT_REPEATS = 5
+
+SIGNATURE = ("budget(*, cpu_memory=, cuda_memory=, cuda_reserved=, memory_growth=, syncs=, flops=, ops=, "
+             "graph_breaks=, recompiles=, time=, warmup=0, repeats=5, tolerance=, name=)")
+
+
+class BudgetUsageError(TorchcheckUsageError):
+    """A budget was given a bad key or value."""
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Validated limits (bytes, seconds, counts) and run settings for one region."""
+
+    limits: Mapping[str, Any] = field(default_factory=dict)
+    warmup: int = 0
+    repeats: int = DEFAULT_REPEATS
+    tolerance: float | None = None
+    name: str | None = None
+    sources: Mapping[str, str] = field(default_factory=dict)  # key -> where its value came from
+
+    @property
+    def needs_repeats(self) -> bool:
+        return bool({"time", "memory_growth"} & set(self.limits))
+
+
+def parse_values(values: Mapping[str, object], source: str) -> dict[str, Any]:
+    """Each key checked against ``KEYS``; values parsed; errors name key, value, source and what is allowed."""
+    parsed: dict[str, Any] = {}
+    for key, value in values.items():
+        spec = KEYS.get(key)
+        if spec is None:
+            close = _close(key)
+            hint = f" (did you mean {close!r}?)" if close else ""
+            raise BudgetUsageError(f"{source}: unknown budget key {key!r}{hint}; valid keys: "
+                                   f"{', '.join(LIMITS)}; settings: {', '.join(SETTINGS)}")
+        try:
+            parsed[key] = spec.parse(value)
+        except units.UnitError as e:
+            raise BudgetUsageError(f"{source}: {key}={value!r}: {e}; {key} must be {spec.allowed}") from None
+    return parsed
+
+
+def _close(key: str) -> str | None:
+    import difflib
+
+    found = difflib.get_close_matches(key, list(KEYS), n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
+_PAIR = re.compile(r"^\s*(?P<key>[A-Za-z_]\w*)\s*=\s*(?P<value>.+?)\s*$")
+
+
+def parse_spec_string(text: str, source: str) -> dict[str, Any]:
+    """``"syncs=0, cpu_memory=512MiB"`` (commas or whitespace between pairs) -> parsed values."""
+    values: dict[str, object] = {}
+    for part in re.split(r"[,\s]+", text.strip()):
+        if not part:
+            continue
+        m = _PAIR.match(part)
+        if m is None:
+            raise BudgetUsageError(f"{source}: cannot read {part!r}; write key=value pairs separated by commas "
+                                   f"or spaces, e.g. 'syncs=0, cpu_memory=512MiB'")
+        if m.group("key") in values:
+            raise BudgetUsageError(f"{source}: budget key {m.group('key')!r} given twice")
+        values[m.group("key")] = m.group("value").strip("'\"")
+    return parse_values(values, source)
+
+
+def build(layers: list[tuple[dict[str, Any], str]]) -> Budget:
+    """A Budget from parsed layers, lowest precedence first (ini/env/command-line defaults, then the marker)."""
+    merged: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for values, source in layers:
+        for key, value in values.items():
+            merged[key] = value
+            sources[key] = source
+    limits = {k: v for k, v in merged.items() if k in LIMITS}
+    return Budget(limits=limits, warmup=merged.get("warmup", 0), repeats=merged.get("repeats", DEFAULT_REPEATS),
+                  tolerance=merged.get("tolerance"), name=merged.get("name"), sources=sources)

@@ -1,0 +1,470 @@
+"""The pytest-process side of the DDP harness: the zygote, the rank pools, deadlines and crash detection.
+
+One ``Harness`` per pytest session (per xdist worker). It starts the zygote on the
+first distributed test, asks it to fork a pool of ranks per (world size, backend,
+process-group timeout), sends each test to every rank and collects what comes
+back. The harness enforces each test's deadline itself: on expiry it dumps every
+live rank's Python stack (``faulthandler`` on SIGUSR1 writes it even while the
+main thread is blocked in C++), kills the ranks' process groups and waits until
+the zygote has reaped them. A pool is reused only after a test in which every
+rank finished cleanly; any failure, crash or hang recycles it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+from typing import Any
+
+from pytest_torchcheck.distributed.protocol import ENV_SOCKET, ENV_WORKER, describe_status
+
+ZYGOTE_START_TIMEOUT = 180.0  # seconds to import torch and build the rank-side pytest session
+GRACE_AFTER_FAILURE = 10.0  # seconds the other ranks get to finish once one rank has failed, skipped or died
+STACK_WAIT = 1.0  # seconds to wait for a stack dump
+OUTPUT_TAIL = 4000  # characters of a dead rank's output shown
+
+
+class HarnessError(Exception):
+    """The harness itself could not run the test (the zygote died, a pool did not start)."""
+
+
+@dataclass(frozen=True)
+class PoolKey:
+    world_size: int
+    backend: str
+    pg_timeout: float
+
+
+@dataclass
+class Rank:
+    rank: int
+    pid: int
+    conn: Connection | None = None
+    ready: bool = False
+
+
+@dataclass
+class Pool:
+    id: int
+    key: PoolKey
+    dir: Path
+    ranks: dict[int, Rank] = field(default_factory=dict)
+    tests: int = 0
+
+
+@dataclass
+class RankResult:
+    """What one rank did in one test."""
+
+    rank: int
+    pid: int
+    reports: list[Any] = field(default_factory=list)  # serialized TestReports, setup/call/teardown
+    output: str = ""
+    phase: str = "setup"  # the last phase the rank entered
+    finished: float | None = None  # time the result arrived
+    died: str | None = None  # how the process ended, if it ended without a result
+    died_at: float | None = None
+    stack: str | None = None  # its Python stack when the harness gave up on it
+    stopped_waiting: float | None = None
+    init_error: str | None = None
+
+
+@dataclass
+class TestRun:
+    """Everything the harness learnt about one distributed test."""
+
+    world_size: int
+    results: dict[int, RankResult]
+    started: float
+    timed_out: float | None = None  # the deadline in seconds, if it expired
+    grace_expired: bool = False
+    isolate: bool = False
+    startup: str = ""  # "warm pool" / "new pool" / "isolated"
+
+
+class Harness:
+    def __init__(self, rank_args: list[str], cwd: str, threads: int | None = None) -> None:
+        self.rank_args = rank_args
+        self.cwd = cwd
+        self.threads = threads
+        self.dir = Path(tempfile.mkdtemp(prefix="torchcheck-ddp-"))
+        self.server: socket.socket | None = None
+        self.zygote: subprocess.Popen | None = None
+        self.zconn: Connection | None = None
+        self.pool: Pool | None = None
+        self.pools = 0
+        self.tests = 0
+        self.exited: dict[int, tuple[int, float]] = {}  # pid -> (wait status, time seen)
+        self.zygote_seconds = 0.0
+        self.broken: str | None = None  # why the zygote could not start, once it failed
+
+    # ------------------------------------------------------------- zygote
+    def _start_zygote(self) -> None:
+        if self.zygote is not None and self.zygote.poll() is None and self.zconn is not None:
+            return
+        if self.broken is not None:
+            raise HarnessError(f"{self.broken}\n(the zygote failed earlier in this session; not retried)")
+        try:
+            self._launch_zygote()
+        except HarnessError as e:
+            self.broken = str(e)
+            raise
+
+    def _launch_zygote(self) -> None:
+        self._stop_zygote()
+        path = str(self.dir / "harness.sock")
+        if os.path.exists(path):
+            os.unlink(path)
+        self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.server.bind(path)
+        self.server.listen(128)
+        env = dict(os.environ)
+        env[ENV_SOCKET] = path
+        env[ENV_WORKER] = "zygote"
+        env.pop("PYTEST_ADDOPTS", None)
+        env.setdefault("GLOO_SOCKET_IFNAME", _loopback_interface())
+        env.setdefault("TP_SOCKET_IFNAME", env["GLOO_SOCKET_IFNAME"])
+        for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID",
+                     "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID", "PYTEST_CURRENT_TEST"):
+            env.pop(name, None)
+        log = open(self.dir / "zygote.log", "ab")
+        self.zygote = subprocess.Popen([sys.executable, "-m", "pytest_torchcheck.distributed.worker"],
+                                       env=env, cwd=self.cwd, stdin=subprocess.DEVNULL, stdout=log,
+                                       stderr=subprocess.STDOUT)
+        log.close()
+        started = time.monotonic()
+        conn = self._accept(started + ZYGOTE_START_TIMEOUT, "the zygote")
+        hello = conn.recv()
+        assert hello[0] == "zygote", hello
+        conn.send({"args": self.rank_args, "cwd": self.cwd, "sys_path": list(sys.path)})
+        self.zconn = conn
+        message = self._recv(conn, started + ZYGOTE_START_TIMEOUT, "the zygote to import torch and pytest")
+        if message[0] != "zygote-ready":
+            raise HarnessError(f"unexpected message from the zygote: {message!r}")
+        self.zygote_seconds = message[1]
+
+    def _zygote_failure(self, what: str) -> HarnessError:
+        log = self.dir / "zygote.log"
+        tail = log.read_text(errors="replace")[-OUTPUT_TAIL:] if log.exists() else ""
+        status = self.zygote.poll() if self.zygote is not None else None
+        state = f"it exited with code {status}" if status is not None else "it is still running"
+        self._stop_zygote()
+        return HarnessError(f"torchcheck's rank zygote failed while waiting for {what} ({state}); "
+                            f"its output:\n{tail}")
+
+    def _accept(self, deadline: float, what: str) -> Connection:
+        assert self.server is not None
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise self._zygote_failure(f"{what} to connect")
+            if self.zygote is not None and self.zygote.poll() is not None:
+                raise self._zygote_failure(f"{what} to connect")
+            self.server.settimeout(min(remaining, 0.2))
+            try:
+                sock, _ = self.server.accept()
+            except socket.timeout:
+                continue
+            sock.setblocking(True)
+            return Connection(sock.detach())
+
+    def _recv(self, conn: Connection, deadline: float, what: str) -> Any:
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or (self.zygote is not None and self.zygote.poll() is not None
+                                  and not conn.poll(0)):
+                raise self._zygote_failure(what)
+            if conn.poll(min(remaining, 0.2)):
+                try:
+                    return conn.recv()
+                except (EOFError, OSError):
+                    raise self._zygote_failure(what) from None
+
+    def _stop_zygote(self) -> None:
+        if self.zconn is not None:
+            try:
+                self.zconn.send(("exit",))
+            except OSError:
+                pass
+            self.zconn.close()
+            self.zconn = None
+        if self.zygote is not None:
+            try:
+                self.zygote.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.zygote.kill()
+                self.zygote.wait()
+            self.zygote = None
+        if self.server is not None:
+            self.server.close()
+            self.server = None
+
+    def _zygote_message(self) -> None:
+        """Handle one message from the zygote: a child exit notice."""
+        assert self.zconn is not None
+        try:
+            message = self.zconn.recv()
+        except (EOFError, OSError):
+            raise self._zygote_failure("its ranks") from None
+        if message[0] == "exited":
+            self.exited[message[1]] = (message[2], time.time())
+
+    # -------------------------------------------------------------- pools
+    def _start_pool(self, key: PoolKey, path: str, deadline: float) -> Pool:
+        self._start_zygote()
+        assert self.zconn is not None
+        self.pools += 1
+        pool = Pool(self.pools, key, self.dir / f"pool{self.pools}")
+        pool.dir.mkdir()
+        threads = self.threads or max(1, (os.cpu_count() or 1) // key.world_size)
+        spec = {"pool": pool.id, "world_size": key.world_size, "backend": key.backend,
+                "pg_timeout": key.pg_timeout, "dir": str(pool.dir), "store": str(pool.dir / "store"),
+                "preload": [path], "threads": threads}
+        self.zconn.send(("fork", spec))
+        pids: list[int] | None = None
+        pending_hello = key.world_size
+        waiting = set(range(key.world_size))
+        errors: dict[int, str] = {}
+        assert self.server is not None
+        self.server.settimeout(0)
+        while pids is None or pending_hello or waiting:
+            if time.monotonic() > deadline:
+                self._kill_pool(pool, pids or [])
+                raise HarnessError(f"the {key.world_size} ranks did not join the process group in time "
+                                   f"(ranks still starting: {sorted(waiting)}); rank logs: {pool.dir}")
+            conns = [r.conn for r in pool.ranks.values() if r.conn is not None and not r.ready]
+            ready = wait([self.zconn, self.server, *conns], timeout=0.2)
+            for obj in ready:
+                if obj is self.zconn:
+                    message = self.zconn.recv()
+                    if message[0] == "forked":
+                        pids = message[2]
+                    elif message[0] == "fork-error":
+                        raise HarnessError(message[2])
+                    elif message[0] == "exited":
+                        self.exited[message[1]] = (message[2], time.time())
+                elif obj is self.server:
+                    try:
+                        sock, _ = self.server.accept()
+                    except (BlockingIOError, socket.timeout):
+                        continue
+                    sock.setblocking(True)
+                    conn = Connection(sock.detach())
+                    _, _pool_id, rank, pid = conn.recv()
+                    pool.ranks[rank] = Rank(rank, pid, conn)
+                    pending_hello -= 1
+                else:
+                    rank = next(r for r in pool.ranks.values() if r.conn is obj)
+                    try:
+                        message = obj.recv()
+                    except (EOFError, OSError):
+                        message = ("init-error", rank.rank, "the rank process exited while joining the group")
+                    if message[0] == "ready":
+                        rank.ready = True
+                    else:
+                        errors[rank.rank] = message[2]
+                        rank.ready = True
+                    waiting.discard(rank.rank)
+            if pids is not None:
+                dead = [p for p in pids if p in self.exited]
+                for pid in dead:
+                    for r in pool.ranks.values():
+                        if r.pid == pid and not r.ready:
+                            errors.setdefault(r.rank, f"exited with {describe_status(self.exited[pid][0])}")
+                            waiting.discard(r.rank)
+                if len(dead) == len(pids) and (pending_hello or waiting):
+                    break
+        if errors:
+            self._kill_pool(pool, pids or [])
+            detail = "\n".join(f"rank {r}: {text}" for r, text in sorted(errors.items()))
+            raise HarnessError(f"the process group ({key.backend}, world size {key.world_size}) failed "
+                               f"to start:\n{detail}")
+        return pool
+
+    def _kill_pool(self, pool: Pool, pids: list[int] | None = None) -> None:
+        """Kill every rank of ``pool`` (and their children) and wait until the zygote has reaped them."""
+        pids = list(pids if pids is not None else [r.pid for r in pool.ranks.values()])
+        for r in pool.ranks.values():
+            if r.conn is not None:
+                r.conn.close()
+                r.conn = None
+        for pid in pids:
+            if pid in self.exited:
+                continue
+            for kill in (os.killpg, os.kill):
+                try:
+                    kill(pid, signal.SIGKILL)
+                    break
+                except (ProcessLookupError, PermissionError):
+                    continue
+        deadline = time.monotonic() + 10
+        while any(pid not in self.exited for pid in pids) and time.monotonic() < deadline:
+            if self.zconn is None or not self.zconn.poll(0.1):
+                if self.zygote is None or self.zygote.poll() is not None:
+                    break
+                continue
+            self._zygote_message()
+        if self.pool is pool:
+            self.pool = None
+
+    def _release_pool(self, pool: Pool) -> None:
+        """Ask healthy ranks to leave, then make sure they are gone."""
+        for r in pool.ranks.values():
+            if r.conn is not None:
+                try:
+                    r.conn.send(("exit",))
+                except OSError:
+                    pass
+        self._kill_pool(pool)
+
+    # -------------------------------------------------------------- tests
+    def run(self, nodeid: str, path: str, world_size: int, backend: str, timeout: float,
+            isolate: bool) -> TestRun:
+        started = time.monotonic()
+        deadline = started + timeout
+        key = PoolKey(world_size, backend, pg_timeout_for(timeout))
+        startup = "warm pool"
+        if self.pool is not None and (isolate or self.pool.key != key):
+            self._release_pool(self.pool)
+        if self.pool is None:
+            startup = "isolated" if isolate else "new pool"
+            self.pool = self._start_pool(key, path, deadline)
+        pool = self.pool
+        self.tests += 1
+        test_id = self.tests
+        results = {r.rank: RankResult(r.rank, r.pid) for r in pool.ranks.values()}
+        run = TestRun(world_size, results, time.time(), isolate=isolate, startup=startup)
+        for r in pool.ranks.values():
+            assert r.conn is not None
+            r.conn.send(("run", test_id, nodeid, path))
+        pending = set(results)
+        clean = True
+        give_up_at = deadline
+        while pending:
+            now = time.monotonic()
+            if now >= give_up_at:
+                if give_up_at == deadline:
+                    run.timed_out = timeout
+                else:
+                    run.grace_expired = True
+                self._dump_stacks(pool, {r: results[r] for r in pending})
+                clean = False
+                break
+            conns = {pool.ranks[r].conn: r for r in pending if pool.ranks[r].conn is not None}
+            assert self.zconn is not None
+            ready = wait([self.zconn, *conns], timeout=min(give_up_at - now, 0.5))
+            for obj in ready:
+                if obj is self.zconn:
+                    self._zygote_message()
+                    continue
+                r = conns[obj]
+                try:
+                    message = obj.recv()
+                except (EOFError, OSError):
+                    pool.ranks[r].conn = None  # the process is ending; its exit status follows
+                    continue
+                if message[0] == "phase":
+                    results[r].phase = message[3]
+                elif message[0] == "result":
+                    res = results[r]
+                    res.reports, res.output, res.finished = message[3], message[4], message[6]
+                    pending.discard(r)
+                    outcomes = {rep.get("outcome") for rep in res.reports}
+                    if "failed" in outcomes:
+                        clean = False  # a failure may leave the group mid-collective: recycle the pool
+                    if outcomes != {"passed"} and pending:
+                        # Leaving closes its gloo connections: the peers' collectives fail at once
+                        # instead of waiting for the process-group timeout.
+                        clean = False
+                        try:
+                            obj.send(("exit",))
+                        except OSError:
+                            pass
+                        pool.ranks[r].conn = None
+                        give_up_at = min(give_up_at, time.monotonic() + GRACE_AFTER_FAILURE)
+            for r in list(pending):
+                pid = pool.ranks[r].pid
+                if pid in self.exited:
+                    status, when = self.exited[pid]
+                    results[r].died, results[r].died_at = describe_status(status), when
+                    results[r].output = _read_tail(pool.dir / f"rank{r}-test{test_id}.out")
+                    pending.discard(r)
+                    clean = False
+                    give_up_at = min(give_up_at, time.monotonic() + GRACE_AFTER_FAILURE)
+        for r in pending:
+            results[r].output = _read_tail(pool.dir / f"rank{r}-test{test_id}.out")
+            results[r].stopped_waiting = time.time()
+        pool.tests += 1
+        if not clean or isolate:
+            (self._release_pool if clean else self._kill_pool)(pool)
+        return run
+
+    def _dump_stacks(self, pool: Pool, results: dict[int, RankResult]) -> None:
+        sizes = {}
+        for r in results:
+            path = pool.dir / f"rank{r}.stack"
+            sizes[r] = path.stat().st_size if path.exists() else 0
+            try:
+                os.kill(pool.ranks[r].pid, signal.SIGUSR1)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + STACK_WAIT
+        stacks: dict[int, str] = {}
+        while time.monotonic() < deadline and len(stacks) < len(results):
+            time.sleep(0.05)
+            for r in results:
+                path = pool.dir / f"rank{r}.stack"
+                if r in stacks or not path.exists():
+                    continue
+                with open(path, "rb") as f:
+                    f.seek(sizes[r])
+                    text = f.read().decode(errors="replace")
+                if text.strip() and text.rstrip().count("\n") >= 1:
+                    time.sleep(0.05)  # let the dump finish
+                    with open(path, "rb") as f:
+                        f.seek(sizes[r])
+                        stacks[r] = f.read().decode(errors="replace")
+        for r, res in results.items():
+            res.stack = stacks.get(r, "(no stack: the process did not answer SIGUSR1)")
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self._release_pool(self.pool)
+        self._stop_zygote()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def pg_timeout_for(timeout: float) -> float:
+    """The process group's own timeout: shorter than the test deadline, so a stuck collective raises first."""
+    return max(0.5, min(timeout * 0.75, timeout - 2.0)) if timeout > 2.0 else max(0.25, timeout * 0.5)
+
+
+def _read_tail(path: Path) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return ""
+    if len(text) > OUTPUT_TAIL:
+        return f"[... {len(text) - OUTPUT_TAIL} characters cut ...]\n" + text[-OUTPUT_TAIL:]
+    return text
+
+
+def _loopback_interface() -> str:
+    """The loopback interface's name ('lo' on Linux, 'lo0' on macOS), so gloo never binds beyond it."""
+    try:
+        names = [name for _, name in socket.if_nameindex()]
+    except OSError:
+        names = []
+    for name in ("lo", "lo0"):
+        if name in names:
+            return name
+    return "lo"
