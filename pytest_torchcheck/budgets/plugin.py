@@ -203,14 +203,25 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     ctx = _context(item)
 
     def budgeted_test(*args: Any, **kwargs: Any) -> None:
-        __tracebackhide__ = True
+        # Left visible: the one traceback entry of a budget failure (all-hidden tracebacks lose the E prefixes).
         run_function(lambda: original(*args, **kwargs), budget, ctx, budget.name or "test body")
 
+    # Restored at teardown, after the report: pytest then cuts the traceback at this wrapper, so a budget
+    # failure shows its message, not the hook frames it was raised through.
+    item.stash[_ORIGINAL] = original
     item.obj = budgeted_test
-    try:
-        return (yield)
-    finally:
+    return (yield)
+
+
+_ORIGINAL = pytest.StashKey[Any]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    original = item.stash.get(_ORIGINAL, None)
+    if original is not None:
         item.obj = original
+        del item.stash[_ORIGINAL]
 
 
 @pytest.fixture

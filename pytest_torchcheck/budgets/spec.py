@@ -91,7 +91,7 @@ def parse_values(values: Mapping[str, object], source: str) -> dict[str, Any]:
         try:
             parsed[key] = spec.parse(value)
         except units.UnitError as e:
-            raise BudgetUsageError(f"{source}: {key}={value!r}: {e}; {key} must be {spec.allowed}") from None
+            raise BudgetUsageError(f"{source}: {key}={value!r}: {e}") from None
     return parsed
 
 

@@ -41,7 +41,7 @@ def _number(value: object) -> float | None:
 
 def _finite_non_negative(x: float, value: object, help_text: str) -> None:
     if not math.isfinite(x) or x < 0:
-        raise UnitError(f"{value!r} is not {help_text}")
+        raise UnitError(f"expected {help_text}")
 
 
 def parse_size(value: object) -> int:
@@ -49,15 +49,15 @@ def parse_size(value: object) -> int:
     x = _number(value)
     if x is not None:
         if isinstance(value, float) and not x.is_integer():
-            raise UnitError(f"{value!r} is not {SIZE_HELP} (a bare number is bytes and must be whole)")
+            raise UnitError(f"expected {SIZE_HELP} (a bare number is bytes and must be whole)")
         _finite_non_negative(x, value, SIZE_HELP)
         return int(x)
     if not isinstance(value, str):
-        raise UnitError(f"{value!r} ({type(value).__name__}) is not {SIZE_HELP}")
+        raise UnitError(f"expected {SIZE_HELP}, got a {type(value).__name__}")
     m = _SIZE_RE.match(value)
     unit = m.group("unit").lower() if m else None
     if m is None or unit not in SIZE_UNITS:
-        raise UnitError(f"{value!r} is not {SIZE_HELP}")
+        raise UnitError(f"expected {SIZE_HELP}")
     x = float(m.group("num")) * SIZE_UNITS[unit]
     _finite_non_negative(x, value, SIZE_HELP)
     return int(round(x))
@@ -70,11 +70,11 @@ def parse_time(value: object) -> float:
         _finite_non_negative(x, value, TIME_HELP)
         return x
     if not isinstance(value, str):
-        raise UnitError(f"{value!r} ({type(value).__name__}) is not {TIME_HELP}")
+        raise UnitError(f"expected {TIME_HELP}, got a {type(value).__name__}")
     m = _TIME_RE.match(value)
     unit = m.group("unit") if m else None
     if m is None or unit not in TIME_UNITS:
-        raise UnitError(f"{value!r} is not {TIME_HELP}" + (" (a unit is required in a string)" if m and not unit else ""))
+        raise UnitError(f"expected {TIME_HELP}" + (" (a unit is required in a string)" if m and not unit else ""))
     x = float(m.group("num")) * TIME_UNITS[unit]
     _finite_non_negative(x, value, TIME_HELP)
     return x
@@ -85,26 +85,26 @@ def parse_count(value: object) -> int:
     x = _number(value)
     if x is None:
         if not isinstance(value, str):
-            raise UnitError(f"{value!r} ({type(value).__name__}) is not {COUNT_HELP}")
+            raise UnitError(f"expected {COUNT_HELP}, got a {type(value).__name__}")
         m = _COUNT_RE.match(value)
         if m is None:
-            raise UnitError(f"{value!r} is not {COUNT_HELP}")
+            raise UnitError(f"expected {COUNT_HELP}")
         x = float(m.group("num")) * COUNT_SUFFIXES[m.group("unit").lower()]
     _finite_non_negative(x, value, COUNT_HELP)
     if not float(x).is_integer():
-        raise UnitError(f"{value!r} is not {COUNT_HELP} (it is not a whole number)")
+        raise UnitError(f"expected {COUNT_HELP} (a whole number)")
     return int(x)
 
 
 def parse_int(value: object, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise UnitError(f"{value!r} is not an integer >= {minimum}")
+        raise UnitError(f"expected an integer >= {minimum}")
     try:
         n = int(value)
     except ValueError:
-        raise UnitError(f"{value!r} is not an integer >= {minimum}") from None
+        raise UnitError(f"expected an integer >= {minimum}") from None
     if n < minimum:
-        raise UnitError(f"{value!r} is not an integer >= {minimum}")
+        raise UnitError(f"expected an integer >= {minimum}")
     return n
 
 
@@ -115,13 +115,13 @@ def parse_ratio(value: object) -> float:
     except (TypeError, ValueError):
         x = math.nan
     if not math.isfinite(x) or x < 1:
-        raise UnitError(f"{value!r} is not a ratio >= 1 (e.g. 1.3: up to 30% slower than the baseline)")
+        raise UnitError(f"expected a ratio >= 1 (e.g. 1.3: up to 30% slower than the baseline), got {value!r}")
     return x
 
 
 def parse_name(value: object) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise UnitError(f"{value!r} is not a non-empty string")
+        raise UnitError("expected a non-empty string")
     return value.strip()
 
 
