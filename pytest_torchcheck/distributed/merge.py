@@ -18,6 +18,7 @@ from _pytest.reports import TestReport
 
 PHASES = ("setup", "call", "teardown")
 DEATH_SLACK = 0.5  # seconds
+_COLLECTIVE_TIMEOUTS = ("Timed out waiting", "Watchdog caught collective operation timeout")
 _HARNESS_FRAMES = ("/_pytest/", "/pluggy/", "pytest_torchcheck/distributed/", "<frozen runpy>")
 
 
@@ -169,6 +170,10 @@ def _describe_root(root: Problem, run: Any, ws: int) -> tuple[str, Any, str, str
         message = getattr(crash, "message", None) or (text.splitlines()[-1] if text else "")
         first = "failed first" if ws > 1 else "failed"
         lead = f"rank {root.rank} of {ws} {first}, in {root.phase} (root cause)"
+        if any(marker in message for marker in _COLLECTIVE_TIMEOUTS):
+            lead = (f"rank {root.rank} of {ws} timed out waiting in a collective, in {root.phase}: the process group's "
+                    f"timeout expired, most likely on a collective that some ranks never entered or entered in a "
+                    f"different order; every rank's traceback follows")
         return (lead, lr, f"[rank {root.rank} of {ws}, root cause] {message}",
                 getattr(crash, "path", str(root.report.location[0])), getattr(crash, "lineno", 0))
     if root.kind == "died":
