@@ -28,6 +28,9 @@ _EXPORTS = {
     "assert_batch_independent": "pytest_torchcheck.sanity",
     "assert_modules_registered": "pytest_torchcheck.sanity",
     "assert_deterministic": "pytest_torchcheck.sanity",
+    "assert_ddp_matches_single_process": "pytest_torchcheck.ddp",
+    "assert_replicas_in_sync": "pytest_torchcheck.ddp",
+    "assert_sampler_reshuffles": "pytest_torchcheck.ddp",
 }
 
 __all__ = sorted(_EXPORTS)
