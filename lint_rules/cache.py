@@ -46,7 +46,8 @@ def _entry(cache_dir: str, k: str) -> Path:
 def load(cache_dir: str, k: str) -> FileResult | None:
     try:
         data = json.loads(_entry(cache_dir, k).read_text(encoding="utf-8"))
-        return FileResult(data["path"], [Finding(**f) for f in data["findings"]], False, data["skipped"])
+        return FileResult(data["path"], [Finding.from_dict(f) for f in data["findings"]], False,
+                          data["skipped"], data.get("notebook_fixes", 0))
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -62,6 +63,7 @@ def store(cache_dir: str, k: str, result: FileResult) -> None:
         ensure_dir(cache_dir)
         path.parent.mkdir(parents=True, exist_ok=True)
         payload = json.dumps({"path": result.path, "skipped": result.skipped,
+                              "notebook_fixes": result.notebook_fixes,
                               "findings": [asdict(f) for f in result.findings]})
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
         with os.fdopen(fd, "w", encoding="utf-8") as fh:

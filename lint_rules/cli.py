@@ -14,11 +14,13 @@ from typing import Sequence
 
 from lint_rules import __version__, cache, registry
 from lint_rules.config import Config, find_pyproject, load
-from lint_rules.diagnostics import FileResult, Finding
+from lint_rules.diagnostics import SAFE, UNSAFE, FileResult, Finding
 from lint_rules.errors import TorchcheckError, UsageError
 from lint_rules.files import discover, display
-from lint_rules.output import FORMATS, write_report
-from lint_rules.runner import cached_result, configured_codes, decode, lint_file, per_file_codes, project_for
+from lint_rules.fixes import unified_diff, write_atomic
+from lint_rules.output import FORMATS, fix_summary, write_report
+from lint_rules.runner import (cached_result, configured_codes, decode_with_encoding, fix_text, lint_file,
+                               per_file_codes, project_for)
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 SEVERITIES = ("warning", "error")  # in increasing order
@@ -78,6 +80,15 @@ def build_parser() -> argparse.ArgumentParser:
     lint.add_argument("--cache-dir", metavar="DIR", default=None,
                       help=f"where results are cached (default: {cache.DEFAULT_DIR} next to the configuration, "
                            "or in the working directory)")
+    lint.add_argument("--fix", action=argparse.BooleanOptionalAction, default=False,
+                      help="apply safe fixes and report what is left (with --unsafe-fixes: unsafe ones too)")
+    lint.add_argument("--unsafe-fixes", action=argparse.BooleanOptionalAction, default=False,
+                      help="count fixes that may change behaviour as fixable, and apply them with --fix")
+    lint.add_argument("--diff", action="store_true",
+                      help="print a unified diff of what --fix would change, write nothing; exit 1 if any")
+    lint.add_argument("--show-fixes", action="store_true", help="with --fix: list the fixes applied")
+    lint.add_argument("--exit-non-zero-on-fix", action="store_true",
+                      help="with --fix: exit 1 when anything was fixed, even if nothing is left")
     lint.add_argument("--no-default-path", action="store_true",
                       help="with no PATH, lint nothing instead of '.' (for pre-commit hooks)")
 
@@ -143,23 +154,40 @@ def _cpu_count() -> int:
         return os.cpu_count() or 1
 
 
+def _check_fix_flags(args: argparse.Namespace, paths: list[str]) -> None:
+    if args.diff and args.format != "text":
+        raise UsageError(f"--diff prints a unified diff; it cannot be combined with --format {args.format}")
+    if args.fix and not args.diff and "-" in paths and len(paths) > 1:
+        raise UsageError("--fix with standard input ('-') writes the fixed source to standard output; "
+                         "lint standard input on its own")
+
+
 def _lint(args: argparse.Namespace) -> int:
     cfg = _load_config(args)
     codes = selected_codes(args, cfg)
     paths = args.paths or ([] if args.no_default_path else ["."])
+    _check_fix_flags(args, paths)
+    unsafe = bool(args.unsafe_fixes)
+    mode = (UNSAFE if unsafe else SAFE) if (args.fix or args.diff) else None
     results: list[FileResult] = []
     read_errors: list[str] = []
     file_paths = discover([p for p in paths if p != "-"], cfg.exclude, cfg.root)
+    stdin_name = args.stdin_filename or "-"
+    stdin_result: FileResult | None = None
     if "-" in paths:
-        name = args.stdin_filename or "-"
-        source = decode(sys.stdin.buffer.read())
-        shown = Path(name)
-        from lint_rules.engine import lint_source
+        source, encoding = decode_with_encoding(sys.stdin.buffer.read())
+        shown = Path(stdin_name)
+        stdin_codes = per_file_codes(shown, codes, cfg)
+        project = project_for(str(Path.cwd()))
+        if mode is not None and not stdin_name.endswith(".ipynb"):
+            stdin_result = fix_text(source, encoding, stdin_name, stdin_codes, project, unsafe)
+        else:
+            from lint_rules.engine import lint_source
 
-        results.append(lint_source(source, name, per_file_codes(shown, codes, cfg),
-                                   project_for(str(Path.cwd()))))
+            stdin_result = lint_source(source, stdin_name, stdin_codes, project)
+        results.append(stdin_result)
     cache_dir = None if args.no_cache else (args.cache_dir or str(cfg.root / cache.DEFAULT_DIR))
-    jobs = [(str(path), display(path), tuple(sorted(per_file_codes(path, codes, cfg))), cache_dir)
+    jobs = [(str(path), display(path), tuple(sorted(per_file_codes(path, codes, cfg))), cache_dir, mode)
             for path in file_paths]
     # Answer what the cache (or the no-torch pre-filter) knows here; only the rest goes to workers.
     outcomes: list[FileResult | str | None] = [cached_result(job) for job in jobs]
@@ -175,6 +203,7 @@ def _lint(args: argparse.Namespace) -> int:
     else:
         for i in todo:
             outcomes[i] = lint_file(jobs[i])
+    sources = {job[1]: job[0] for job in jobs}  # shown path -> path to write
     for outcome in outcomes:  # in input order: output is deterministic whatever the job count
         if isinstance(outcome, str):
             print(outcome, file=sys.stderr)
@@ -182,21 +211,48 @@ def _lint(args: argparse.Namespace) -> int:
         else:
             results.append(outcome)
 
+    fix_errors = _report_fix_errors(results, mode)
+    if args.diff:
+        return _diff(args, results, unsafe, failed=bool(read_errors or fix_errors)
+                     or any(r.internal_error for r in results))
+    fixed: list[tuple[str, str, str]] = []  # (path, code, name) of every fix written
+    if args.fix:
+        for r in results:
+            if r.fixed is None or r.fixed.source == r.fixed.original:
+                continue
+            if r is stdin_result:
+                fixed += [(r.path, code, name) for code, name in r.fixed.applied]
+                continue
+            try:
+                write_atomic(sources[r.path], r.fixed.source, r.fixed.encoding)
+            except OSError as e:
+                fix_errors.append(f"cannot write {r.path}: {e.strerror or e}; the file was left unchanged")
+                print(f"torchcheck: error: {fix_errors[-1]}", file=sys.stderr)
+                continue
+            fixed += [(r.path, code, name) for code, name in r.fixed.applied]
+        if stdin_result is not None:  # the fixed source goes to standard output, as Ruff does
+            text = stdin_result.fixed.source if stdin_result.fixed is not None else source
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        _warn_notebooks(results)
+
     findings = sorted((f for r in results for f in r.findings), key=Finding.sort_key)
-    stdin_lines = source.splitlines() if "-" in paths else None
+    stdin_lines = (stdin_result.fixed.source if stdin_result is not None and stdin_result.fixed is not None
+                   and args.fix else source).splitlines() if "-" in paths else None
 
     def lines_of(shown: str) -> list[str] | None:
-        if stdin_lines is not None and shown == (args.stdin_filename or "-"):
+        if stdin_lines is not None and shown == stdin_name:
             return stdin_lines
         try:
             return Path(shown).read_text(encoding="utf-8", errors="replace").splitlines()
         except OSError:
             return None
 
-    failed = bool(read_errors) or any(r.internal_error for r in results)
+    failed = bool(read_errors or fix_errors) or any(r.internal_error for r in results)
     report = dict(quiet=args.quiet, show_source=args.show_source, source_lines=lines_of,
                   with_statistics=args.statistics, checked_paths=[r.path for r in results],
-                  successful=not failed, errors=read_errors)
+                  successful=not failed, errors=read_errors + fix_errors,
+                  unsafe_fixes=unsafe, fixed=fixed if args.fix else None, show_fixes=args.show_fixes)
     if args.format == "sarif":  # rule metadata: every code that ran or was reported
         report["rules"] = [r for c in sorted(codes | {f.code for f in findings})
                            if (r := registry.lookup(c)) is not None]
@@ -207,14 +263,58 @@ def _lint(args: argparse.Namespace) -> int:
         except OSError as e:
             raise UsageError(f"--output-file {args.output_file!r}: cannot write: {e.strerror}") from None
     else:
-        write_report(sys.stdout, args.format, findings, len(results), **report)
+        # With --fix on standard input, standard output holds the fixed source.
+        stream = sys.stderr if args.fix and stdin_result is not None else sys.stdout
+        write_report(stream, args.format, findings, len(results), **report)
     if failed:
         return EXIT_ERROR
+    if fixed and args.exit_non_zero_on_fix:
+        return EXIT_FINDINGS
     fail_on = SEVERITIES.index(args.fail_on or cfg.fail_on or "warning")
     failing = [f for f in findings if SEVERITIES.index(f.severity) >= fail_on]
     if failing and not args.exit_zero:
         return EXIT_FINDINGS
     return EXIT_OK
+
+
+def _report_fix_errors(results: list[FileResult], mode: str | None) -> list[str]:
+    errors = []
+    for r in results:
+        if mode is not None and r.fixed is not None and r.fixed.error:
+            errors.append(f"{r.path}: {r.fixed.error}")
+            print(f"torchcheck: error: {errors[-1]}", file=sys.stderr)
+    return errors
+
+
+def _warn_notebooks(results: list[FileResult]) -> None:
+    for r in results:
+        if r.notebook_fixes:
+            print(f"torchcheck: warning: {r.path}: {r.notebook_fixes} fixable finding(s) not fixed: "
+                  "--fix does not edit notebooks", file=sys.stderr)
+
+
+def _diff(args: argparse.Namespace, results: list[FileResult], unsafe: bool, failed: bool) -> int:
+    """--diff: print what --fix would change, write nothing; exit 1 when there is a change (as Ruff)."""
+    chunks = [unified_diff(r.path, r.fixed.original, r.fixed.source) for r in sorted(results, key=lambda r: r.path)
+              if r.fixed is not None and r.fixed.source != r.fixed.original]
+    text = "".join(chunks)
+    if args.output_file:
+        try:
+            with open(args.output_file, "w", encoding="utf-8") as out:
+                out.write(text)
+        except OSError as e:
+            raise UsageError(f"--output-file {args.output_file!r}: cannot write: {e.strerror}") from None
+    else:
+        sys.stdout.write(text)
+    would = sum(len(r.fixed.applied) for r in results if r.fixed is not None)
+    hidden = 0 if unsafe else sum(1 for r in results for f in r.findings
+                                  if f.fix is not None and f.fix.applicability == UNSAFE)
+    if not args.quiet:
+        print(fix_summary(would, hidden, would_fix=True), file=sys.stderr)
+    _warn_notebooks(results)
+    if failed:
+        return EXIT_ERROR
+    return EXIT_FINDINGS if chunks and not args.exit_zero else EXIT_OK
 
 
 # ------------------------------------------------------------ rules/explain

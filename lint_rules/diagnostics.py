@@ -8,6 +8,47 @@ from dataclasses import dataclass, field
 ERROR = "error"
 WARNING = "warning"
 
+# Fix applicability, as Ruff names it: a safe fix keeps the code's meaning and is applied
+# by --fix; an unsafe one may change behaviour and needs --unsafe-fixes as well.
+SAFE = "safe"
+UNSAFE = "unsafe"
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace the text from (line, column) up to (end_line, end_column) with ``content``.
+
+    1-based lines and columns in Unicode code points, the end exclusive: the numbers
+    findings use.
+    """
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    content: str
+
+    def to_dict(self) -> dict:
+        return {"content": self.content, "line": self.line, "column": self.column,
+                "end_line": self.end_line, "end_column": self.end_column}
+
+
+@dataclass(frozen=True)
+class Fix:
+    """A fix for one finding: its edits are applied together or not at all."""
+
+    applicability: str  # SAFE or UNSAFE
+    message: str  # what it does, imperative
+    edits: tuple[Edit, ...]
+
+    def to_dict(self) -> dict:
+        return {"applicability": self.applicability, "message": self.message,
+                "edits": [e.to_dict() for e in self.edits]}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Fix":
+        return cls(data["applicability"], data["message"], tuple(Edit(**e) for e in data["edits"]))
+
 
 @dataclass(frozen=True)
 class Finding:
@@ -23,6 +64,12 @@ class Finding:
     message: str
     severity: str
     cell: int | None = None  # notebooks: the code cell (from 1); line and end_line are within it
+    fix: Fix | None = None
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Finding":
+        fix = data.get("fix")
+        return cls(**{**data, "fix": Fix.from_dict(fix) if fix else None})
 
     def sort_key(self) -> tuple:
         return (self.path, self.cell or 0, self.line, self.column, self.code)
@@ -45,8 +92,8 @@ class Finding:
             "name": self.name,
             "message": self.message,
             "severity": self.severity,
+            "fix": self.fix.to_dict() if self.fix is not None else None,
         } | extra
-
 
 
 @dataclass
@@ -55,3 +102,16 @@ class FileResult:
     findings: list[Finding] = field(default_factory=list)
     internal_error: bool = False
     skipped: bool = False  # never mentions torch, or skip-file
+    notebook_fixes: int = 0  # fixes left out of a notebook's findings: --fix does not edit notebooks
+    fixed: "FixedSource | None" = None  # fix runs only (never cached)
+
+
+@dataclass
+class FixedSource:
+    """What a fix run did to one file: its text before and after, and the fixes applied."""
+
+    original: str
+    source: str
+    encoding: str
+    applied: list[tuple[str, str]]  # (code, name) of each applied fix
+    error: str | None = None  # a fix that broke the file: nothing was applied

@@ -6,9 +6,11 @@ The engine never reads argv and never prints.
 from __future__ import annotations
 
 import ast
+import bisect
 import gc
 import re
 import traceback
+from dataclasses import replace
 from typing import Iterable
 
 import libcst as cst
@@ -16,10 +18,10 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from lint_rules import registry, suppression
 from lint_rules.analysis.model import FileModel
-from lint_rules.positions import positions as fast_positions
+from lint_rules.positions import positions_and_extents
 from lint_rules.project import ProjectInfo
-from lint_rules.diagnostics import FileResult, Finding
-from lint_rules.rule import Report, Rule
+from lint_rules.diagnostics import Edit, FileResult, Finding, Fix
+from lint_rules.rule import Report, Rule, RuleFix
 
 
 def _builtin_finding(path: str, code: registry.BuiltinCode, line: int, col: int, message: str) -> Finding:
@@ -115,11 +117,15 @@ def _lint_source(source: str, path: str, codes: Iterable[str] | None,
     # Positions cost more than the parse; compute them only for files with findings.
     raw: list[Finding] = []
     if reports:
-        ranges = _positions(module)
+        ranges, extents = _positions(module)
+        offsets = _Offsets(source) if extents is not None and any(rep.fix for _, rep in reports) else None
         for rule, rep in reports:
             line, col, end_line, end_col = ranges(rep.node)
+            fix = None
+            if rep.fix is not None and offsets is not None:
+                fix = _fix(rule, rep.fix, module, offsets, extents)
             raw.append(Finding(path, line, col + 1, end_line, end_col + 1,
-                               rule.CODE, rule.NAME, rep.message, rep.severity or rule.SEVERITY))
+                               rule.CODE, rule.NAME, rep.message, rep.severity or rule.SEVERITY, fix=fix))
     if check_suppressions:
         raw += _suppression_findings(path, source, raw, {rc.CODE for rc in selected})
     table = suppression.suppressions(source)
@@ -129,8 +135,64 @@ def _lint_source(source: str, path: str, codes: Iterable[str] | None,
         # A bare noqa comment must not hide the report that it suppresses nothing; naming TRN002 does.
         if not (suppression.is_suppressed(table, f.line, f.code) if f.code != unused
                 else unused in table.get(f.line, ()))]
+    # A fix never edits a line that carries a torchcheck suppression: the comment's author decided.
+    result.findings = [f if f.fix is None or not _touches_suppressed(f.fix, table) else replace(f, fix=None)
+                       for f in result.findings]
     result.findings.sort(key=Finding.sort_key)
     return result
+
+
+class _Offsets:
+    """Line/column <-> offset in a source, counting lines as LibCST does."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.starts = [0] + [m.end() for m in _NEWLINE.finditer(source)]
+
+    def offset(self, line: int, col: int) -> int:
+        return self.starts[line - 1] + col
+
+    def position(self, offset: int) -> tuple[int, int]:
+        i = bisect.bisect_right(self.starts, offset) - 1
+        return i + 1, offset - self.starts[i]
+
+
+_NEWLINE = re.compile(r"\r\n?|\n")
+
+
+def _fix(rule: Rule, fix: RuleFix, module: cst.Module, offsets: _Offsets, extents: dict) -> Fix | None:
+    """The rule's node replacements as text edits, each trimmed to the characters that change."""
+    src = offsets.source
+    edits = []
+    for rep in fix.edits:
+        extent = extents.get(id(rep.node))
+        if extent is None:
+            return None
+        start, end = offsets.offset(extent[0], extent[1]), offsets.offset(extent[2], extent[3])
+        old = src[start:end]
+        new = rep.new if isinstance(rep.new, str) else module.code_for_node(rep.new)
+        if new == old:
+            continue
+        head = 0
+        while head < min(len(old), len(new)) and old[head] == new[head]:
+            head += 1
+        tail = 0
+        while tail < min(len(old), len(new)) - head and old[-1 - tail] == new[-1 - tail]:
+            tail += 1
+        a, b = offsets.position(start + head), offsets.position(end - tail)
+        edits.append(Edit(a[0], a[1] + 1, b[0], b[1] + 1, new[head:len(new) - tail]))
+    if not edits:
+        return None
+    return Fix(fix.applicability, fix.message or rule.FIX_TITLE or rule.MESSAGE, tuple(edits))
+
+
+def _touches_suppressed(fix: Fix, table: dict[int, set[str]]) -> bool:
+    for e in fix.edits:
+        for line in range(e.line, e.end_line + 1):
+            codes = table.get(line, ())
+            if suppression.ALL in codes or any(c.startswith("TRN") for c in codes):
+                return True
+    return False
 
 
 _TRN_CODE = re.compile(r"^TRN\d{3}$")
@@ -164,10 +226,11 @@ def _suppression_findings(path: str, source: str, found: list[Finding], enabled:
 
 
 def _positions(module: cst.Module):
-    """A function node -> (line, column, end line, end column), 1-based lines, 0-based columns."""
+    """A function node -> (line, column, end line, end column), 1-based lines, 0-based columns,
+    and node id -> the extent of its whole text (None on the fallback path: then no fixes)."""
     try:
-        fast = fast_positions(module)
-        return lambda node: fast[id(node)]
+        fast, extents = positions_and_extents(module)
+        return (lambda node: fast[id(node)]), extents
     except Exception:  # LibCST internals changed: the public, slower provider
         slow = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
 
@@ -175,7 +238,7 @@ def _positions(module: cst.Module):
             r = slow[node]
             return r.start.line, r.start.column, r.end.line, r.end.column
 
-        return lookup
+        return lookup, None
 
 
 def _syntax_error_position(source: str, error: cst.ParserSyntaxError) -> tuple[int, int, str]:

@@ -3,7 +3,7 @@
 Cells are joined in order (a training loop may span cells), IPython magics and
 shell escapes (``%time``, ``!pip``, ``%%bash`` cells) are blanked out so they
 neither fail to parse nor shift line numbers, and each finding is mapped back
-to its cell and the line within it.
+to its cell and the line within it. Fixes are dropped: ``--fix`` does not edit notebooks.
 """
 
 from __future__ import annotations
@@ -61,7 +61,8 @@ def map_back(findings: list[Finding], where: list[tuple[int, int]]) -> list[Find
         if 1 <= f.line <= len(where):
             cell, line = where[f.line - 1]
             end_cell, end_line = where[f.end_line - 1] if 1 <= f.end_line <= len(where) else (cell, line)
-            out.append(replace(f, cell=cell, line=line, end_line=end_line if end_cell == cell else line))
+            out.append(replace(f, cell=cell, line=line, end_line=end_line if end_cell == cell else line,
+                               fix=None))
         else:
-            out.append(f)
+            out.append(replace(f, fix=None))
     return out

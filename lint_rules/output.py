@@ -18,7 +18,11 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def summary(findings: list[Finding], checked: int) -> str:
+def summary(findings: list[Finding], checked: int, fixed: int = 0) -> str:
+    if fixed:
+        total = len(findings) + fixed
+        return (f"Found {_plural(total, 'finding')} ({fixed} fixed, {len(findings)} remaining); "
+                f"{_plural(checked, 'file')} checked.")
     if not findings:
         return f"All checks passed ({_plural(checked, 'file')} checked)."
     files = len({f.path for f in findings})
@@ -26,8 +30,35 @@ def summary(findings: list[Finding], checked: int) -> str:
     return f"Found {len(findings)} {noun} in {_plural(files, 'file')} ({_plural(checked, 'file')} checked)."
 
 
-def _line(f: Finding) -> str:
-    return f"{f.location}: {f.code} {f.message}"
+def fix_summary(fixable: int, hidden: int, would_fix: bool = False) -> str:
+    """Ruff's hint line: how many findings ``--fix`` fixes, and how many more ``--unsafe-fixes`` would."""
+    hint = ""
+    if hidden:
+        hint = f" ({hidden} hidden fix{'' if hidden == 1 else 'es'} can be enabled with the `--unsafe-fixes` option)"
+    if would_fix:
+        return f"Would fix {_plural(fixable, 'finding')}{hint}." if fixable else f"No fixes available{hint}."
+    if fixable:
+        return f"[*] {fixable} fixable with the `--fix` option{hint}."
+    return f"No fixes available{hint}." if hidden else ""
+
+
+def fixed_listing(fixed: list[tuple[str, str, str]]) -> str:
+    """``--show-fixes``: the fixes applied, per file and rule (as Ruff prints them)."""
+    if not fixed:
+        return ""
+    by_path: dict[str, Counter] = {}
+    for path, code, name in fixed:
+        by_path.setdefault(path, Counter())[(code, name)] += 1
+    lines = [f"Fixed {_plural(len(fixed), 'finding')}:"]
+    for path in sorted(by_path):
+        lines.append(f"- {path}:")
+        lines += [f"    {n} × {code} ({name})" for (code, name), n in sorted(by_path[path].items())]
+    return "\n".join(lines)
+
+
+def _line(f: Finding, unsafe_fixes: bool = False) -> str:
+    marker = "[*] " if f.fix is not None and (unsafe_fixes or f.fix.applicability == "safe") else ""
+    return f"{f.location}: {f.code} {marker}{f.message}"
 
 
 def _source_excerpt(f: Finding, lines: list[str] | None) -> str:
@@ -184,8 +215,18 @@ def sarif(findings: list[Finding], rules: Sequence, *, successful: bool = True, 
 def write_report(out: TextIO, fmt: str, findings: list[Finding], checked: int, *, quiet: bool = False,
                  show_source: bool = False, source_lines: Callable[[str], list[str] | None] | None = None,
                  with_statistics: bool = False, checked_paths: list[str] | None = None,
-                 rules: Sequence = (), successful: bool = True, errors: Sequence[str] = ()) -> None:
-    """``rules``, ``successful`` and ``errors`` feed the SARIF log's rule metadata and invocation."""
+                 rules: Sequence = (), successful: bool = True, errors: Sequence[str] = (),
+                 unsafe_fixes: bool = False, fixed: list[tuple[str, str, str]] | None = None,
+                 show_fixes: bool = False) -> None:
+    """``rules``, ``successful`` and ``errors`` feed the SARIF log's rule metadata and invocation.
+
+    ``fixed``: (path, code, name) of each fix applied by a ``--fix`` run (None: not a fix run);
+    ``show_fixes`` lists them. ``unsafe_fixes``: unsafe fixes count as available.
+    """
+    if show_fixes and fixed and fmt not in ("text", "concise"):
+        import sys
+
+        print(fixed_listing(fixed), file=sys.stderr)  # machine-readable output stays parseable
     if fmt == "sarif":
         out.write(sarif(findings, rules, successful=successful, errors=errors))
         return
@@ -208,12 +249,19 @@ def write_report(out: TextIO, fmt: str, findings: list[Finding], checked: int, *
             out.write(_github(f) + "\n")
         return
     for f in findings:
-        out.write(_line(f) + "\n")
+        out.write(_line(f, unsafe_fixes) + "\n")
         if show_source and fmt == "text" and source_lines is not None:
             excerpt = _source_excerpt(f, source_lines(f.path))
             if excerpt:
                 out.write(excerpt + "\n\n")
     if with_statistics and findings:
         out.write(statistics(findings) + "\n")
+    if show_fixes and fixed:
+        out.write(fixed_listing(fixed) + "\n")
     if fmt == "text" and not quiet:
-        out.write(summary(findings, checked) + "\n")
+        out.write(summary(findings, checked, len(fixed or ())) + "\n")
+        fixable = sum(1 for f in findings if f.fix is not None and (unsafe_fixes or f.fix.applicability == "safe"))
+        hidden = sum(1 for f in findings if f.fix is not None and not unsafe_fixes and f.fix.applicability != "safe")
+        hint = fix_summary(fixable, hidden)
+        if hint:
+            out.write(hint + "\n")

@@ -25,6 +25,9 @@ class _State(CodegenState):
         self.line = 1
         self.column = 0
         self.ranges: dict[int, tuple[int, int, int, int]] = {}
+        # The whole text each node generates (its parentheses and owned whitespace included):
+        # what a fix that swaps a node for another replaces.
+        self.extents: dict[int, tuple[int, int, int, int]] = {}
         self._stack: list[tuple[int, int]] = []
 
     def add_indent_tokens(self) -> None:
@@ -50,6 +53,7 @@ class _State(CodegenState):
     def after_codegen(self, node: cst.CSTNode) -> None:
         start = self._stack.pop()
         key = id(node)
+        self.extents[key] = (start[0], start[1], self.line, self.column)
         if key not in self.ranges:
             self.ranges[key] = (start[0], start[1], self.line, self.column)
 
@@ -70,6 +74,12 @@ class _State(CodegenState):
 
 def positions(module: cst.Module) -> dict[int, tuple[int, int, int, int]]:
     """node id -> (start line, start column, end line, end column); lines 1-based, columns 0-based."""
+    return positions_and_extents(module)[0]
+
+
+def positions_and_extents(module: cst.Module) -> tuple[dict[int, tuple[int, int, int, int]],
+                                                       dict[int, tuple[int, int, int, int]]]:
+    """:func:`positions`, and each node's whole generated text as the same kind of range."""
     state = _State(module)
     module._codegen(state)
-    return state.ranges
+    return state.ranges, state.extents

@@ -11,7 +11,7 @@ import libcst as cst
 if TYPE_CHECKING:
     from lint_rules.analysis.model import FileModel
 
-from lint_rules.diagnostics import ERROR, WARNING, Finding  # noqa: F401  (re-exported)
+from lint_rules.diagnostics import ERROR, SAFE, UNSAFE, WARNING, Finding  # noqa: F401  (re-exported)
 
 # Marks the line(s) an INVALID example must be reported on.
 BUG_MARKER = "# BUG"
@@ -24,9 +24,15 @@ class Valid:
 
 @dataclass(frozen=True)
 class Invalid:
-    """An example the rule must flag: on every line marked ``# BUG``, and nowhere else."""
+    """An example the rule must flag: on every line marked ``# BUG``, and nowhere else.
+
+    ``fixed``: the example after ``--fix --unsafe-fixes`` (``None``: no fix is offered);
+    ``applicability``: what every fix offered for it must declare.
+    """
 
     code: str
+    fixed: str | None = None
+    applicability: str | None = None
 
     @property
     def expected_lines(self) -> list[int]:
@@ -34,11 +40,29 @@ class Invalid:
         return [i for i, line in enumerate(src.splitlines(), 1) if BUG_MARKER in line]
 
 
+@dataclass(frozen=True)
+class Replace:
+    """Swap ``node`` (its whole text, parentheses included) for ``new``: a node or source text."""
+
+    node: cst.CSTNode
+    new: cst.CSTNode | str
+
+
+@dataclass(frozen=True)
+class RuleFix:
+    """A fix a rule offers with a finding: all its replacements, applied together."""
+
+    applicability: str  # SAFE or UNSAFE
+    edits: tuple[Replace, ...]
+    message: str | None = None  # default: the rule's FIX_TITLE
+
+
 @dataclass
 class Report:
     node: cst.CSTNode
     message: str
     severity: str | None = None  # overrides the rule's SEVERITY for this finding
+    fix: RuleFix | None = None
 
 
 class Rule:
@@ -67,11 +91,12 @@ class Rule:
         self.reports: list[Report] = []
         self._reported: set[int] = set()
 
-    def report(self, node: cst.CSTNode, message: str | None = None, severity: str | None = None) -> None:
+    def report(self, node: cst.CSTNode, message: str | None = None, severity: str | None = None,
+               fix: RuleFix | None = None) -> None:
         if id(node) in self._reported:
             return
         self._reported.add(id(node))
-        self.reports.append(Report(node, message or self.MESSAGE, severity))
+        self.reports.append(Report(node, message or self.MESSAGE, severity, fix))
 
     def finish(self) -> None:
         """Called after every node was visited; override for whole-file checks."""

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from lint_rules import cache, notebook, registry
 from lint_rules.config import Config, find_pyproject, load
-from lint_rules.diagnostics import FileResult, Finding
+from lint_rules.diagnostics import UNSAFE, FileResult, Finding, FixedSource
 from lint_rules.files import matches
 from lint_rules.project import ProjectInfo, read_project
 
@@ -42,13 +42,32 @@ def per_file_codes(path: Path, codes: set[str], cfg: Config) -> set[str]:
 
 
 def decode(data: bytes) -> str:
+    return decode_with_encoding(data)[0]
+
+
+def decode_with_encoding(data: bytes) -> tuple[str, str]:
     encoding, _ = tokenize.detect_encoding(BytesIO(data).readline)
-    return data.decode(encoding)
+    return data.decode(encoding), encoding
 
 
-def cached_result(job: tuple[str, str, tuple[str, ...], str | None]) -> FileResult | None:
-    """The result of ``job`` if it needs no linting: cached, or a file that never mentions torch."""
-    path, shown, codes, cache_dir = job
+# (path, shown path, codes, cache directory or None[, fix mode: None, "safe" or "unsafe"])
+Job = tuple
+
+
+def _fix_mode(job: Job) -> str | None:
+    return job[4] if len(job) > 4 else None
+
+
+def _has_fixes(result: FileResult, mode: str | None) -> bool:
+    from lint_rules.fixes import applicable
+
+    return mode is not None and any(applicable(f.fix, mode == UNSAFE) for f in result.findings)
+
+
+def cached_result(job: Job) -> FileResult | None:
+    """The result of ``job`` if it needs no linting: cached (and, in a fix run, with nothing
+    to fix), or a file that never mentions torch."""
+    path, shown, codes, cache_dir = job[:4]
     try:
         data = Path(path).read_bytes()
     except OSError:
@@ -57,12 +76,17 @@ def cached_result(job: tuple[str, str, tuple[str, ...], str | None]) -> FileResu
         return FileResult(shown, skipped=True)
     if cache_dir is None:
         return None
-    return cache.load(cache_dir, cache.key(data, shown, codes, project_for(str(Path(path).parent))))
+    hit = cache.load(cache_dir, cache.key(data, shown, codes, project_for(str(Path(path).parent))))
+    return None if hit is not None and _has_fixes(hit, _fix_mode(job)) else hit
 
 
-def lint_file(job: tuple[str, str, tuple[str, ...], str | None]) -> FileResult | str:
-    """Lint one file (runs in a worker process); a read error comes back as its message."""
-    path, shown, codes, cache_dir = job
+def lint_file(job: Job) -> FileResult | str:
+    """Lint one file (runs in a worker process); a read error comes back as its message.
+
+    In a fix run the result carries the fixed text (``result.fixed``); writing it is the caller's.
+    """
+    path, shown, codes, cache_dir = job[:4]
+    mode = _fix_mode(job)
     project = project_for(str(Path(path).parent))
     try:
         data = Path(path).read_bytes()
@@ -70,14 +94,42 @@ def lint_file(job: tuple[str, str, tuple[str, ...], str | None]) -> FileResult |
         return f"torchcheck: error: cannot read {shown}: {e.strerror}"
     if b"torch" not in data:
         return FileResult(shown, skipped=True)
-    if cache_dir is None:
-        return lint_bytes(data, shown, codes, project)
-    k = cache.key(data, shown, codes, project)
-    hit = cache.load(cache_dir, k)
-    if hit is not None:
-        return hit
+    k = cache.key(data, shown, codes, project) if cache_dir is not None else None
+    if k is not None:
+        hit = cache.load(cache_dir, k)
+        if hit is not None and not _has_fixes(hit, mode):
+            return hit
+    if mode is not None and not shown.endswith(".ipynb"):
+        result = fix_bytes(data, shown, codes, project, mode == UNSAFE)
+        if result.fixed is None or result.fixed.error is None:
+            final = result.fixed.source.encode(result.fixed.encoding) if result.fixed else data
+            if cache_dir is not None:
+                cache.store(cache_dir, cache.key(final, shown, codes, project), result)
+        return result
     result = lint_bytes(data, shown, codes, project)
-    cache.store(cache_dir, k, result)
+    if k is not None:
+        cache.store(cache_dir, k, result)
+    return result
+
+
+def fix_bytes(data: bytes, shown: str, codes: tuple[str, ...] | set[str], project: ProjectInfo,
+              unsafe: bool) -> FileResult:
+    """Lint and fix one Python file's bytes; the result is that of the fixed text."""
+    try:
+        source, encoding = decode_with_encoding(data)
+    except (UnicodeDecodeError, SyntaxError, LookupError):
+        return _lint_python(data, shown, tuple(codes), project)
+    return fix_text(source, encoding, shown, codes, project, unsafe)
+
+
+def fix_text(source: str, encoding: str, shown: str, codes, project: ProjectInfo, unsafe: bool) -> FileResult:
+    from lint_rules.engine import lint_source
+    from lint_rules.fixes import fix_until_stable
+
+    fixed, applied, result, error = fix_until_stable(
+        source, lambda text: lint_source(text, shown, codes, project), unsafe)
+    if applied or error:
+        result.fixed = FixedSource(source, fixed, encoding, [(f.code, f.name) for f in applied], error)
     return result
 
 
@@ -97,6 +149,7 @@ def _lint_notebook(data: bytes, shown: str, codes: tuple[str, ...], project: Pro
     from lint_rules.engine import lint_source  # LibCST loads only when a file is really linted
 
     result = lint_source(source, shown, codes, project)
+    result.notebook_fixes = sum(f.fix is not None for f in result.findings)
     result.findings = notebook.map_back(result.findings, where)
     return result
 

@@ -2,9 +2,13 @@ from __future__ import annotations
 
 import libcst as cst
 
-from lint_rules.analysis.model import is_none, is_true, keyword_arg
+from lint_rules.analysis.model import ASSIGN, is_false, is_none, is_true, keyword_arg
 from lint_rules.analysis.names import DATA_LOADERS
-from lint_rules.rule import Invalid, Rule, Valid
+from lint_rules.rule import SAFE, UNSAFE, Invalid, Replace, Rule, RuleFix, Valid
+
+# Samplers that shuffle by default: dropping shuffle=True beside them keeps shuffled batches.
+_SHUFFLING_SAMPLERS = frozenset({"torch.utils.data.DistributedSampler", "torch.utils.data.RandomSampler",
+                                 "torch.utils.data.sampler.RandomSampler"})
 
 
 class ShuffleWithSampler(Rule):
@@ -34,6 +38,15 @@ class ShuffleWithSampler(Rule):
     ## Known problems
     Only a literal `shuffle=True` is flagged; `shuffle=(sampler is None)`, the usual
     correct idiom, stays quiet.
+
+    ## Fix safety
+    The fix removes `shuffle=True` (a positional `True` becomes `False`, so that the
+    arguments after it keep their places); every other argument is kept. It is safe
+    when the sampler is built in place, or assigned once, from `DistributedSampler`
+    or `RandomSampler` without `shuffle=False`: they shuffle, so the batches stay
+    shuffled, as `shuffle=True` asked. With any other sampler, or a `batch_sampler`,
+    the fix is unsafe: the loader then iterates in whatever order that sampler
+    produces, which may not be shuffled.
 
     ## References
     - https://pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader
@@ -76,20 +89,57 @@ class ShuffleWithSampler(Rule):
             """
             from torch.utils.data import DataLoader, DistributedSampler
             loader = DataLoader(ds, batch_size=32, shuffle=True, sampler=DistributedSampler(ds))  # BUG
-            """
+            """,
+            fixed="""
+            from torch.utils.data import DataLoader, DistributedSampler
+            loader = DataLoader(ds, batch_size=32, sampler=DistributedSampler(ds))  # BUG
+            """,
+            applicability=SAFE,
         ),
         Invalid(
             """
             import torch.utils.data as data
             sampler = data.RandomSampler(ds)
             loader = data.DataLoader(ds, shuffle=True, sampler=sampler)  # BUG
-            """
+            """,
+            fixed="""
+            import torch.utils.data as data
+            sampler = data.RandomSampler(ds)
+            loader = data.DataLoader(ds, sampler=sampler)  # BUG
+            """,
+            applicability=SAFE,
         ),
         Invalid(
             """
             from torch.utils.data.dataloader import DataLoader as DL
             loader = DL(ds, shuffle=True, batch_sampler=bucket_sampler)  # BUG
+            """,
+            fixed="""
+            from torch.utils.data.dataloader import DataLoader as DL
+            loader = DL(ds, batch_sampler=bucket_sampler)  # BUG
+            """,
+            applicability=UNSAFE,
+        ),
+        Invalid(
             """
+            import torch
+            from torch.utils.data import DataLoader, SequentialSampler
+            a = DataLoader(ds, 64, True, SequentialSampler(ds), num_workers=4)  # BUG
+            b = DataLoader(  # BUG
+                ds,
+                sampler=torch.utils.data.RandomSampler(ds),
+                shuffle=True,
+            )
+            """,
+            fixed="""
+            import torch
+            from torch.utils.data import DataLoader, SequentialSampler
+            a = DataLoader(ds, 64, False, SequentialSampler(ds), num_workers=4)  # BUG
+            b = DataLoader(  # BUG
+                ds,
+                sampler=torch.utils.data.RandomSampler(ds),
+            )
+            """,
         ),
     ]
 
@@ -102,8 +152,32 @@ class ShuffleWithSampler(Rule):
         for name in ("sampler", "batch_sampler"):
             arg = _argument(node, name)
             if arg is not None and not is_none(arg):
-                self.report(node)
+                self.report(node, fix=self._fix(node, name, arg))
                 return
+
+    def _fix(self, call: cst.Call, name: str, sampler: cst.BaseExpression) -> RuleFix:
+        safe = name == "sampler" and self._shuffling_sampler(sampler)
+        args = list(call.args)
+        i = next((i for i, a in enumerate(args) if a.keyword is not None and a.keyword.value == "shuffle"), None)
+        if i is None:  # positional: keep the places of the arguments after it
+            i = [j for j, a in enumerate(args) if a.keyword is None and not a.star][_POSITIONS["shuffle"]]
+            args[i] = args[i].with_changes(value=cst.Name("False"))
+        else:
+            removed = args.pop(i)
+            if i == len(args) and args:  # it was the last: the one before takes its comma (or none)
+                args[-1] = args[-1].with_changes(comma=removed.comma)
+        return RuleFix(SAFE if safe else UNSAFE, (Replace(call, call.with_changes(args=args)),))
+
+    def _shuffling_sampler(self, expr: cst.BaseExpression) -> bool:
+        if isinstance(expr, cst.Name):
+            bindings = self.model.bindings_of(expr)
+            if not bindings or len(bindings) != 1 or bindings[0].kind != ASSIGN:
+                return False
+            expr = bindings[0].value
+        if not isinstance(expr, cst.Call) or self.model.qualified_name(expr.func) not in _SHUFFLING_SAMPLERS:
+            return False
+        shuffle = keyword_arg(expr, "shuffle")
+        return shuffle is None or not is_false(shuffle.value)
 
 
 # DataLoader(dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None, ...)

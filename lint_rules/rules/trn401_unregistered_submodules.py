@@ -5,8 +5,9 @@ import libcst as cst
 from lint_rules.analysis.kinds import LEAF, kind_of
 from lint_rules.analysis.model import ASSIGN, CLASS, is_true, keyword_arg
 from lint_rules.analysis.names import PARAMETER, TENSOR_FACTORIES
-from lint_rules.rule import Invalid, Rule, Valid
+from lint_rules.rule import UNSAFE, Invalid, Replace, Rule, RuleFix, Valid
 from lint_rules.analysis.modules import facts, is_torch_module_class_name, self_attribute
+from lint_rules.analysis.spelling import spelling
 
 _CONTAINER_CALLS = frozenset({"builtins.list", "builtins.tuple", "builtins.dict"})
 _ADDERS = frozenset({"append", "extend", "insert"})
@@ -60,6 +61,20 @@ class UnregisteredSubmodules(Rule):
     saved) is flagged; suppress it with `# noqa: TRN401`. Containers handed to your
     own helper that registers them are recognised only when the helper's result
     is assigned to an attribute.
+
+    ## Fix safety
+    When the attribute is assigned a list or tuple literal or a list comprehension
+    (or an empty list filled with `append`/`extend`) whose elements are all modules,
+    the fix wraps it: `nn.ModuleList([...])`; all `nn.Parameter`s: `nn.ParameterList`;
+    a dict literal with string keys: `nn.ModuleDict` / `nn.ParameterDict`. The
+    elements and their order are kept. It is unsafe because registering changes what
+    the model is: the optimizer built from `parameters()` now trains those layers,
+    `.to()` moves them, `state_dict()` gains keys (old checkpoints then fail to load
+    strictly), and code that relies on list-only behaviour (`+` with a list,
+    `isinstance(x, list)`) may break. There is no fix for containers mixing modules
+    with other values, for tensors with `requires_grad=True` (a `ParameterList` would
+    turn them into parameters), for `[module] * n` (the same module n times), for a
+    container built in a local variable, or where no import names `torch.nn`.
 
     ## References
     - https://pytorch.org/docs/stable/generated/torch.nn.ModuleList.html
@@ -150,7 +165,21 @@ class UnregisteredSubmodules(Rule):
                     for layer in self.layers:
                         x = layer(x)
                     return self.heads["a"](x)
-            """
+            """,
+            fixed="""
+            import torch.nn as nn
+            class Net(nn.Module):
+                def __init__(self, n):
+                    super().__init__()
+                    self.layers = nn.ModuleList([nn.Linear(8, 8) for _ in range(n)])  # BUG
+                    self.heads = nn.ModuleDict({"a": nn.Linear(8, 2), "b": nn.Linear(8, 3)})  # BUG
+
+                def forward(self, x):
+                    for layer in self.layers:
+                        x = layer(x)
+                    return self.heads["a"](x)
+            """,
+            applicability=UNSAFE,
         ),
         Invalid(
             """
@@ -167,7 +196,23 @@ class UnregisteredSubmodules(Rule):
                     for _ in range(n):
                         self.blocks.append(Block())
                     self.pair = (nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8))  # BUG
-            """
+            """,
+            fixed="""
+            from torch import nn
+            class Block(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(8, 8)
+
+            class Net(Block):
+                def __init__(self, n):
+                    super().__init__()
+                    self.blocks = nn.ModuleList([])  # BUG
+                    for _ in range(n):
+                        self.blocks.append(Block())
+                    self.pair = nn.ModuleList((nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8)))  # BUG
+            """,
+            applicability=UNSAFE,
         ),
         Invalid(
             """
@@ -181,7 +226,53 @@ class UnregisteredSubmodules(Rule):
                     for _ in range(k):
                         offsets.append(torch.zeros(8, requires_grad=True))
                     self.offsets = offsets  # BUG
+            """,
+            fixed="""
+            import torch
+            import torch.nn as nn
+            class Mixture(nn.Module):
+                def __init__(self, k):
+                    super().__init__()
+                    self.scales = nn.ParameterList([nn.Parameter(torch.ones(8)) for _ in range(k)])  # BUG
+                    offsets = []
+                    for _ in range(k):
+                        offsets.append(torch.zeros(8, requires_grad=True))
+                    self.offsets = offsets  # BUG
+            """,
+            applicability=UNSAFE,
+        ),
+        Invalid(
             """
+            # no fix: a tensor that is not a parameter, a repeated module, no torch.nn import
+            import torch
+            from torch.nn import Linear
+            class Net(torch.nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.mixed = [Linear(2, 2), torch.zeros(2, requires_grad=True)]  # BUG
+                    self.same = [Linear(2, 2)] * 3  # BUG
+            from torch.nn import Module
+            class Other(Module):
+                def __init__(self):
+                    super().__init__()
+                    self.layers = [Linear(2, 2)]  # BUG
+            """,
+            fixed="""
+            # no fix: a tensor that is not a parameter, a repeated module, no torch.nn import
+            import torch
+            from torch.nn import Linear
+            class Net(torch.nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.mixed = [Linear(2, 2), torch.zeros(2, requires_grad=True)]  # BUG
+                    self.same = [Linear(2, 2)] * 3  # BUG
+            from torch.nn import Module
+            class Other(Module):
+                def __init__(self):
+                    super().__init__()
+                    self.layers = torch.nn.ModuleList([Linear(2, 2)])  # BUG
+            """,
+            applicability=UNSAFE,
         ),
     ]
 
@@ -256,7 +347,47 @@ class UnregisteredSubmodules(Rule):
             if local:
                 items += added.get(id(container), [])
             if any(self._trainable(item) for item in items):
-                self.report(stmt)
+                self.report(stmt, fix=None if local else self._fix(stmt, container, items))
+
+    def _fix(self, stmt: cst.CSTNode, container: cst.CSTNode, items: list[cst.CSTNode]) -> RuleFix | None:
+        """Wrap the container in the registering class that matches all of its elements."""
+        kinds = {self._element_kind(item) for item in items}
+        if len(kinds) != 1 or None in kinds or getattr(stmt, "value", None) is not container:
+            return None
+        if isinstance(container, cst.Dict):
+            if len(items) != len(container.elements) or not all(
+                    isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString) for e in container.elements):
+                return None  # keys that are not strings, or items stored later under unknown keys
+            cls = "ModuleDict" if kinds == {"module"} else "ParameterDict"
+        elif isinstance(container, (cst.List, cst.Tuple, cst.ListComp)):
+            cls = "ModuleList" if kinds == {"module"} else "ParameterList"
+        else:
+            return None
+        nn = spelling(self.model, stmt, "torch.nn")
+        if nn is None:
+            return None
+        # The container becomes the one argument: a tuple needs its own parentheses there.
+        parens = ([cst.LeftParen()], [cst.RightParen()]) if isinstance(container, cst.Tuple) else ([], [])
+        inner = container.with_changes(lpar=parens[0], rpar=parens[1])
+        wrapped = cst.Call(func=cst.parse_expression(f"{nn}.{cls}"), args=[cst.Arg(inner)])
+        return RuleFix(UNSAFE, (Replace(container, wrapped),))
+
+    def _element_kind(self, expr: cst.CSTNode) -> str | None:
+        """"module" or "parameter" for an element built right here, else None."""
+        if isinstance(expr, cst.Name):
+            value = self._local_container(expr)
+            return self._element_kind(value) if isinstance(value, cst.Call) else None
+        if not isinstance(expr, cst.Call):
+            return None
+        q = self.model.qualified_name(expr.func)
+        if q is not None:
+            return "parameter" if q == PARAMETER else "module" if is_torch_module_class_name(q) else None
+        if isinstance(expr.func, cst.Name):
+            bindings = self.model.bindings_of(expr.func)
+            if bindings and len(bindings) == 1 and bindings[0].kind == CLASS \
+                    and self._facts.is_module_class(bindings[0].value):
+                return "module"
+        return None
 
     def _scan_calls(self) -> tuple[dict, set]:
         """Elements added with ``append``/``extend``/``insert``, and containers handed to a

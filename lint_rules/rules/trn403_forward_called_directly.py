@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from lint_rules.analysis.model import CLASS
-from lint_rules.rule import Invalid, Rule, Valid
+from lint_rules.rule import UNSAFE, Invalid, Replace, Rule, RuleFix, Valid
 from lint_rules.analysis.modules import facts
 
 
@@ -44,6 +44,13 @@ class ForwardCalledDirectly(Rule):
     `self.forward(x)` from another method of the module (`predict`, a custom
     `train` step) is flagged too: hooks registered on the module do not run for
     those calls. An unbound `Class.forward(obj, x)` is never flagged.
+
+    ## Fix safety
+    The fix calls the module instead (`module.forward(x)` -> `module(x)`), with the
+    same arguments. It is unsafe because that is a change in behaviour, usually the
+    wanted one: the module's hooks now run (DDP, FSDP, forward hooks), and so does
+    any `__call__` the class overrides; a receiver recognised only by its name may
+    not be a module at all.
 
     ## References
     - https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.forward
@@ -116,7 +123,24 @@ class ForwardCalledDirectly(Rule):
                     head = self.layers[-1]
                     x = head.forward(x)  # BUG
                     return self.layers[0].forward(x)  # BUG
-            """
+            """,
+            fixed="""
+            import torch.nn as nn
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.encoder = nn.Linear(8, 8)
+                    self.layers = nn.ModuleList([nn.Linear(8, 8) for _ in range(3)])
+
+                def forward(self, x):
+                    x = self.encoder(x)  # BUG
+                    for layer in self.layers:
+                        x = layer(x)  # BUG
+                    head = self.layers[-1]
+                    x = head(x)  # BUG
+                    return self.layers[0](x)  # BUG
+            """,
+            applicability=UNSAFE,
         ),
         Invalid(
             """
@@ -127,7 +151,17 @@ class ForwardCalledDirectly(Rule):
                     loss = torch.nn.functional.cross_entropy(model.forward(x), y)  # BUG
                     loss.backward()
                     optimizer.step()
-            """
+            """,
+            fixed="""
+            import torch
+            def train(model, loader, optimizer):
+                for x, y in loader:
+                    optimizer.zero_grad()
+                    loss = torch.nn.functional.cross_entropy(model(x), y)  # BUG
+                    loss.backward()
+                    optimizer.step()
+            """,
+            applicability=UNSAFE,
         ),
         Invalid(
             """
@@ -141,7 +175,20 @@ class ForwardCalledDirectly(Rule):
 
             net = nn.parallel.DistributedDataParallel(Classifier())
             out = net.module.forward(x)  # BUG
-            """
+            """,
+            fixed="""
+            from torch import nn
+            class Classifier(nn.Module):
+                def forward(self, x):
+                    return x.mean(1)
+
+                def predict(self, x):
+                    return self(x).argmax(1)  # BUG
+
+            net = nn.parallel.DistributedDataParallel(Classifier())
+            out = net.module(x)  # BUG
+            """,
+            applicability=UNSAFE,
         ),
     ]
 
@@ -165,4 +212,4 @@ class ForwardCalledDirectly(Rule):
             if bindings and any(b.kind == CLASS for b in bindings):
                 return
         if self._facts.is_module_value(receiver):
-            self.report(node)
+            self.report(node, fix=RuleFix(UNSAFE, (Replace(func, receiver),)))

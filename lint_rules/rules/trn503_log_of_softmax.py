@@ -4,8 +4,11 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from lint_rules.rule import WARNING, Invalid, Rule, Valid
+from lint_rules.rule import SAFE, WARNING, Invalid, Replace, Rule, RuleFix, Valid
 from lint_rules.analysis.provenance import SOFTMAX, Provenance
+from lint_rules.analysis.spelling import spelling
+
+_SOFTMAX_FUNCTIONS = frozenset({"torch.softmax", "torch.nn.functional.softmax", "torch.special.softmax"})
 
 if TYPE_CHECKING:
     from lint_rules.analysis.model import FileModel
@@ -45,6 +48,17 @@ class LogOfSoftmax(Rule):
     flagged: the epsilon avoids the NaN (at the price of a small bias). The log
     of a sigmoid (use `F.logsigmoid`) is not covered. Softmax values that reach
     the log through another module, a function argument or a tuple are missed.
+
+    ## Fix safety
+    When the log is taken directly of a softmax call (`torch.log(F.softmax(x, dim=1))`,
+    `x.softmax(-1).log()`), the fix calls the matching `log_softmax` with the same
+    arguments (`dim`, `dtype` and the rest are kept): `F.log_softmax`,
+    `torch.log_softmax`, `x.log_softmax`. It is safe: the values are the same
+    log-probabilities, except that those that underflowed to `-inf` become finite.
+    There is no fix when the softmax reaches the log through a variable (the
+    probabilities may be used elsewhere), through a model's `nn.Softmax` layer, or
+    when `log_softmax` cannot be named through the file's imports (`from torch import
+    log, softmax`): a fix never adds an import.
 
     ## References
     - https://pytorch.org/docs/stable/generated/torch.nn.functional.log_softmax.html
@@ -93,7 +107,26 @@ class LogOfSoftmax(Rule):
             import torch
             import torch.nn.functional as F
             loss = F.nll_loss(torch.log(F.softmax(logits, dim=1)), y)  # BUG
+            """,
+            fixed="""
+            import torch
+            import torch.nn.functional as F
+            loss = F.nll_loss(F.log_softmax(logits, dim=1), y)  # BUG
+            """,
+            applicability=SAFE,
+        ),
+        Invalid(
             """
+            import torch
+            scores = torch.log(torch.softmax(att.float(), -1, dtype=torch.float32))  # BUG
+            entropy = logits.softmax(dim=-1).log()  # BUG
+            """,
+            fixed="""
+            import torch
+            scores = torch.log_softmax(att.float(), -1, dtype=torch.float32)  # BUG
+            entropy = logits.log_softmax(dim=-1)  # BUG
+            """,
+            applicability=SAFE,
         ),
         Invalid(
             """
@@ -142,4 +175,26 @@ class LogOfSoftmax(Rule):
         else:
             return
         if self._provenance.of_value(value, node) == SOFTMAX:
-            self.report(node)
+            self.report(node, fix=self._fix(node, value))
+
+    def _fix(self, log_call: cst.Call, value: cst.CSTNode) -> RuleFix | None:
+        """``log(softmax(args))`` -> ``log_softmax(args)``, for a softmax call written in place."""
+        if not isinstance(value, cst.Call):
+            return None
+        if log_call.args and (len(log_call.args) != 1 or log_call.args[0].keyword is not None
+                              or log_call.args[0].star):
+            return None  # torch.log(p, out=buffer)
+        func = value.func
+        q = self.model.qualified_name(func)
+        if isinstance(func, cst.Attribute) and func.attr.value == "softmax" and (q is None or q in _SOFTMAX_FUNCTIONS):
+            new_func: cst.BaseExpression = func.with_changes(attr=cst.Name("log_softmax"))
+        elif isinstance(func, cst.Name) and q in _SOFTMAX_FUNCTIONS:
+            name = spelling(self.model, log_call, q.rsplit(".", 1)[0] + ".log_softmax")
+            if name is None:
+                return None
+            new_func = cst.parse_expression(name)
+        else:
+            return None
+        # Keep the log call's own parentheses, and drop the softmax call's (they are inside the log).
+        new = value.with_changes(func=new_func, lpar=log_call.lpar, rpar=log_call.rpar)
+        return RuleFix(SAFE, (Replace(log_call, new),))

@@ -2,8 +2,9 @@ from __future__ import annotations
 
 import libcst as cst
 
+from lint_rules.analysis.edits import append_keyword
 from lint_rules.analysis.model import ASSIGN, is_false, keyword_arg
-from lint_rules.rule import ERROR, WARNING, Invalid, Rule, Valid
+from lint_rules.rule import ERROR, UNSAFE, WARNING, Invalid, Replace, Rule, RuleFix, Valid
 
 # torch.load defaults to weights_only=True from this version on.
 _SAFE_DEFAULT = (2, 6)
@@ -56,6 +57,14 @@ class UnsafeTorchLoad(Rule):
     a warning); declare the bound in `pyproject.toml` or pass `weights_only`. Other
     loaders that unpickle (`torch.hub.load_state_dict_from_url`, `pickle.load`)
     are not checked.
+
+    ## Fix safety
+    The fix passes `weights_only=True`: it replaces the `False` value (a literal, or
+    the name bound to one) or adds the argument after the others, keeping every
+    other argument. It is unsafe: a checkpoint that holds more than tensors and
+    allow-listed types (a whole pickled module, a custom class, an optimizer built
+    around one) then fails to load with an `UnpicklingError`, where it loaded before.
+    Only apply it after checking what your checkpoints hold.
 
     ## References
     - https://pytorch.org/docs/stable/generated/torch.load.html
@@ -110,27 +119,58 @@ class UnsafeTorchLoad(Rule):
             """
             import torch
             ckpt = torch.load(path, map_location="cpu", weights_only=False)  # BUG
-            """
+            """,
+            fixed="""
+            import torch
+            ckpt = torch.load(path, map_location="cpu", weights_only=True)  # BUG
+            """,
+            applicability=UNSAFE,
         ),
         Invalid(
             """
             # the project does not say which torch it supports: reported as a warning
             import torch
             model.load_state_dict(torch.load(args.resume))  # BUG
-            """
+            """,
+            fixed="""
+            # the project does not say which torch it supports: reported as a warning
+            import torch
+            model.load_state_dict(torch.load(args.resume, weights_only=True))  # BUG
+            """,
+            applicability=UNSAFE,
         ),
         Invalid(
             """
             from torch import load as torch_load
             UNSAFE = False
             state = torch_load(f, weights_only=UNSAFE)  # BUG
-            """
+            """,
+            fixed="""
+            from torch import load as torch_load
+            UNSAFE = False
+            state = torch_load(f, weights_only=True)  # BUG
+            """,
+            applicability=UNSAFE,
         ),
         Invalid(
             """
             import torch.serialization
             snapshot = torch.serialization.load(snapshot_path, map_location=loc)  # BUG
-            """
+            state = torch.load(  # BUG
+                snapshot_path,
+                map_location="cpu",
+            )
+            """,
+            fixed="""
+            import torch.serialization
+            snapshot = torch.serialization.load(snapshot_path, map_location=loc, weights_only=True)  # BUG
+            state = torch.load(  # BUG
+                snapshot_path,
+                map_location="cpu",
+                weights_only=True,
+            )
+            """,
+            applicability=UNSAFE,
         ),
     ]
 
@@ -146,19 +186,21 @@ class UnsafeTorchLoad(Rule):
         arg = keyword_arg(node, "weights_only")
         if arg is not None:
             if self._is_false(arg.value):
-                self.report(node)
+                true = arg.value.with_changes(value="True") if isinstance(arg.value, cst.Name) else cst.Name("True")
+                self.report(node, fix=RuleFix(UNSAFE, (Replace(arg.value, true),)))
             return
         if any(a.star == "**" for a in node.args) or self._old_torch_fallback(node):
             return
         project = getattr(self.model, "project", None)
         floor = project.torch_min_version if project is not None else None
+        fix = RuleFix(UNSAFE, (Replace(node, append_keyword(node, "weights_only", cst.Name("True"))),))
         if floor is None:
             self.report(node, "torch.load without weights_only unpickles the file on torch < 2.6 (the default "
                               "is weights_only=False there): declare torch>=2.6 or pass weights_only=True",
-                        severity=WARNING)
+                        severity=WARNING, fix=fix)
         elif floor < _SAFE_DEFAULT:
             self.report(node, f"torch.load without weights_only unpickles the file on torch < 2.6, which this "
-                              f"project supports (torch>={floor[0]}.{floor[1]}): pass weights_only=True")
+                              f"project supports (torch>={floor[0]}.{floor[1]}): pass weights_only=True", fix=fix)
 
     def _is_false(self, expr: cst.CSTNode) -> bool:
         if is_false(expr):

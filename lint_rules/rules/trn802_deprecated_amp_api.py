@@ -5,7 +5,8 @@ import re
 import libcst as cst
 
 from lint_rules.analysis.names import canonical_name
-from lint_rules.rule import WARNING, Invalid, Rule, Valid
+from lint_rules.analysis.spelling import spelling
+from lint_rules.rule import SAFE, UNSAFE, WARNING, Invalid, Replace, Rule, RuleFix, Valid
 
 # Deprecated name (every defining path) -> what to write instead.
 _REPLACEMENTS: dict[str, str] = {
@@ -20,6 +21,11 @@ _FALLBACK_ERRORS = re.compile(r"ImportError|ModuleNotFoundError|AttributeError|T
 _VERSION_TEST = re.compile(r"version|hasattr\(", re.I)
 _TYPE_CHECKS = frozenset({"builtins.isinstance", "builtins.issubclass"})
 _LEAVES = frozenset({"GradScaler", "autocast"})
+# The old autocast classes take (enabled, dtype, cache_enabled); torch.autocast takes
+# (device_type, dtype, enabled, cache_enabled): positional arguments become keywords.
+_AUTOCAST_PARAMS = ("enabled", "dtype", "cache_enabled")
+# Process-wide autocast defaults: torch.autocast reads them, the old classes did not.
+_GLOBAL_DEFAULTS = re.compile(r"set_autocast_(?:gpu_|cpu_)?dtype|set_autocast_cache_enabled")
 _MODULES = frozenset({"torch.cuda.amp", "torch.cuda.amp.grad_scaler", "torch.cuda.amp.autocast_mode",
                       "torch.cpu.amp", "torch.cpu.amp.autocast_mode"})
 
@@ -66,6 +72,23 @@ class DeprecatedAmpApi(Rule):
     `isinstance(ctx, torch.cuda.amp.autocast)`). `torch.cuda.amp.custom_fwd`/`custom_bwd` are not
     flagged. A name imported from `torch.cuda.amp` is reported once, at the import,
     not at each use.
+
+    ## Fix safety
+    A call written with the module path (`torch.cuda.amp.GradScaler(...)`,
+    `torch.cuda.amp.autocast(...)`, `amp.autocast(...)` after `from torch.cuda import
+    amp`, `@torch.cpu.amp.autocast()`) is rewritten to the replacement PyTorch's own
+    deprecation warning names, keeping every argument: `torch.amp.GradScaler("cuda",
+    ...)` takes the old arguments in the same places; for `torch.autocast("cuda",
+    ...)` positional arguments become keywords (`enabled=`, `dtype=`,
+    `cache_enabled=`), because the new signature orders them differently. This is
+    safe, except in a file that changes the process-wide autocast defaults
+    (`torch.set_autocast_dtype`, `set_autocast_cache_enabled`): the old classes
+    ignored them and `torch.autocast` reads them, so there the fix is unsafe.
+    There is no fix for `from torch.cuda.amp import autocast` (every use would change,
+    and the import too), for a name that is not called where it is written
+    (`partial(amp.autocast, ...)`: the device argument has nowhere to go), for a
+    `*args` call to autocast, or where no `import torch` names `torch.amp`: a fix
+    never adds an import.
 
     ## References
     - https://pytorch.org/docs/stable/amp.html
@@ -146,7 +169,30 @@ class DeprecatedAmpApi(Rule):
             scaler = torch.cuda.amp.GradScaler(enabled=use_amp)  # BUG
             with torch.cuda.amp.autocast(dtype=torch.float16):  # BUG
                 loss = model(x)
+            """,
+            fixed="""
+            import torch
+            scaler = torch.amp.GradScaler("cuda", enabled=use_amp)  # BUG
+            with torch.autocast("cuda", dtype=torch.float16):  # BUG
+                loss = model(x)
+            """,
+            applicability=SAFE,
+        ),
+        Invalid(
             """
+            import torch
+            scaler = torch.cuda.amp.GradScaler(2.0**12, 2.0)  # BUG
+            with torch.cuda.amp.autocast(use_amp, torch.bfloat16):  # BUG
+                loss = model(x)
+            torch.set_autocast_dtype("cuda", torch.bfloat16)
+            """,
+            fixed="""
+            import torch
+            scaler = torch.amp.GradScaler("cuda", 2.0**12, 2.0)  # BUG
+            with torch.autocast("cuda", enabled=use_amp, dtype=torch.bfloat16):  # BUG
+                loss = model(x)
+            torch.set_autocast_dtype("cuda", torch.bfloat16)
+            """,
         ),
         Invalid(
             """
@@ -163,7 +209,15 @@ class DeprecatedAmpApi(Rule):
             from functools import partial
             amp_autocast = partial(amp.autocast, dtype=torch.bfloat16)  # BUG
             scaler = amp.GradScaler()  # BUG
-            """
+            """,
+            fixed="""
+            import torch
+            from torch.cuda import amp
+            from functools import partial
+            amp_autocast = partial(amp.autocast, dtype=torch.bfloat16)  # BUG
+            scaler = torch.amp.GradScaler("cuda")  # BUG
+            """,
+            applicability=SAFE,
         ),
         Invalid(
             """
@@ -172,7 +226,15 @@ class DeprecatedAmpApi(Rule):
                 @torch.cpu.amp.autocast()  # BUG
                 def forward(self, x):
                     return self.net(x)
-            """
+            """,
+            fixed="""
+            import torch
+            class Model(torch.nn.Module):
+                @torch.autocast("cpu")  # BUG
+                def forward(self, x):
+                    return self.net(x)
+            """,
+            applicability=SAFE,
         ),
     ]
 
@@ -181,6 +243,7 @@ class DeprecatedAmpApi(Rule):
         project = getattr(model, "project", None)
         oldest = getattr(project, "torch_min_version", None)
         # torch.amp.GradScaler appeared in torch 2.3: older supported versions need the old one.
+        self._changes_defaults: bool | None = None  # the file calls torch.set_autocast_*: read on demand
         self._flags = frozenset(q for q in _REPLACEMENTS
                                 if not (oldest is not None and oldest < (2, 3) and "GradScaler" in q))
 
@@ -189,7 +252,32 @@ class DeprecatedAmpApi(Rule):
             return
         q = self.model.qualified_name(node)
         if q in self._flags and not self._only_referenced(node) and not self._compatibility_fallback(node):
-            self.report(node, _message(q))
+            self.report(node, _message(q), fix=self._fix(node, q))
+
+    def _fix(self, node: cst.Attribute, q: str) -> RuleFix | None:
+        call = self.model.parent(node)
+        if not isinstance(call, cst.Call) or call.func is not node:
+            return None
+        device = cst.SimpleString('"cuda"' if q.startswith("torch.cuda.") else '"cpu"')
+        scaler = "GradScaler" in q
+        func = spelling(self.model, node, "torch.amp.GradScaler" if scaler else "torch.autocast")
+        if func is None:
+            return None
+        args = list(call.args)
+        if not scaler:
+            positional = [a for a in args if a.keyword is None]
+            if any(a.star for a in positional) or len(positional) > len(_AUTOCAST_PARAMS):
+                return None
+            eq = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
+            args = [a.with_changes(keyword=cst.Name(_AUTOCAST_PARAMS[i]), equal=eq) if i < len(positional) else a
+                    for i, a in enumerate(args)]
+        first = cst.Arg(device, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")) if args
+                        else cst.MaybeSentinel.DEFAULT)
+        new = call.with_changes(func=cst.parse_expression(func), args=[first, *args])
+        if not scaler and self._changes_defaults is None:
+            self._changes_defaults = bool(_GLOBAL_DEFAULTS.search(self.model.module.code))
+        safe = scaler or not self._changes_defaults
+        return RuleFix(SAFE if safe else UNSAFE, (Replace(call, new),))
 
     def _only_referenced(self, node: cst.CSTNode) -> bool:
         """`func is torch.cuda.amp.autocast`, `{torch.cuda.amp.autocast, ...}` (a registry or

@@ -115,7 +115,7 @@ def test_json_schema(tmp_path):
     assert data == [{
         "path": "train.py", "line": 7, "column": 5, "end_line": 7, "end_column": 20,
         "code": "TRN101", "name": "zero-grad-between-backward-and-step",
-        "message": data[0]["message"], "severity": "error",
+        "message": data[0]["message"], "severity": "error", "fix": None,
     }]
     assert "zero gradients" in data[0]["message"]
 

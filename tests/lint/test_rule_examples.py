@@ -79,3 +79,63 @@ def test_selector_expansion():
         registry.expand(["TRN9"], "--select")
     with pytest.raises(registry.UsageError, match="'E501'"):
         registry.expand(["E501"], "--select")
+
+
+# ----------------------------------------------------------------- fixes
+def _fix(src: str, code: str, unsafe: bool) -> str:
+    from lint_rules.fixes import fix_until_stable
+
+    fixed, _, _, error = fix_until_stable(src, lambda text: lint_source(text, "example.py", [code]), unsafe)
+    assert error is None, error
+    return fixed
+
+
+@pytest.mark.parametrize(("code", "example"), list(_cases("INVALID")))
+def test_fix_output_is_exact_idempotent_and_parses(code, example):
+    src = textwrap.dedent(example.code)
+    offered = [f.fix for f in lint_source(src, "example.py", [code]).findings if f.fix is not None]
+    if example.fixed is None:
+        assert not offered, "this example declares no fix (give it `fixed=`), but the rule offers one"
+        return
+    expected = textwrap.dedent(example.fixed)
+    fixed = _fix(src, code, unsafe=True)
+    assert fixed == expected
+    compile(fixed, "example.py", "exec")  # the fixed file parses
+    assert _fix(fixed, code, unsafe=True) == fixed  # a second --fix changes nothing
+    if example.applicability is not None:
+        assert {f.applicability for f in offered} == {example.applicability}
+
+
+@pytest.mark.parametrize(("code", "example"), list(_cases("INVALID")))
+def test_unsafe_fixes_need_the_opt_in(code, example):
+    if example.fixed is None or example.applicability is None:
+        return
+    src = textwrap.dedent(example.code)
+    safe_only = _fix(src, code, unsafe=False)
+    assert safe_only == (textwrap.dedent(example.fixed) if example.applicability == "safe" else src)
+
+
+@pytest.mark.parametrize(("code", "example"), list(_cases("INVALID")))
+def test_fixes_never_touch_suppressed_lines(code, example):
+    if example.fixed is None:
+        return
+    src = textwrap.dedent(example.code)
+    touched = {line for f in lint_source(src, "example.py", [code]).findings if f.fix
+               for e in f.fix.edits for line in range(e.line, e.end_line + 1)}
+    # A suppression of another torchcheck code on each line a fix would edit: the findings
+    # stay (the comment does not name them), their fixes go.
+    lines = src.splitlines(keepends=True)
+    for i in touched:
+        lines[i - 1] = lines[i - 1].rstrip("\n") + "  # noqa: TRN999\n"
+    suppressed = "".join(lines)
+    result = lint_source(suppressed, "example.py", [code])
+    assert sorted(f.line for f in result.findings) == example.expected_lines
+    assert all(f.fix is None for f in result.findings)
+    assert _fix(suppressed, code, unsafe=True) == suppressed
+
+
+def test_rules_with_fixes_say_how_safe_they_are():
+    with_fixes = {code for code, rule in RULES.items() if any(e.fixed is not None for e in rule.INVALID)}
+    assert {"TRN303", "TRN401", "TRN403", "TRN503", "TRN701", "TRN802"} <= with_fixes
+    for code in with_fixes:
+        assert "## Fix safety" in RULES[code].documentation(), code
