@@ -179,11 +179,21 @@ def _fix(rule: Rule, fix: RuleFix, module: cst.Module, offsets: _Offsets, extent
         tail = 0
         while tail < min(len(old), len(new)) - head and old[-1 - tail] == new[-1 - tail]:
             tail += 1
+        # Whole words only: `False` -> `True`, not `Fals` -> `Tru`.
+        while head and _word(old, head - 1) and (_word(old, head) or _word(new, head)):
+            head -= 1
+        while tail and _word(old, len(old) - tail) and (_word(old, len(old) - tail - 1)
+                                                        or _word(new, len(new) - tail - 1)):
+            tail -= 1
         a, b = offsets.position(start + head), offsets.position(end - tail)
         edits.append(Edit(a[0], a[1] + 1, b[0], b[1] + 1, new[head:len(new) - tail]))
     if not edits:
         return None
     return Fix(fix.applicability, fix.message or rule.FIX_TITLE or rule.MESSAGE, tuple(edits))
+
+
+def _word(text: str, i: int) -> bool:
+    return 0 <= i < len(text) and (text[i].isalnum() or text[i] == "_")
 
 
 def _touches_suppressed(fix: Fix, table: dict[int, set[str]]) -> bool:
