@@ -240,6 +240,11 @@ _GB_LOC = re.compile(r"in user code at (?P<loc>.+?:\d+)\s*$")
 _RECOMPILE = re.compile(r"^Recompiling function (?P<fn>\S+) in (?P<loc>.+?:\d+)\s*$")
 
 
+def _short_loc(loc: str) -> str:
+    path, _, line = loc.rpartition(":")
+    return f"{_short(path)}:{line}"
+
+
 class _Collect(logging.Handler):
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)
@@ -255,14 +260,15 @@ class _Collect(logging.Handler):
         if record.name.endswith("__recompiles"):
             m = _RECOMPILE.match(lines[0])
             guards = [ln.strip().lstrip("- ") for ln in lines[1:] if ln.strip().startswith("-")]
-            self.events.append(CompileEvent("recompile", m.group("loc") if m else "?",
+            self.events.append(CompileEvent("recompile", _short_loc(m.group("loc")) if m else "?",
                                             (f"{m.group('fn')}: " if m else "") + "; ".join(guards[:3])))
         elif record.name.endswith("symbolic_convert.__graph_breaks"):
             m = _GB_LOC.search(lines[0])
             reason = next((ln.split("Reason:", 1)[1].strip() for ln in lines if "Graph Break Reason:" in ln), "")
-            code = next((ln.strip() for ln in lines if ln.strip().startswith("# File")), "")
-            self.events.append(CompileEvent("graph break", m.group("loc") if m else "?",
-                                            reason + (f" ({code.lstrip('# ')})" if code else "")))
+            code = next((ln.split("code:", 1)[1].strip() for ln in lines
+                         if ln.strip().startswith("# File") and "code:" in ln), "")
+            self.events.append(CompileEvent("graph break", _short_loc(m.group("loc")) if m else "?",
+                                            reason + (f" (code: {code})" if code else "")))
 
 
 class CompileWatcher:

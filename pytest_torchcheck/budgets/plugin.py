@@ -94,7 +94,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         flag = "--" + opt.name.replace("_", "-")
         group.addoption(flag, dest=opt.name, default=None, metavar=opt.metavar,
                         help=f"{opt.help} [env {opt.env}, ini {opt.name}]")
-        parser.addini(opt.name, opt.help, default=opt.default)
+        parser.addini(opt.name, f"{opt.help} (default: {opt.default or 'none'})", default="")
 
 
 def _sources(config: pytest.Config, key: str) -> list[tuple[str, str]]:
@@ -117,7 +117,8 @@ def _sources(config: pytest.Config, key: str) -> list[tuple[str, str]]:
 def _value(config: pytest.Config, key: str) -> tuple[Any, str]:
     opt = OPTIONS[key]
     found = _sources(config, key)
-    raw, source = found[-1] if found else (opt.default, "default")
+    flag = "--" + opt.name.replace("_", "-")
+    raw, source = found[-1] if found else (opt.default, f"the default ({flag} or ini {opt.name} changes it)")
     return opt.parse(raw, source), source
 
 

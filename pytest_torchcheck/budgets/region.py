@@ -40,11 +40,13 @@ def skip_unsupported(budget: Budget) -> None:
     if cuda and not measure.cuda_available():
         import torch
 
-        pytest.skip(f"budget {', '.join(cuda)} needs CUDA: torch.cuda.is_available() is False "
-                    f"(torch {torch.__version__}); the limit is not checked on this machine")
+        raise pytest.skip.Exception(f"budget {', '.join(cuda)} needs CUDA: torch.cuda.is_available() is False "
+                                    f"(torch {torch.__version__}); the limit is not checked on this machine",
+                                    _use_item_location=True)
     memory = sorted({"cpu_memory", "memory_growth"} & set(budget.limits))
     if memory and measure.cpu_in_use is None:
-        pytest.skip(f"budget {', '.join(memory)}: {measure.CPU_MEMORY_UNAVAILABLE}")
+        raise pytest.skip.Exception(f"budget {', '.join(memory)}: {measure.CPU_MEMORY_UNAVAILABLE}",
+                                    _use_item_location=True)
 
 
 def _where(ctx: Context, region: str) -> Any:
