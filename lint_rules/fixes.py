@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import re
 import stat
-import tempfile
 from typing import Callable
 
 from lint_rules.diagnostics import SAFE, FileResult, Finding, Fix
@@ -98,6 +97,8 @@ def write_atomic(path: str, text: str, encoding: str) -> None:
     """Replace ``path``'s contents with ``text``: a temporary file in the same directory,
     flushed to disk, given the original's permission bits, then renamed over it. An
     interrupted run leaves the old file or the new one, never a truncated one."""
+    import tempfile  # here: a run that writes nothing does not pay for it
+
     real = os.path.realpath(path)  # through a symlink, not replacing it
     mode = stat.S_IMODE(os.stat(real).st_mode)
     data = text.encode(encoding)

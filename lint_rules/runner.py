@@ -59,9 +59,11 @@ def _fix_mode(job: Job) -> str | None:
 
 
 def _has_fixes(result: FileResult, mode: str | None) -> bool:
+    if mode is None:
+        return False
     from lint_rules.fixes import applicable
 
-    return mode is not None and any(applicable(f.fix, mode == UNSAFE) for f in result.findings)
+    return any(applicable(f.fix, mode == UNSAFE) for f in result.findings)
 
 
 def cached_result(job: Job) -> FileResult | None:
