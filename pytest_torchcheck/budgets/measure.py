@@ -265,8 +265,10 @@ class _Collect(logging.Handler):
         elif record.name.endswith("symbolic_convert.__graph_breaks"):
             m = _GB_LOC.search(lines[0])
             reason = next((ln.split("Reason:", 1)[1].strip() for ln in lines if "Graph Break Reason:" in ln), "")
-            code = next((ln.split("code:", 1)[1].strip() for ln in lines
-                         if ln.strip().startswith("# File") and "code:" in ln), "")
+            code = ""
+            if m:
+                path, _, line = m.group("loc").rpartition(":")
+                code = linecache.getline(path, int(line)).strip()
             self.events.append(CompileEvent("graph break", _short_loc(m.group("loc")) if m else "?",
                                             reason + (f" (code: {code})" if code else "")))
 
