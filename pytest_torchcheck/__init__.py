@@ -28,6 +28,8 @@ _EXPORTS = {
     "assert_batch_independent": "pytest_torchcheck.sanity",
     "assert_modules_registered": "pytest_torchcheck.sanity",
     "assert_deterministic": "pytest_torchcheck.sanity",
+    "BudgetFixture": "pytest_torchcheck.budgets.region",
+    "BudgetUsageError": "pytest_torchcheck.budgets.spec",
     "assert_ddp_matches_single_process": "pytest_torchcheck.ddp",
     "assert_replicas_in_sync": "pytest_torchcheck.ddp",
     "assert_sampler_reshuffles": "pytest_torchcheck.ddp",
