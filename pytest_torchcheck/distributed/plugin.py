@@ -38,6 +38,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini(ISOLATE_INI, ISOLATE_HELP, default="false")
 
 
+@pytest.hookimpl(trylast=True)  # after the terminal reporter exists, which torchrun mode silences on ranks > 0
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{SIGNATURE}: {MARKER_HELP}")
     worker = os.environ.get(ENV_WORKER)
@@ -51,7 +52,9 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.stash[MODE] == "torchrun":
         from pytest_torchcheck.distributed.torchrun import TorchrunSession
 
-        config.pluginmanager.register(TorchrunSession(config), "torchcheck-torchrun")
+        session = TorchrunSession(config)
+        config.pluginmanager.register(session, "torchcheck-torchrun")
+        session.silence(config)
 
 
 def _ini_source(config: pytest.Config, key: str) -> str:

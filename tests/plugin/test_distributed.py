@@ -464,3 +464,74 @@ def test_the_pytest_process_stops_the_ranks_when_killed(pytester, token) -> None
     while _survivors(token) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _survivors(token) == []
+
+
+TORCHRUN = textwrap.dedent('''
+    import os
+
+    import pytest
+
+
+    def _allreduce(value):
+        import torch
+        import torch.distributed as dist
+
+        t = torch.tensor([float(value)])
+        dist.all_reduce(t)
+        return t.item()
+
+
+    @pytest.mark.distributed(world_size=2)
+    def test_allreduce(rank, world_size, rank_device):
+        assert world_size == 2 and str(rank_device) == "cpu" and os.environ["RANK"] == str(rank)
+        assert _allreduce(rank + 1) == 3
+        print(f"rank {rank} was here")
+
+
+    @pytest.mark.distributed(world_size=2)
+    def test_root_cause(rank):
+        if rank == 1:
+            raise ValueError("rank 1 broke")
+        _allreduce(1)
+
+
+    @pytest.mark.distributed(world_size=2)
+    def test_group_works_after_a_failure(rank):
+        assert _allreduce(rank) == 1
+
+
+    @pytest.mark.distributed(world_size=4)
+    def test_needs_four(rank):
+        pass
+
+
+    def test_plain():
+        with open(f"plain-rank-{os.environ['RANK']}", "w"):
+            pass
+''')
+
+
+def test_torchrun_mode_runs_distributed_tests_collectively(inner, pytester: pytest.Pytester, token: str) -> None:
+    """``torchrun -m pytest``: every launched process is a rank; rank 0 prints one combined report."""
+    pytester.makepyfile(test_launched=TORCHRUN)
+    started = time.monotonic()
+    result = pytester.run(os.sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
+                          "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly", "-rA", "--tb=short",
+                          timeout=180)
+    elapsed = time.monotonic() - started
+    text = result.stdout.str()
+    assert text.count("test session starts") == 1, "only rank 0 prints a report"
+    result.stdout.fnmatch_lines_random([
+        "PASSED test_launched.py::test_allreduce",
+        "FAILED test_launched.py::test_root_cause - [[]rank 1 of 2, root cause[]] ValueError: rank 1 broke",
+        "PASSED test_launched.py::test_group_works_after_a_failure",
+        "SKIPPED [[]1[]] test_launched.py:*: needs world_size=4, but the launcher started WORLD_SIZE=2 processes",
+        "PASSED test_launched.py::test_plain",
+    ])
+    assert "rank 0 of 2: failed in call (consequence)" in text
+    assert "rank 1 was here" in text  # rank 1's output travels to rank 0's report
+    assert result.ret != 0  # the launcher fails the job
+    assert sorted(p.name for p in pytester.path.glob("plain-rank-*")) == ["plain-rank-0"]  # rank 0 only
+    # The failing rank leaves the group at once, so rank 0 does not wait out the process-group timeout.
+    assert elapsed < 40, f"took {elapsed:.0f} s"
+    assert _survivors(token) == []
