@@ -329,7 +329,7 @@ def assert_sampler_reshuffles(loader: Any, epochs: int = 2, *, run: Callable[[],
         padding = max(total - size, 0)  # DistributedSampler repeats < world_size indices to even out
         dropped = max(size - total, 0)  # ... or, with drop_last=True, leaves < world_size out
         pad_note = (f"; the sampler may repeat up to world_size - 1 = {world - 1} indices as padding "
-                    f"({padding} here)" if padding else "")
+                    f"({padding} here)" if 0 < padding < world else "")
         if duplicates > padding or padding >= max(world, 1) and duplicates:
             shared = [(i, rs) for i, rs in owners.items() if len(rs) > 1]
             examples = ", ".join(f"index {i} on {_ranks(set(rs))}" for i, rs in shared[:3])
@@ -500,7 +500,8 @@ def assert_ddp_matches_single_process(
                 if bool(over.any()):
                     bad.append(n)
                     if detail is None:
-                        where = tuple(int(i) for i in over.nonzero()[0]) if diff.dim() else ()
+                        flat = int(diff.reshape(-1).argmax())
+                        where = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), diff.shape))
                         upd_single = float((single - before[n].double()).norm())
                         upd_multi = float((multi - before[n].double()).norm())
                         detail = (n, tuple(ref_params[n].shape), float(diff.max()), where,
@@ -527,15 +528,16 @@ def assert_ddp_matches_single_process(
                           f"with torch.nn.SyncBatchNorm.convert_sync_batchnorm")
         if any(isinstance(m, torch.nn.modules.dropout._DropoutNd) for m in replica.modules()):
             causes.append("dropout draws different masks for a shard than for the global batch; test without it")
-        causes.append("the loss or forward depends on the batch composition (per-batch normalisation, a loss "
-                      "averaged over something other than samples), or the replicas drifted apart (" + _CAST_HINT
-                      + "; check with assert_replicas_in_sync)")
+        if not causes:
+            causes.append("the loss or forward depends on the batch composition (per-batch normalisation, a loss "
+                          "averaged over something other than samples), or the replicas drifted apart (" + _CAST_HINT
+                          + "; check with assert_replicas_in_sync)")
         idx = f"[{', '.join(map(str, where))}]" if where else ""
         raise TorchcheckFailure(
             f"{check}: after step {k} of {len(split)}, parameter '{n}' {shape} differs between DDP "
             f"(world_size={world}, {per_rank} samples per rank) and one process trained on the global batch of "
             f"{per_rank * world}, on {_ranks(failing)}\n"
-            f"  max abs diff {worst:.3g}; at {n}{idx}: DDP {_fmt(v_multi)}, single process {_fmt(v_single)}, "
+            f"  max abs diff {worst:.3g} at {n}{idx}: DDP {_fmt(v_multi)}, single process {_fmt(v_single)}, "
             f"allowed atol + rtol*|single| = {allowed:.3g} (atol={atol:g}, rtol={rtol:g})\n"
             f"  {len(bad)} of {len(names)} parameters differ at this step: {', '.join(bad[:8])}"
             f"{', ...' if len(bad) > 8 else ''}; update size DDP / single process = {ratio:.3g}\n"
