@@ -36,7 +36,10 @@ _SKIP_DIRS = (os.path.dirname(torch.__file__) + os.sep, os.path.dirname(pytest_t
 class Site:
     file: str
     line: int
-    source: str
+
+    @property
+    def source(self) -> str:  # read when a message is written, not on the measured path
+        return linecache.getline(self.file, self.line).strip()
 
     def __str__(self) -> str:
         return f"{_short(self.file)}:{self.line}  {self.source}".rstrip()
@@ -56,8 +59,8 @@ def call_site(depth: int = 2) -> Site:
     while f is not None and f.f_code.co_filename.startswith(_SKIP_DIRS):
         f = f.f_back
     if f is None:
-        return Site("<unknown>", 0, "")
-    return Site(f.f_code.co_filename, f.f_lineno, linecache.getline(f.f_code.co_filename, f.f_lineno).strip())
+        return Site("<unknown>", 0)
+    return Site(f.f_code.co_filename, f.f_lineno)
 
 
 # ------------------------------------------------------------------ syncs
@@ -181,7 +184,8 @@ class OpCounter(TorchDispatchMode):
         if after > self.peak:
             self.peak = after
         grown = after - before
-        if grown >= 65536:
+        # Only an allocation that makes the top list pays for finding its call site.
+        if grown >= 65536 and (len(self.allocations) < 8 or grown > self.allocations[0][0]):
             self._n += 1
             entry = (grown, self._n, Allocation(grown, f"aten.{func._overloadpacket.__name__}", call_site()))
             if len(self.allocations) < 8:
