@@ -100,8 +100,11 @@ OUTCOMES = textwrap.dedent('''
 
     @pytest.mark.distributed(world_size=2, timeout=4)
     def test_hang(rank):
+        import subprocess
         import time
 
+        # A child of the rank (as a DataLoader worker would be) must not outlive the kill either.
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
         while True:  # a deadlock outside any collective: only the harness deadline ends it
             time.sleep(0.05)
 
