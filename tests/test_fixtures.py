@@ -32,6 +32,8 @@ _EXPECTED = re.compile(r"^Expected codes:\s*(?P<codes>.*?)\s*$", re.M)
 _PLUGIN_CHECK = re.compile(r"^Plugin check:\s*(?P<checks>.*?)\s*$", re.M)
 # Budget keys that must catch a twin (held by tests/plugin/test_budget_references.py).
 _BUDGET_CHECK = re.compile(r"^Budget check:\s*\w", re.M)
+# A twin that only the DDP harness can catch names the test holding it to that: 'Harness check: tests/x.py'.
+_HARNESS_CHECK = re.compile(r"^Harness check:\s*(?P<test>\S+)\s*$", re.M)
 _CHECK_NAME = re.compile(r"^[A-Za-z_]\w*$")
 _CODE = re.compile(r"^TRN\d{3}$")
 _BUG_COMMENT = re.compile(r"^#\s*BUG\b")
@@ -104,7 +106,12 @@ def test_buggy_twin_is_well_formed(path: Path) -> None:
     assert re.search(r"^Bug: \S", _docstring(path), re.M), \
         f"{rel}: the docstring needs a line 'Bug: <one sentence>'"
     assert bug_lines(path.read_text(encoding="utf-8")), f"{rel}: no '# BUG' comment marks the planted line"
-    assert expected_codes(path) or plugin_checks(path) or _BUDGET_CHECK.search(_docstring(path)), (
+    harness = _HARNESS_CHECK.search(_docstring(path))
+    if harness:
+        test_file = ROOT / harness.group("test")
+        assert test_file.is_file() and path.name in test_file.read_text(encoding="utf-8"), (
+            f"{rel}: 'Harness check: {harness.group('test')}' names a test file that does not use {path.name}")
+    assert expected_codes(path) or plugin_checks(path) or _BUDGET_CHECK.search(_docstring(path)) or harness, (
         f"{rel}: 'Expected codes: none' and no 'Plugin check:' line: nothing is held to catch this bug")
 
 

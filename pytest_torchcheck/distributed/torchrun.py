@@ -49,6 +49,9 @@ class TorchrunSession:
         self.base_store: Any = None
         self.generation = 0
         self.tests = 0
+        # The real stderr, taken while pytest's capture is suspended: a hung rank's stack must reach the
+        # launcher's log, not the capture file of the test that hung.
+        self.stderr_fd = os.dup(2)
 
     def silence(self, config: pytest.Config) -> None:
         """Ranks other than 0 print nothing: rank 0's report covers every rank."""
@@ -133,7 +136,7 @@ class TorchrunSession:
 
         config = item.config
         started = time.time()
-        faulthandler.dump_traceback_later(float(spec["timeout"]), exit=True, file=sys.__stderr__)
+        faulthandler.dump_traceback_later(float(spec["timeout"]), exit=True, file=self.stderr_fd)
         try:
             reports = runtestprotocol(item, nextitem=nextitem, log=False)
         finally:
