@@ -538,3 +538,27 @@ def test_torchrun_mode_runs_distributed_tests_collectively(inner, pytester: pyte
     # The failing rank leaves the group at once, so rank 0 does not wait out the process-group timeout.
     assert elapsed < 40, f"took {elapsed:.0f} s"
     assert _survivors(token) == []
+
+
+def test_torchrun_mode_hang_prints_stacks_and_ends_the_job(inner, pytester: pytest.Pytester, token: str) -> None:
+    pytester.makepyfile(test_hang=textwrap.dedent('''
+        import pytest
+
+
+        @pytest.mark.distributed(world_size=2, timeout=3)
+        def test_hang(rank):
+            import time
+
+            while True:
+                time.sleep(0.05)
+    '''))
+    started = time.monotonic()
+    result = pytester.run(os.sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
+                          "-m", "pytest", "-p", "no:cacheprovider", timeout=120)
+    elapsed = time.monotonic() - started
+    err = result.stderr.str()
+    assert err.count("Timeout (0:00:03)!") == 2, err  # each rank dumps its own stack ...
+    assert len(re.findall(r'File ".*test_hang.py", line \d+ in test_hang', err)) == 2, err  # ... into the test
+    assert result.ret != 0
+    assert elapsed < 60, f"took {elapsed:.0f} s"
+    assert _survivors(token) == []
