@@ -98,6 +98,25 @@ OUTCOMES = textwrap.dedent('''
         _allreduce(1)
 
 
+    @pytest.mark.distributed(world_size=2)
+    def test_killed(rank):
+        if rank == 1:
+            os.kill(os.getpid(), signal.SIGKILL)  # what the out-of-memory killer does
+        _allreduce(1)
+
+
+    class TestInAClass:
+        @pytest.mark.distributed(world_size=2)
+        def test_method(self, rank):
+            assert _allreduce(rank) == 1
+
+        @pytest.mark.distributed(world_size=2)
+        def test_imperative_xfail(self, rank):
+            if rank == 0:
+                pytest.xfail("rank 0 knows this is broken")
+            _allreduce(1)
+
+
     @pytest.mark.distributed(world_size=2, timeout=4)
     def test_hang(rank):
         import subprocess
@@ -173,7 +192,8 @@ def test_outcomes_crashes_and_hangs(inner, pytester: pytest.Pytester, token: str
         "test_fixtures": "PASSED", "test_world_size_from_parametrize[1]": "PASSED",
         "test_world_size_from_parametrize[3]": "PASSED", "test_parametrized[2]": "PASSED",
         "test_parametrized[5]": "PASSED", "test_root_cause": "FAILED", "test_xfail": "XFAIL",
-        "test_segfault": "FAILED", "test_exit_code": "FAILED", "test_hang": "FAILED",
+        "test_segfault": "FAILED", "test_exit_code": "FAILED", "test_killed": "FAILED",
+        "test_method": "PASSED", "test_imperative_xfail": "XFAIL", "test_hang": "FAILED",
         "test_after_hang": "PASSED", "test_plain": "PASSED"}, result.stdout.str()
     text = result.stdout.str()
     # Root cause first, with its traceback; the consequence after, marked as such.
@@ -192,6 +212,10 @@ def test_outcomes_crashes_and_hangs(inner, pytester: pytest.Pytester, token: str
     assert "rank 0 about to crash" in segv
     assert "Fatal Python error: Segmentation fault" in segv  # faulthandler's dump from the dying rank
     assert "died with exit code 7" in _section(text, "test_exit_code")
+    assert "rank 1 of 2 (pid" in _section(text, "test_killed")
+    assert "died with signal 9 (SIGKILL; killed, often by the out-of-memory killer)" in _section(text, "test_killed")
+    assert "XFAIL test_outcomes.py::TestInAClass::test_imperative_xfail - rank 0 knows this is broken [rank 0 of 2]" \
+        in text
     # A hang: both stacks, pointing into the test, then the ranks are killed and the session goes on.
     hang = _section(text, "test_hang")
     assert "distributed test timed out after 4 s; the ranks were killed" in hang
