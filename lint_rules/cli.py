@@ -17,7 +17,6 @@ from lint_rules.config import Config, find_pyproject, load
 from lint_rules.diagnostics import SAFE, UNSAFE, FileResult, Finding
 from lint_rules.errors import TorchcheckError, UsageError
 from lint_rules.files import discover, display
-from lint_rules.fixes import unified_diff, write_atomic
 from lint_rules.output import FORMATS, fix_summary, write_report
 from lint_rules.runner import (cached_result, configured_codes, decode_with_encoding, fix_text, lint_file,
                                per_file_codes, project_for)
@@ -212,6 +211,9 @@ def _lint(args: argparse.Namespace) -> int:
             results.append(outcome)
 
     fix_errors = _report_fix_errors(results, mode)
+    if mode is not None:
+        from lint_rules.fixes import write_atomic  # here: a plain run needs no fix machinery
+
     if args.diff:
         return _diff(args, results, unsafe, failed=bool(read_errors or fix_errors)
                      or any(r.internal_error for r in results))
@@ -295,6 +297,8 @@ def _warn_notebooks(results: list[FileResult]) -> None:
 
 def _diff(args: argparse.Namespace, results: list[FileResult], unsafe: bool, failed: bool) -> int:
     """--diff: print what --fix would change, write nothing; exit 1 when there is a change (as Ruff)."""
+    from lint_rules.fixes import unified_diff
+
     chunks = [unified_diff(r.path, r.fixed.original, r.fixed.source) for r in sorted(results, key=lambda r: r.path)
               if r.fixed is not None and r.fixed.source != r.fixed.original]
     text = "".join(chunks)

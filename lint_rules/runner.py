@@ -3,9 +3,7 @@ processes) and by the pytest plugin's ``--torchcheck-lint`` items."""
 
 from __future__ import annotations
 
-import tokenize
 from functools import lru_cache
-from io import BytesIO
 from pathlib import Path
 
 from lint_rules import cache, notebook, registry
@@ -46,6 +44,9 @@ def decode(data: bytes) -> str:
 
 
 def decode_with_encoding(data: bytes) -> tuple[str, str]:
+    import tokenize  # here: a fully cached run decodes nothing
+    from io import BytesIO
+
     encoding, _ = tokenize.detect_encoding(BytesIO(data).readline)
     return data.decode(encoding), encoding
 
