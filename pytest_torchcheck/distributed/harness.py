@@ -329,11 +329,31 @@ class Harness:
     # -------------------------------------------------------------- tests
     def run(self, nodeid: str, path: str, world_size: int, backend: str, timeout: float,
             isolate: bool) -> TestRun:
+        try:
+            return self._run(nodeid, path, world_size, backend, timeout, isolate)
+        except (HarnessError, OSError):
+            if self.pool is not None:  # whatever state it is in, it is not reused
+                try:
+                    self._kill_pool(self.pool)
+                except (HarnessError, OSError):
+                    pass
+                self.pool = None
+            raise
+
+    def _pool_alive(self, pool: Pool) -> bool:
+        """Whether every rank of a warm pool is still there (one may have died between tests)."""
+        assert self.zconn is not None
+        while self.zconn.poll(0):
+            self._zygote_message()
+        return not any(r.pid in self.exited or r.conn is None for r in pool.ranks.values())
+
+    def _run(self, nodeid: str, path: str, world_size: int, backend: str, timeout: float,
+             isolate: bool) -> TestRun:
         started = time.monotonic()
         deadline = started + timeout
         key = PoolKey(world_size, backend, pg_timeout_for(timeout))
         startup = "warm pool"
-        if self.pool is not None and (isolate or self.pool.key != key):
+        if self.pool is not None and (isolate or self.pool.key != key or not self._pool_alive(self.pool)):
             self._release_pool(self.pool)
         if self.pool is None:
             startup = "isolated" if isolate else "new pool"
@@ -345,7 +365,10 @@ class Harness:
         run = TestRun(world_size, results, time.time(), isolate=isolate, startup=startup)
         for r in pool.ranks.values():
             assert r.conn is not None
-            r.conn.send(("run", test_id, nodeid, path))
+            try:
+                r.conn.send(("run", test_id, nodeid, path))
+            except OSError:  # it died just now: its exit notice follows
+                r.conn = None
         pending = set(results)
         clean = True
         give_up_at = deadline

@@ -225,10 +225,10 @@ def _zygote() -> None:
     os.chdir(setup["cwd"])
     sys.path[:] = setup["sys_path"]
     started = time.perf_counter()
-    import torch  # noqa: F401  (preloaded for every rank)
-    import torch.distributed  # noqa: F401
-    import torch.nn  # noqa: F401
-    import torch.optim  # noqa: F401
+    import importlib
+
+    for module in ("torch", "torch.distributed", "torch.nn", "torch.optim"):  # preloaded for every rank
+        importlib.import_module(module)
 
     state = RankSession(setup["args"])
     conn.send(("zygote-ready", time.perf_counter() - started))
