@@ -577,12 +577,18 @@ def test_torchrun_mode_hang_prints_stacks_and_ends_the_job(inner, pytester: pyte
                 time.sleep(0.05)
     '''))
     started = time.monotonic()
+    logs = pytester.path / "logs"
+    # Each rank's stderr goes to its own file, so the two stack dumps cannot interleave.
     result = pytester.run(os.sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
-                          "-m", "pytest", "-p", "no:cacheprovider", timeout=120)
+                          "--log-dir", str(logs), "--redirects", "2", "-m", "pytest", "-p", "no:cacheprovider",
+                          timeout=120)
     elapsed = time.monotonic() - started
-    err = result.stderr.str()
-    assert err.count("Timeout (0:00:03)!") == 2, err  # each rank dumps its own stack ...
-    assert len(re.findall(r'File ".*test_hang.py", line \d+ in test_hang', err)) == 2, err  # ... into the test
+    errs = sorted(logs.rglob("stderr.log"))
+    assert len(errs) == 2, (errs, result.stderr.str())
+    for path in errs:  # each rank dumps its own stack, pointing into the test
+        err = path.read_text()
+        assert "Timeout (0:00:03)!" in err, err
+        assert re.search(r'File ".*test_hang.py", line \d+ in test_hang', err), err
     assert result.ret != 0
     assert elapsed < 60, f"took {elapsed:.0f} s"
     assert _survivors(token) == []
