@@ -9,6 +9,12 @@
 
 Each measurement is a subprocess, as a user runs it; rounds are interleaved and
 the median is reported. Exits 0 whatever the result: it is a benchmark.
+
+Python's bytecode cache is on in the measured runs, as on a user's machine: if
+``PYTHONDONTWRITEBYTECODE`` is set (some CI images and sandboxes set it), it is
+removed from the children's environment, so the warm-up run writes the ``.pyc``
+files of an editable install and later runs do not compile every module again.
+``--keep-env`` measures with the environment as it is.
 """
 
 from __future__ import annotations
@@ -34,10 +40,13 @@ def corpus_default() -> Path:
     return Path(list(spec.submodule_search_locations)[0]) / "nn"
 
 
+ENV = dict(os.environ)
+
+
 def run(args: list[str], cwd: Path) -> float:
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-m", "lint_rules", "lint", "--exit-zero", "--isolated", "-q", *args],
-                   cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+                   cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, env=ENV)
     return time.perf_counter() - t0
 
 
@@ -45,7 +54,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("corpus", nargs="?", type=Path, help="directory to lint (default: torch/nn of installed torch)")
     ap.add_argument("--repeat", type=int, default=5, help="interleaved rounds (default 5)")
+    ap.add_argument("--keep-env", action="store_true",
+                    help="keep PYTHONDONTWRITEBYTECODE if set (default: bytecode cache on, as for users)")
     args = ap.parse_args(argv)
+    if not args.keep_env:
+        ENV.pop("PYTHONDONTWRITEBYTECODE", None)
     src = args.corpus or corpus_default()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp) / "corpus"
@@ -71,7 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     warm_ratio = med["cold"] / med["warm"]
     j_ratio = med["j1"] / med["j2"]
     extra_ms = 1000 * (med["changed"] - med["alone"])
-    print(f"corpus: {src} ({len(files)} files); {os.cpu_count()} CPUs; median of {args.repeat} interleaved rounds")
+    print(f"corpus: {src} ({len(files)} files); {os.cpu_count()} CPUs; median of {args.repeat} interleaved rounds; "
+          f"bytecode cache {'off' if ENV.get('PYTHONDONTWRITEBYTECODE') else 'on'}")
     rows = [["run", "median s", "min-max s"]]
     labels = {"cold": "cold (empty cache)", "warm": "warm (everything cached)", "j1": "cold -j 1 --no-cache",
               "j2": "cold -j 2 --no-cache", "changed": f"warm, {target.name} edited", "alone": f"{target.name} alone"}
