@@ -255,7 +255,7 @@ def assert_sampler_reshuffles(loader: Any, epochs: int = 2, *, run: Callable[[],
         _callable(check, "run", run, "taking no arguments that runs your training loop for epochs >= 2")
     sampler = _find_sampler(check, loader)
     dist = _require_group(check)
-    rank, world = dist.get_rank(), dist.get_world_size()
+    world = dist.get_world_size()
     name = type(sampler).__name__
 
     recorder = _Recorder(sampler)
@@ -541,5 +541,5 @@ def assert_ddp_matches_single_process(
             f"allowed atol + rtol*|single| = {allowed:.3g} (atol={atol:g}, rtol={rtol:g})\n"
             f"  {len(bad)} of {len(names)} parameters differ at this step: {', '.join(bad[:8])}"
             f"{', ...' if len(bad) > 8 else ''}; update size DDP / single process = {ratio:.3g}\n"
-            f"  likely cause: " + "; or ".join(causes) + "\n"
-            f"  if the difference is rounding (low precision, many steps), raise rtol=/atol=", check)
+            "  likely cause: " + "; or ".join(causes) + "\n"
+            "  if the difference is rounding (low precision, many steps), raise rtol=/atol=", check)

@@ -10,12 +10,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, NamedTuple
+from typing import Any, Iterator
 
 import pytest
 
 from pytest_torchcheck.budgets import spec, units
 from pytest_torchcheck.budgets.baseline import Baselines
+from pytest_torchcheck.plugin import Option
 
 BUDGET_HELP = ("default budget for every @pytest.mark.budget test and budget fixture region, as key=value pairs "
                "(e.g. 'syncs=0, warmup=1'); a marker's or fixture's own keys win")
@@ -23,15 +24,6 @@ SAVE_HELP = "save each budgeted region's median time as baseline NAME (one per m
 COMPARE_HELP = "fail a budgeted region slower than baseline NAME x the tolerance"
 TOLERANCE_HELP = "baseline comparison tolerance: a ratio >= 1 (default 1.3: up to 30% slower passes)"
 DIR_HELP = "folder of the saved baselines, relative to the rootdir (default .torchcheck/baselines)"
-
-
-class Option(NamedTuple):
-    name: str  # ini key; the flag is --torchcheck-<name> with dashes
-    help: str
-    env: str
-    parse: Callable[[str, str], Any]
-    default: str
-    metavar: str
 
 
 def _spec(value: str, source: str) -> dict[str, Any]:
@@ -62,14 +54,15 @@ def _dir(value: str, source: str) -> str:
 
 
 OPTIONS = {
-    "budget": Option("torchcheck_budget", BUDGET_HELP, "TORCHCHECK_BUDGET", _spec, "", "SPEC"),
-    "baseline_save": Option("torchcheck_baseline_save", SAVE_HELP, "TORCHCHECK_BASELINE_SAVE", _name, "", "NAME"),
+    "budget": Option("torchcheck_budget", BUDGET_HELP, "TORCHCHECK_BUDGET", _spec, "", {"metavar": "SPEC"}),
+    "baseline_save": Option("torchcheck_baseline_save", SAVE_HELP, "TORCHCHECK_BASELINE_SAVE", _name, "",
+                            {"metavar": "NAME"}),
     "baseline_compare": Option("torchcheck_baseline_compare", COMPARE_HELP, "TORCHCHECK_BASELINE_COMPARE", _name,
-                               "", "NAME"),
+                               "", {"metavar": "NAME"}),
     "baseline_tolerance": Option("torchcheck_baseline_tolerance", TOLERANCE_HELP, "TORCHCHECK_BASELINE_TOLERANCE",
-                                 _ratio, "1.3", "RATIO"),
+                                 _ratio, "1.3", {"metavar": "RATIO"}),
     "baseline_dir": Option("torchcheck_baseline_dir", DIR_HELP, "TORCHCHECK_BASELINE_DIR", _dir,
-                           ".torchcheck/baselines", "DIR"),
+                           ".torchcheck/baselines", {"metavar": "DIR"}),
 }
 
 MARKER_LINE = (f"{spec.SIGNATURE}: fail the test when its body exceeds a limit (memory peaks and growth, "
@@ -92,8 +85,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("torchcheck", "torchcheck: checks for PyTorch training code")
     for opt in OPTIONS.values():
         flag = "--" + opt.name.replace("_", "-")
-        group.addoption(flag, dest=opt.name, default=None, metavar=opt.metavar,
-                        help=f"{opt.help} [env {opt.env}, ini {opt.name}]")
+        group.addoption(flag, dest=opt.name, default=None, help=f"{opt.help} [env {opt.env}, ini {opt.name}]",
+                        **opt.flag_kwargs)
         parser.addini(opt.name, f"{opt.help} (default: {opt.default or 'none'})", default="")
 
 

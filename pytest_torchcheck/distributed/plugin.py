@@ -124,6 +124,18 @@ def marker_spec(item: pytest.Item) -> dict[str, Any] | None:
     return values
 
 
+def spec_or_problem(item: pytest.Item) -> dict[str, Any] | None:
+    """The marker's arguments for a distributed test that can run; None for any other test, or (with the
+    reason stashed for ``pytest_runtest_setup`` to raise) for one whose marker is wrong."""
+    if item.get_closest_marker("distributed") is None:
+        return None
+    try:
+        return marker_spec(item)
+    except MarkerError as e:
+        item.stash[PROBLEM] = ("fail", str(e))
+        return None
+
+
 def shipping_problem(function: Any) -> str | None:
     """Why a test function cannot be run by rank processes, which import its module and look it up by name."""
     qualname = getattr(function, "__qualname__", "")
@@ -153,14 +165,11 @@ def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: objec
 # ------------------------------------------------------------------- hooks
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
-    if item.config.stash.get(MODE, "parent") != "parent" or item.get_closest_marker("distributed") is None:
+    if item.config.stash.get(MODE, "parent") != "parent":
         return None
-    try:
-        spec = marker_spec(item)
-    except MarkerError as e:
-        item.stash[PROBLEM] = ("fail", str(e))
+    spec = spec_or_problem(item)
+    if spec is None:
         return None
-    assert spec is not None
     if not isinstance(item, pytest.Function):
         item.stash[PROBLEM] = ("fail", f"@pytest.mark.distributed on {item.nodeid}: only test functions can run "
                                        f"in rank processes, not {type(item).__name__} items")

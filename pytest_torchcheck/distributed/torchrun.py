@@ -103,16 +103,11 @@ class TorchrunSession:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
-        from pytest_torchcheck.distributed.plugin import PROBLEM, MarkerError, marker_spec
+        from pytest_torchcheck.distributed.plugin import PROBLEM, spec_or_problem
 
-        if item.get_closest_marker("distributed") is None:
+        spec = spec_or_problem(item)
+        if spec is None:
             return None
-        try:
-            spec = marker_spec(item)
-        except MarkerError as e:
-            item.stash[PROBLEM] = ("fail", str(e))
-            return None
-        assert spec is not None
         if spec["world_size"] != self.world_size:
             item.stash[PROBLEM] = ("skip", f"needs world_size={spec['world_size']}, but the launcher started "
                                            f"WORLD_SIZE={self.world_size} processes")

@@ -5,7 +5,6 @@ usage errors without tracebacks, the skip without CUDA, per-machine baselines an
 from __future__ import annotations
 
 import json
-import textwrap
 
 import pytest
 

@@ -19,14 +19,8 @@ import pytest
 
 from tests.test_fixtures import FIXTURES
 
-OUTCOMES = textwrap.dedent('''
-    import os
-    import signal
-    import sys
-
-    import pytest
-
-
+# Pasted into the inner test files: an all-reduce of one number, run inside the ranks.
+ALLREDUCE = textwrap.dedent('''
     def _allreduce(value):
         import torch
         import torch.distributed as dist
@@ -34,6 +28,15 @@ OUTCOMES = textwrap.dedent('''
         t = torch.tensor([float(value)])
         dist.all_reduce(t)
         return t.item()
+''')
+
+OUTCOMES = textwrap.dedent('''
+    import os
+    import signal
+    import sys
+
+    import pytest
+''') + ALLREDUCE + textwrap.dedent('''
 
 
     @pytest.mark.distributed(world_size=2)
@@ -497,15 +500,7 @@ TORCHRUN = textwrap.dedent('''
     import os
 
     import pytest
-
-
-    def _allreduce(value):
-        import torch
-        import torch.distributed as dist
-
-        t = torch.tensor([float(value)])
-        dist.all_reduce(t)
-        return t.item()
+''') + ALLREDUCE + textwrap.dedent('''
 
 
     @pytest.mark.distributed(world_size=2)
