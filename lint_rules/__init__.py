@@ -7,7 +7,10 @@ cached run without importing LibCST.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+
+TYPE_CHECKING = False  # typing is not imported: a warm cached run does not need it
+if TYPE_CHECKING:
+    from typing import Any
 
 __version__ = "0.1.0"
 

@@ -74,7 +74,7 @@ def store(cache_dir: str, k: str, result: FileResult) -> None:
     if result.internal_error:
         return  # a crash is never cached: the next run tries again
     import tempfile
-    from dataclasses import asdict
+    from lint_rules.records import asdict
 
     path = _entry(cache_dir, k)
     try:

@@ -10,7 +10,6 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Sequence
 
 from lint_rules import __version__, cache, registry
 from lint_rules.config import Config, find_pyproject, load
@@ -21,11 +20,44 @@ from lint_rules.output import FORMATS, fix_summary, write_report
 from lint_rules.runner import (cached_result, configured_codes, decode_with_encoding, fix_text, lint_file,
                                per_file_codes, project_for)
 
+TYPE_CHECKING = False  # typing is not imported: a warm cached run does not need it
+if TYPE_CHECKING:
+    from typing import Sequence
+
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 SEVERITIES = ("warning", "error")  # in increasing order
 
 
+class _Formatter(argparse.HelpFormatter):
+    """argparse's formatter, measuring the terminal without importing ``shutil`` (and with it zlib, bz2
+    and lzma) on every run: argparse builds a formatter for each argument it adds, not only for --help."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        if width is None:
+            width = _terminal_columns() - 2
+        super().__init__(prog, indent_increment, max_help_position, width)
+
+
+def _terminal_columns() -> int:
+    """What ``shutil.get_terminal_size().columns`` gives: $COLUMNS, else the terminal's width, else 80."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> None:  # exit 2 with a one-line hint, never a traceback
         self.print_usage(sys.stderr)
         self.exit(EXIT_ERROR, f"torchcheck: error: {message}\n")

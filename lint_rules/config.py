@@ -6,11 +6,12 @@ Every error names the key, the bad value, the file, and what is allowed.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from lint_rules import registry
 from lint_rules.errors import ConfigError, UsageError
+from lint_rules.records import factory, record
+
 
 def _toml():
     """tomllib (tomli before Python 3.11), imported when a pyproject.toml is actually read."""
@@ -20,21 +21,22 @@ def _toml():
         import tomli as tomllib
     return tomllib
 
+
 LIST_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude")
 ALLOWED_KEYS = (*LIST_KEYS, "per-file-ignores", "fail-on")
 SEVERITIES = ("warning", "error")
 CODE_KEYS = ("select", "extend-select", "ignore")
 
 
-@dataclass
+@record
 class Config:
     path: Path | None = None  # the pyproject.toml it came from
-    root: Path = field(default_factory=Path.cwd)  # patterns are relative to this
+    root: Path = factory(Path.cwd)  # patterns are relative to this
     select: list[str] | None = None
-    extend_select: list[str] = field(default_factory=list)
-    ignore: list[str] = field(default_factory=list)
-    exclude: list[str] = field(default_factory=list)
-    per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
+    extend_select: list[str] = factory(list)
+    ignore: list[str] = factory(list)
+    exclude: list[str] = factory(list)
+    per_file_ignores: dict[str, list[str]] = factory(dict)
     fail_on: str | None = None
 
 

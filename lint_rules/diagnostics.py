@@ -3,7 +3,7 @@ fully cached run never loads the parser)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from lint_rules.records import factory, record
 
 ERROR = "error"
 WARNING = "warning"
@@ -14,7 +14,7 @@ SAFE = "safe"
 UNSAFE = "unsafe"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Edit:
     """Replace the text from (line, column) up to (end_line, end_column) with ``content``.
 
@@ -33,7 +33,7 @@ class Edit:
                 "end_line": self.end_line, "end_column": self.end_column}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Fix:
     """A fix for one finding: its edits are applied together or not at all."""
 
@@ -50,7 +50,7 @@ class Fix:
         return cls(data["applicability"], data["message"], tuple(Edit(**e) for e in data["edits"]))
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Finding:
     """One diagnostic. Lines and columns are 1-based; the end column is exclusive."""
 
@@ -96,17 +96,17 @@ class Finding:
         } | extra
 
 
-@dataclass
+@record
 class FileResult:
     path: str
-    findings: list[Finding] = field(default_factory=list)
+    findings: list[Finding] = factory(list)
     internal_error: bool = False
     skipped: bool = False  # never mentions torch, or skip-file
     notebook_fixes: int = 0  # fixes left out of a notebook's findings: --fix does not edit notebooks
     fixed: "FixedSource | None" = None  # fix runs only (never cached)
 
 
-@dataclass
+@record
 class FixedSource:
     """What a fix run did to one file: its text before and after, and the fixes applied."""
 

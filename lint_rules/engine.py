@@ -10,7 +10,7 @@ import bisect
 import gc
 import re
 import traceback
-from dataclasses import replace
+from lint_rules.records import replace
 from typing import Iterable
 
 import libcst as cst

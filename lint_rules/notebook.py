@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import replace
+from lint_rules.records import replace
 
 from lint_rules.diagnostics import Finding
 

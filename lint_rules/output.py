@@ -6,10 +6,14 @@ import json
 import re
 from collections import Counter
 from pathlib import Path, PurePath
-from typing import Callable, Sequence, TextIO
+
 
 from lint_rules import __version__
 from lint_rules.diagnostics import Finding
+
+TYPE_CHECKING = False  # typing is not imported: a warm cached run does not need it
+if TYPE_CHECKING:
+    from typing import Callable, Sequence, TextIO
 
 FORMATS = ("text", "concise", "json", "json-lines", "github", "junit", "gitlab", "sarif")
 

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import re
 import sys
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+
+from lint_rules.records import record
+
 
 def _toml():
     """tomllib (tomli before Python 3.11), imported when a pyproject.toml is actually read."""
@@ -19,11 +21,12 @@ def _toml():
         import tomli as tomllib
     return tomllib
 
+
 _TORCH_REQ = re.compile(r"^\s*torch\s*(\[[^\]]*\])?\s*(?P<spec>[^;]*)", re.I)
 _LOWER = re.compile(r"(>=|==|~=|>)\s*(\d+)\.(\d+)")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ProjectInfo:
     # Oldest torch (major, minor) the project supports; None when it does not say.
     torch_min_version: tuple[int, int] | None = None
