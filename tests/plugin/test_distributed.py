@@ -346,6 +346,14 @@ ERRORS = textwrap.dedent('''
     test_closure = _make()
 ''')
 
+LAMBDA = textwrap.dedent('''
+    import pytest
+
+    pytestmark = pytest.mark.distributed(world_size=2)
+
+    test_lambda = lambda rank: None  # noqa: E731
+''')
+
 MARKER_ERRORS = textwrap.dedent('''
     import pytest
 
@@ -381,12 +389,14 @@ MARKER_ERRORS = textwrap.dedent('''
 
 
 def test_bad_markers_and_unshippable_tests_get_clear_errors(inner, pytester) -> None:
-    pytester.makepyfile(test_closure=ERRORS, test_markers=MARKER_ERRORS)
+    pytester.makepyfile(test_closure=ERRORS, test_markers=MARKER_ERRORS, test_lambda=LAMBDA)
     result = inner.run("--torchcheck-devices=cpu", "--continue-on-collection-errors")
     text = result.stdout.str()
     assert "ERROR collecting test_closure.py" in text
     assert ("@pytest.mark.distributed test test_closure: a closure (a function defined inside another function), "
             "'_make.<locals>.test_inner', cannot be shipped to rank processes") in text
+    assert "ERROR collecting test_lambda.py" in text
+    assert "@pytest.mark.distributed test test_lambda: a lambda, '<lambda>', cannot be shipped" in text
     outcomes = inner.outcomes(result)
     assert outcomes == {"test_zero": "ERROR", "test_unknown_keyword": "ERROR", "test_backend": "ERROR",
                         "test_timeout": "ERROR", "test_rank_without_marker": "ERROR"}, text
