@@ -10,7 +10,8 @@ batch 128, SGD, float32 on CPU), side by side in one run:
   every step (``pytest_torchcheck.budgets.measure.instruments``): ``syncs``
   (a TorchFunctionMode), ``ops`` (a TorchDispatchMode), ``syncs`` + ``ops``,
   ``cpu_memory`` (the dispatch mode reading malloc's in-use bytes after every
-  operator), and, for information, ``flops`` (torch's FlopCounterMode).
+  operator), ``memory_growth`` (the bytes held, read after each repeated run), and,
+  for information, ``flops`` (torch's FlopCounterMode).
 
 Targets (issue 6): syncs/ops at most 1.5x the unmeasured step, a memory budget at
 most 1.2x. The modes are interleaved round by round (order rotated) so machine
@@ -33,7 +34,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from pytest_torchcheck.budgets.measure import Measurement, instruments
+from pytest_torchcheck.budgets.measure import Measurement, _memory_held, instruments
 from _report import table, verdict, write_json  # a sibling module: benchmarks/ is on sys.path when run as a script
 
 MODES = {  # name -> (budget keys, target ratio or None)
@@ -42,6 +43,7 @@ MODES = {  # name -> (budget keys, target ratio or None)
     "ops": ({"ops"}, 1.5),
     "syncs+ops": ({"syncs", "ops"}, 1.5),
     "cpu_memory": ({"cpu_memory"}, 1.2),
+    "memory_growth": ({"memory_growth"}, 1.2),
     "flops": ({"flops"}, None),
 }
 
@@ -62,10 +64,26 @@ def make_step():
 
 
 def run_block(step, keys: set[str], n: int, out: list[float] | None) -> Measurement:
+    if keys == {"memory_growth"}:
+        # As measure_function does once per region: one full collection, then the objects that existed
+        # before are frozen out of the per-run collections (this one-time cost is not in the per-step time).
+        gc.collect()
+        gc.freeze()
+        try:
+            return _run_block(step, keys, n, out)
+        finally:
+            gc.unfreeze()
+    return _run_block(step, keys, n, out)
+
+
+def _run_block(step, keys: set[str], n: int, out: list[float] | None) -> Measurement:
     m = Measurement()
     for _ in range(n):
         t0 = time.perf_counter()
-        if keys:
+        if keys == {"memory_growth"}:  # what measure_function does per repeated run: read what is held after it
+            step()
+            _memory_held(False)
+        elif keys:
             m = Measurement()
             with instruments(keys, m):
                 step()

@@ -450,14 +450,24 @@ def measure_function(fn: Callable[[], Any], keys: set[str], warmup: int, repeats
             timer = Timer()
             m.time_method = timer.method
             cuda = torch.cuda.is_available() and torch.cuda.is_initialized()
-            held = [_memory_held(cuda)] if growth else []
-            for _ in range(repeats):
-                t = timer.run(fn)
-                m.runs += 1
-                if timed:
-                    m.times.append(t)
+            if growth:
+                # Garbage cycles must not look like growth, so each reading follows a full collection. Objects
+                # that existed before the region are frozen out of it: a collection then walks only what the
+                # runs created (milliseconds instead of a tenth of a second with torch's objects around).
+                gc.collect()
+                gc.freeze()
+            try:
+                held = [_memory_held(cuda)] if growth else []
+                for _ in range(repeats):
+                    t = timer.run(fn)
+                    m.runs += 1
+                    if timed:
+                        m.times.append(t)
+                    if growth:
+                        held.append(_memory_held(cuda))
+            finally:
                 if growth:
-                    held.append(_memory_held(cuda))
+                    gc.unfreeze()
             if growth:
                 m.growth = {dev: [h[dev] for h in held] for dev in held[0]}
     return m

@@ -80,6 +80,17 @@ def test_growth_none():
     torch.ones(64 * 1024).sum()
 
 
+class _Cycle:
+    def __init__(self):
+        self.me = self
+        self.data = torch.ones(64 * 1024)  # 256 KiB, freed only by the cycle collector
+
+
+@pytest.mark.budget(memory_growth="16KiB", repeats=4)
+def test_growth_cyclic_garbage_is_not_growth():
+    _Cycle()
+
+
 @pytest.mark.budget(syncs=0, warmup=2)
 def test_warmup_runs():
     record("warmup_runs", 1)
@@ -178,6 +189,7 @@ def test_budgets_measure_and_explain(inner):
     ])
 
     assert outcomes["test_growth_none"] == "PASSED"
+    assert outcomes["test_growth_cyclic_garbage_is_not_growth"] == "PASSED"  # collected before each reading
     inner.message(result, "test_growth_leak").fnmatch_lines([
         "*budget exceeded: memory_growth 256.* KiB/run > limit 16.00 KiB in region 'test body'*",
         "*cpu: 256.* KiB per run (after each run: +256.*, +256.*, +256.*, +256.*)  <- over",
