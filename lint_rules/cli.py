@@ -113,8 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
                            "or in the working directory)")
     lint.add_argument("--fix", action=argparse.BooleanOptionalAction, default=False,
                       help="apply safe fixes and report what is left (with --unsafe-fixes: unsafe ones too)")
-    lint.add_argument("--unsafe-fixes", action=argparse.BooleanOptionalAction, default=False,
-                      help="count fixes that may change behaviour as fixable, and apply them with --fix")
+    lint.add_argument("--unsafe-fixes", action=argparse.BooleanOptionalAction, default=None,
+                      help="count fixes that may change behaviour as fixable, and apply them with --fix "
+                           "(default: the unsafe-fixes setting of [tool.torchcheck], else off)")
     lint.add_argument("--diff", action="store_true",
                       help="print a unified diff of what --fix would change, write nothing; exit 1 if any")
     lint.add_argument("--show-fixes", action="store_true", help="with --fix: list the fixes applied")
@@ -198,7 +199,7 @@ def _lint(args: argparse.Namespace) -> int:
     codes = selected_codes(args, cfg)
     paths = args.paths or ([] if args.no_default_path else ["."])
     _check_fix_flags(args, paths)
-    unsafe = bool(args.unsafe_fixes)
+    unsafe = cfg.unsafe_fixes if args.unsafe_fixes is None else args.unsafe_fixes
     mode = (UNSAFE if unsafe else SAFE) if (args.fix or args.diff) else None
     results: list[FileResult] = []
     read_errors: list[str] = []

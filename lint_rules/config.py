@@ -23,7 +23,7 @@ def _toml():
 
 
 LIST_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude")
-ALLOWED_KEYS = (*LIST_KEYS, "per-file-ignores", "fail-on")
+ALLOWED_KEYS = (*LIST_KEYS, "per-file-ignores", "fail-on", "unsafe-fixes")
 SEVERITIES = ("warning", "error")
 CODE_KEYS = ("select", "extend-select", "ignore")
 
@@ -38,6 +38,7 @@ class Config:
     exclude: list[str] = factory(list)
     per_file_ignores: dict[str, list[str]] = factory(dict)
     fail_on: str | None = None
+    unsafe_fixes: bool = False  # as Ruff's setting: unsafe fixes count as available and --fix applies them
 
 
 def find_pyproject(start: Path) -> Path | None:
@@ -96,6 +97,10 @@ def load(path: Path) -> Config:
                 cfg.ignore = items
             else:
                 cfg.exclude.extend(items)
+        elif key == "unsafe-fixes":
+            if not isinstance(value, bool):
+                raise ConfigError(f"{where} must be true or false, got {_show(value)}")
+            cfg.unsafe_fixes = value
         elif key == "fail-on":
             if value not in SEVERITIES:
                 raise ConfigError(f"{where} must be one of {', '.join(repr(v) for v in SEVERITIES)}, "

@@ -59,6 +59,18 @@ def test_unsafe_fixes_with_fix_apply_them_too(tmp_path):
     assert (tmp_path / "u.py").read_text() == SAFE_FIXED
 
 
+def test_unsafe_fixes_setting_in_pyproject(tmp_path):
+    write(tmp_path, {"pyproject.toml": "[tool.torchcheck]\nunsafe-fixes = true\n", "t.py": MIXED, "u.py": MIXED})
+    r = run("lint", "--fix", "t.py", cwd=tmp_path)
+    assert (tmp_path / "t.py").read_text() == ALL_FIXED, r.stdout + r.stderr
+    run("lint", "--fix", "--no-unsafe-fixes", "u.py", cwd=tmp_path)  # the flag wins over the setting
+    assert (tmp_path / "u.py").read_text() == SAFE_FIXED
+    write(tmp_path, {"pyproject.toml": '[tool.torchcheck]\nunsafe-fixes = "yes"\n'})
+    bad = run("lint", "u.py", cwd=tmp_path)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    assert "[tool.torchcheck] unsafe-fixes in " in bad.stderr and "must be true or false, got 'yes'" in bad.stderr
+
+
 def test_unsafe_fixes_alone_only_shows_them(tmp_path):
     write(tmp_path, {"t.py": MIXED})
     plain = run("lint", "t.py", cwd=tmp_path)
