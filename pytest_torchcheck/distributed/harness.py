@@ -92,10 +92,12 @@ class TestRun:
 
 
 class Harness:
-    def __init__(self, rank_args: list[str], cwd: str, threads: int | None = None) -> None:
+    def __init__(self, rank_args: list[str], cwd: str, threads: int | None = None,
+                 basetemp: Path | None = None) -> None:
         self.rank_args = rank_args
         self.cwd = cwd
         self.threads = threads
+        self.basetemp = basetemp  # where the ranks' tmp_path folders go (under pytest's own basetemp)
         self.dir = Path(tempfile.mkdtemp(prefix="torchcheck-ddp-"))
         self.server: socket.socket | None = None
         self.zygote: subprocess.Popen | None = None
@@ -228,7 +230,9 @@ class Harness:
         threads = self.threads or max(1, (os.cpu_count() or 1) // key.world_size)
         spec = {"pool": pool.id, "world_size": key.world_size, "backend": key.backend,
                 "pg_timeout": key.pg_timeout, "dir": str(pool.dir), "store": str(pool.dir / "store"),
-                "preload": [path], "threads": threads}
+                "preload": [path], "threads": threads,
+                "basetemp": str((self.basetemp or self.dir) / f"pool{pool.id}")}
+        Path(spec["basetemp"]).mkdir(parents=True, exist_ok=True)
         self.zconn.send(("fork", spec))
         pids: list[int] | None = None
         pending_hello = key.world_size

@@ -205,8 +205,18 @@ def _harness(config: pytest.Config) -> Any:
         from pytest_torchcheck.distributed.harness import Harness
         from pytest_torchcheck.distributed.runner import rank_args
 
-        config.stash[HARNESS] = Harness(rank_args(config), str(config.invocation_params.dir))
+        config.stash[HARNESS] = Harness(rank_args(config), str(config.invocation_params.dir),
+                                        basetemp=_rank_basetemp(config))
     return config.stash[HARNESS]
+
+
+def _rank_basetemp(config: pytest.Config) -> Any:
+    """``<pytest's basetemp>/torchcheck-ranks``: rank tmp_path folders are kept (and cleaned up) as pytest keeps
+    its own; None if the tmp_path plugin is disabled."""
+    factory = getattr(config, "_tmp_path_factory", None)
+    if factory is None:
+        return None
+    return factory.getbasetemp() / "torchcheck-ranks"
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

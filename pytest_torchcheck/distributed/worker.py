@@ -148,7 +148,7 @@ def _rank_main(rank: int, spec: dict, state: RankSession, sock_path: str) -> Non
         os.environ.update({ENV_WORKER: "rank", "RANK": str(rank), "LOCAL_RANK": str(rank),
                            "WORLD_SIZE": str(world_size), "LOCAL_WORLD_SIZE": str(world_size),
                            "GROUP_RANK": "0"})
-        state.set_basetemp(directory / f"rank{rank}")
+        state.set_basetemp(Path(spec["basetemp"]) / f"rank{rank}")
         try:
             group = _init_group(rank, spec)
         except BaseException:

@@ -49,7 +49,8 @@ OUTCOMES = textwrap.dedent('''
         (tmp_path / "mine").write_text(str(rank))
         paths = [None, None]
         dist.all_gather_object(paths, str(tmp_path))
-        assert paths[0] != paths[1], paths  # one tmp_path per rank
+        assert paths[0] != paths[1], paths  # one tmp_path per rank ...
+        assert "torchcheck-ranks" in paths[rank]  # ... kept under pytest's basetemp
         assert _allreduce(rank + 1) == 3
         print(f"hello from rank {rank}")
 
