@@ -51,9 +51,11 @@ def _sources(directory: str, prefix: str) -> list[tuple[str, os.stat_result]]:
     return out
 
 
-def key(data: bytes, shown: str, codes: tuple[str, ...], project: ProjectInfo) -> str:
+def key(data: bytes, shown: str, codes: tuple[str, ...], project: ProjectInfo, unfixable: tuple[str, ...] = ()) -> str:
     h = sha256(data)
     h.update(f"\0{shown}\0{','.join(codes)}\0{project.torch_min_version}\0{code_fingerprint()}".encode())
+    if unfixable:  # the default leaves the key as it was
+        h.update(f"\0unfixable={','.join(sorted(unfixable))}".encode())
     return h.hexdigest()
 
 

@@ -175,6 +175,15 @@ def selected_codes(args: argparse.Namespace, cfg: Config) -> set[str]:
     return codes
 
 
+def unfixable_codes(cfg: Config) -> tuple[str, ...]:
+    """The codes whose fixes are never offered: not in ``fixable`` (default ALL), or in ``unfixable``."""
+    if cfg.fixable is None and not cfg.unfixable:
+        return ()
+    every = registry.expand(["ALL"], "ALL")
+    fixable = registry.expand(cfg.fixable, "fixable") if cfg.fixable is not None else every
+    return tuple(sorted((every - fixable) | registry.expand(cfg.unfixable, "unfixable")))
+
+
 # Below this many files per worker, process start-up costs more than it saves.
 _MIN_FILES_PER_WORKER = 8
 
@@ -201,6 +210,7 @@ def _lint(args: argparse.Namespace) -> int:
     _check_fix_flags(args, paths)
     unsafe = cfg.unsafe_fixes if args.unsafe_fixes is None else args.unsafe_fixes
     mode = (UNSAFE if unsafe else SAFE) if (args.fix or args.diff) else None
+    unfixable = unfixable_codes(cfg)
     results: list[FileResult] = []
     read_errors: list[str] = []
     file_paths = discover([p for p in paths if p != "-"], cfg.exclude, cfg.root)
@@ -212,14 +222,14 @@ def _lint(args: argparse.Namespace) -> int:
         stdin_codes = per_file_codes(shown, codes, cfg)
         project = project_for(str(Path.cwd()))
         if mode is not None and not stdin_name.endswith(".ipynb"):
-            stdin_result = fix_text(source, encoding, stdin_name, stdin_codes, project, unsafe)
+            stdin_result = fix_text(source, encoding, stdin_name, stdin_codes, project, unsafe, unfixable)
         else:
             from lint_rules.engine import lint_source
 
-            stdin_result = lint_source(source, stdin_name, stdin_codes, project)
+            stdin_result = lint_source(source, stdin_name, stdin_codes, project, unfixable)
         results.append(stdin_result)
     cache_dir = None if args.no_cache else (args.cache_dir or str(cfg.root / cache.DEFAULT_DIR))
-    jobs = [(str(path), display(path), tuple(sorted(per_file_codes(path, codes, cfg))), cache_dir, mode)
+    jobs = [(str(path), display(path), tuple(sorted(per_file_codes(path, codes, cfg))), cache_dir, mode, unfixable)
             for path in file_paths]
     # Answer what the cache (or the no-torch pre-filter) knows here; only the rest goes to workers.
     outcomes: list[FileResult | str | None] = [cached_result(job) for job in jobs]

@@ -22,10 +22,10 @@ def _toml():
     return tomllib
 
 
-LIST_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude")
+LIST_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude", "fixable", "unfixable")
 ALLOWED_KEYS = (*LIST_KEYS, "per-file-ignores", "fail-on", "unsafe-fixes")
 SEVERITIES = ("warning", "error")
-CODE_KEYS = ("select", "extend-select", "ignore")
+CODE_KEYS = ("select", "extend-select", "ignore", "fixable", "unfixable")
 
 
 @record
@@ -39,6 +39,8 @@ class Config:
     per_file_ignores: dict[str, list[str]] = factory(dict)
     fail_on: str | None = None
     unsafe_fixes: bool = False  # as Ruff's setting: unsafe fixes count as available and --fix applies them
+    fixable: list[str] | None = None  # codes whose fixes may be offered and applied (None: all)
+    unfixable: list[str] = factory(list)  # codes whose fixes are never offered
 
 
 def find_pyproject(start: Path) -> Path | None:
@@ -95,6 +97,10 @@ def load(path: Path) -> Config:
                 cfg.extend_select = items
             elif key == "ignore":
                 cfg.ignore = items
+            elif key == "fixable":
+                cfg.fixable = items
+            elif key == "unfixable":
+                cfg.unfixable = items
             else:
                 cfg.exclude.extend(items)
         elif key == "unsafe-fixes":

@@ -29,11 +29,12 @@ def _builtin_finding(path: str, code: registry.BuiltinCode, line: int, col: int,
 
 
 def lint_source(source: str, path: str, codes: Iterable[str] | None = None,
-                project: ProjectInfo | None = None) -> FileResult:
+                project: ProjectInfo | None = None, unfixable: Iterable[str] = ()) -> FileResult:
     """Lint one file's text with the rules in ``codes`` (default: every active rule).
 
     ``project`` carries facts about the project the file belongs to (the torch
     versions it supports), for the few rules whose verdict depends on them.
+    Findings of the ``unfixable`` codes carry no fix (the ``unfixable`` setting).
     """
     # A LibCST tree is hundreds of thousands of objects; the cyclic collector would
     # rescan them over and over while the tree is built (a third of the parse time)
@@ -41,14 +42,14 @@ def lint_source(source: str, path: str, codes: Iterable[str] | None = None,
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _lint_source(source, path, codes, project)
+        return _lint_source(source, path, codes, project, frozenset(unfixable))
     finally:
         if enabled:
             gc.enable()
 
 
 def _lint_source(source: str, path: str, codes: Iterable[str] | None,
-                 project: ProjectInfo | None) -> FileResult:
+                 project: ProjectInfo | None, unfixable: frozenset[str] = frozenset()) -> FileResult:
     result = FileResult(path)
     codes = set(codes) if codes is not None else None
     if "torch" not in source:
@@ -136,8 +137,9 @@ def _lint_source(source: str, path: str, codes: Iterable[str] | None,
         if not (suppression.is_suppressed(table, f.line, f.code) if f.code != unused
                 else unused in table.get(f.line, ()))]
     # A fix never edits a line that carries a torchcheck suppression: the comment's author decided.
-    result.findings = [f if f.fix is None or not _touches_suppressed(f.fix, table) else replace(f, fix=None)
-                       for f in result.findings]
+    # Nor does a fix the project declared unfixable.
+    result.findings = [f if f.fix is None or not (f.code in unfixable or _touches_suppressed(f.fix, table))
+                       else replace(f, fix=None) for f in result.findings]
     result.findings.sort(key=Finding.sort_key)
     return result
 

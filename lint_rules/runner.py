@@ -51,12 +51,16 @@ def decode_with_encoding(data: bytes) -> tuple[str, str]:
     return data.decode(encoding), encoding
 
 
-# (path, shown path, codes, cache directory or None[, fix mode: None, "safe" or "unsafe"])
+# (path, shown path, codes, cache directory or None[, fix mode: None, "safe" or "unsafe"[, unfixable codes]])
 Job = tuple
 
 
 def _fix_mode(job: Job) -> str | None:
     return job[4] if len(job) > 4 else None
+
+
+def _unfixable(job: Job) -> tuple[str, ...]:
+    return tuple(job[5]) if len(job) > 5 else ()
 
 
 def _has_fixes(result: FileResult, mode: str | None) -> bool:
@@ -79,7 +83,7 @@ def cached_result(job: Job) -> FileResult | None:
         return FileResult(shown, skipped=True)
     if cache_dir is None:
         return None
-    hit = cache.load(cache_dir, cache.key(data, shown, codes, project_for(str(Path(path).parent))))
+    hit = cache.load(cache_dir, cache.key(data, shown, codes, project_for(str(Path(path).parent)), _unfixable(job)))
     return None if hit is not None and _has_fixes(hit, _fix_mode(job)) else hit
 
 
@@ -90,6 +94,7 @@ def lint_file(job: Job) -> FileResult | str:
     """
     path, shown, codes, cache_dir = job[:4]
     mode = _fix_mode(job)
+    unfixable = _unfixable(job)
     project = project_for(str(Path(path).parent))
     try:
         data = Path(path).read_bytes()
@@ -97,52 +102,55 @@ def lint_file(job: Job) -> FileResult | str:
         return f"torchcheck: error: cannot read {shown}: {e.strerror}"
     if b"torch" not in data:
         return FileResult(shown, skipped=True)
-    k = cache.key(data, shown, codes, project) if cache_dir is not None else None
+    k = cache.key(data, shown, codes, project, unfixable) if cache_dir is not None else None
     if k is not None:
         hit = cache.load(cache_dir, k)
         if hit is not None and not _has_fixes(hit, mode):
             return hit
     if mode is not None and not shown.endswith(".ipynb"):
-        result = fix_bytes(data, shown, codes, project, mode == UNSAFE)
+        result = fix_bytes(data, shown, codes, project, mode == UNSAFE, unfixable)
         if result.fixed is None or result.fixed.error is None:
             final = result.fixed.source.encode(result.fixed.encoding) if result.fixed else data
             if cache_dir is not None:
-                cache.store(cache_dir, cache.key(final, shown, codes, project), result)
+                cache.store(cache_dir, cache.key(final, shown, codes, project, unfixable), result)
         return result
-    result = lint_bytes(data, shown, codes, project)
+    result = lint_bytes(data, shown, codes, project, unfixable)
     if k is not None:
         cache.store(cache_dir, k, result)
     return result
 
 
 def fix_bytes(data: bytes, shown: str, codes: tuple[str, ...] | set[str], project: ProjectInfo,
-              unsafe: bool) -> FileResult:
+              unsafe: bool, unfixable: tuple[str, ...] = ()) -> FileResult:
     """Lint and fix one Python file's bytes; the result is that of the fixed text."""
     try:
         source, encoding = decode_with_encoding(data)
     except (UnicodeDecodeError, SyntaxError, LookupError):
-        return _lint_python(data, shown, tuple(codes), project)
-    return fix_text(source, encoding, shown, codes, project, unsafe)
+        return _lint_python(data, shown, tuple(codes), project, unfixable)
+    return fix_text(source, encoding, shown, codes, project, unsafe, unfixable)
 
 
-def fix_text(source: str, encoding: str, shown: str, codes, project: ProjectInfo, unsafe: bool) -> FileResult:
+def fix_text(source: str, encoding: str, shown: str, codes, project: ProjectInfo, unsafe: bool,
+             unfixable: tuple[str, ...] = ()) -> FileResult:
     from lint_rules.engine import lint_source
     from lint_rules.fixes import fix_until_stable
 
     fixed, applied, result, error = fix_until_stable(
-        source, lambda text: lint_source(text, shown, codes, project), unsafe)
+        source, lambda text: lint_source(text, shown, codes, project, unfixable), unsafe)
     if applied or error:
         result.fixed = FixedSource(source, fixed, encoding, [(f.code, f.name) for f in applied], error)
     return result
 
 
-def lint_bytes(data: bytes, shown: str, codes: tuple[str, ...], project: ProjectInfo) -> FileResult:
+def lint_bytes(data: bytes, shown: str, codes: tuple[str, ...], project: ProjectInfo,
+               unfixable: tuple[str, ...] = ()) -> FileResult:
     if shown.endswith(".ipynb"):
-        return _lint_notebook(data, shown, codes, project)
-    return _lint_python(data, shown, codes, project)
+        return _lint_notebook(data, shown, codes, project, unfixable)
+    return _lint_python(data, shown, codes, project, unfixable)
 
 
-def _lint_notebook(data: bytes, shown: str, codes: tuple[str, ...], project: ProjectInfo) -> FileResult:
+def _lint_notebook(data: bytes, shown: str, codes: tuple[str, ...], project: ProjectInfo,
+                   unfixable: tuple[str, ...]) -> FileResult:
     try:
         cells = notebook.code_cells(data.decode("utf-8"))
     except (UnicodeDecodeError, notebook.NotebookError) as e:
@@ -151,13 +159,14 @@ def _lint_notebook(data: bytes, shown: str, codes: tuple[str, ...], project: Pro
     source, where = notebook.to_source(cells)
     from lint_rules.engine import lint_source  # LibCST loads only when a file is really linted
 
-    result = lint_source(source, shown, codes, project)
+    result = lint_source(source, shown, codes, project, unfixable)
     result.notebook_fixes = sum(f.fix is not None for f in result.findings)
     result.findings = notebook.map_back(result.findings, where)
     return result
 
 
-def _lint_python(data: bytes, shown: str, codes: tuple[str, ...], project: ProjectInfo) -> FileResult:
+def _lint_python(data: bytes, shown: str, codes: tuple[str, ...], project: ProjectInfo,
+                 unfixable: tuple[str, ...] = ()) -> FileResult:
     try:
         source = decode(data)
     except (UnicodeDecodeError, SyntaxError, LookupError) as e:
@@ -165,7 +174,7 @@ def _lint_python(data: bytes, shown: str, codes: tuple[str, ...], project: Proje
                                           f"cannot decode file: {e}", registry.SYNTAX_ERROR.SEVERITY)])
     from lint_rules.engine import lint_source
 
-    return lint_source(source, shown, codes, project)
+    return lint_source(source, shown, codes, project, unfixable)
 
 
 @lru_cache(maxsize=None)

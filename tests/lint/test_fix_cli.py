@@ -71,6 +71,23 @@ def test_unsafe_fixes_setting_in_pyproject(tmp_path):
     assert "[tool.torchcheck] unsafe-fixes in " in bad.stderr and "must be true or false, got 'yes'" in bad.stderr
 
 
+def test_fixable_and_unfixable_settings(tmp_path):
+    write(tmp_path, {"t.py": MIXED})
+    run("lint", "t.py", cwd=tmp_path)  # caches the results with every fix in them
+    write(tmp_path, {"pyproject.toml": '[tool.torchcheck]\nunfixable = ["TRN802"]\n'})
+    shown = run("lint", "--unsafe-fixes", "t.py", cwd=tmp_path)
+    assert "TRN802 [*]" not in shown.stdout and "TRN701 [*]" in shown.stdout  # a cached result is not reused
+    run("lint", "--fix", "--unsafe-fixes", "t.py", cwd=tmp_path)
+    assert (tmp_path / "t.py").read_text() == MIXED.replace("weights_only=False", "weights_only=True")
+    write(tmp_path, {"pyproject.toml": '[tool.torchcheck]\nfixable = ["TRN8"]\n', "u.py": MIXED})
+    run("lint", "--fix", "--unsafe-fixes", "u.py", cwd=tmp_path)
+    assert (tmp_path / "u.py").read_text() == SAFE_FIXED  # TRN701's fix is not in fixable
+    write(tmp_path, {"pyproject.toml": '[tool.torchcheck]\nunfixable = ["TRN999"]\n'})
+    bad = run("lint", "u.py", cwd=tmp_path)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    assert "TRN999" in bad.stderr and "[tool.torchcheck] unfixable in " in bad.stderr
+
+
 def test_unsafe_fixes_alone_only_shows_them(tmp_path):
     write(tmp_path, {"t.py": MIXED})
     plain = run("lint", "t.py", cwd=tmp_path)
