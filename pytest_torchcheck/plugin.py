@@ -105,6 +105,7 @@ GUARDS = pytest.StashKey[list]()
 MARKER_ERROR = pytest.StashKey[str]()
 NAN_GUARD_ALL = pytest.StashKey[bool]()
 LINT_ALL = pytest.StashKey[bool]()
+OUR_MARKERS = pytest.StashKey[frozenset]()
 
 _TORCHCHECK_FIXTURES = frozenset({"torch_seed", "torch_device", "nan_guard"})
 
@@ -164,8 +165,18 @@ def pytest_report_header(config: pytest.Config) -> str:
 
 
 # ------------------------------------------------------------------ markers
+def _our_markers(item: pytest.Item) -> frozenset[str]:
+    """Which of our markers ``item`` carries, from one walk over its markers (most tests carry none)."""
+    found = item.stash.get(OUR_MARKERS, None)
+    if found is None:
+        found = item.stash[OUR_MARKERS] = frozenset(m.name for m in item.iter_markers() if m.name in MARKERS)
+    return found
+
+
 def _marker_kwargs(item: pytest.Item, name: str) -> dict[str, Any] | None:
     """The validated arguments of the closest ``name`` marker, or None if absent."""
+    if name not in _our_markers(item):
+        return None
     marker = item.get_closest_marker(name)
     if marker is None:
         return None
@@ -279,7 +290,7 @@ def _is_torchcheck_failure(item: pytest.Item, call: pytest.CallInfo) -> bool:
         return True
     if MARKER_ERROR in item.stash:
         return False
-    if any(item.get_closest_marker(m) for m in MARKERS):
+    if _our_markers(item):
         return True
     return bool(_TORCHCHECK_FIXTURES & set(getattr(item, "fixturenames", ())))
 

@@ -14,9 +14,16 @@ from typing import Any, Iterator
 
 import pytest
 
-from pytest_torchcheck.budgets import spec, units
-from pytest_torchcheck.budgets.baseline import Baselines
+from pytest_torchcheck.budgets import SIGNATURE
+from pytest_torchcheck.errors import TorchcheckUsageError
 from pytest_torchcheck.plugin import Option
+
+# spec, units and baseline load on first use (a budgeted test, a budget option): a suite without budgets
+# does not pay for them at start-up.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pytest_torchcheck.budgets import spec
+    from pytest_torchcheck.budgets.baseline import Baselines
 
 BUDGET_HELP = ("default budget for every @pytest.mark.budget test and budget fixture region, as key=value pairs "
                "(e.g. 'syncs=0, warmup=1'); a marker's or fixture's own keys win")
@@ -27,6 +34,8 @@ DIR_HELP = "folder of the saved baselines, relative to the rootdir (default .tor
 
 
 def _spec(value: str, source: str) -> dict[str, Any]:
+    from pytest_torchcheck.budgets import spec
+
     return spec.parse_spec_string(value, source)
 
 
@@ -35,21 +44,34 @@ def _name(value: str, source: str) -> str | None:
     if not value:
         return None
     if not all(c.isalnum() or c in "._-" for c in value) or value.startswith("."):
-        raise spec.BudgetUsageError(f"{source}: baseline name {value!r} may hold only letters, digits, '.', '_' "
-                                    f"and '-' (it names a folder), and must not start with '.'")
+        from pytest_torchcheck.budgets.spec import BudgetUsageError
+
+        raise BudgetUsageError(f"{source}: baseline name {value!r} may hold only letters, digits, '.', '_' "
+                               f"and '-' (it names a folder), and must not start with '.'")
     return value
 
 
 def _ratio(value: str, source: str) -> float:
     try:
+        ratio = float(value)
+    except ValueError:
+        ratio = float("nan")
+    if 1 <= ratio < float("inf"):
+        return ratio
+    from pytest_torchcheck.budgets import units
+    from pytest_torchcheck.budgets.spec import BudgetUsageError
+
+    try:
         return units.parse_ratio(value.strip())
     except units.UnitError as e:
-        raise spec.BudgetUsageError(f"{source}: {e}") from None
+        raise BudgetUsageError(f"{source}: {e}") from None
 
 
 def _dir(value: str, source: str) -> str:
     if not value.strip():
-        raise spec.BudgetUsageError(f"{source}: expected a folder path, got an empty value")
+        from pytest_torchcheck.budgets.spec import BudgetUsageError
+
+        raise BudgetUsageError(f"{source}: expected a folder path, got an empty value")
     return value.strip()
 
 
@@ -65,15 +87,24 @@ OPTIONS = {
                            ".torchcheck/baselines", {"metavar": "DIR"}),
 }
 
-MARKER_LINE = (f"{spec.SIGNATURE}: fail the test when its body exceeds a limit (memory peaks and growth, "
+MARKER_LINE = (f"{SIGNATURE}: fail the test when its body exceeds a limit (memory peaks and growth, "
                f"host-device syncs, FLOPs, ATen ops, torch.compile graph breaks/recompiles, time); limits take "
                f"units ('512MiB', '200ms'); warmup=N runs the body N times first")
 
 
-@dataclass(frozen=True)
+@dataclass
 class Settings:
     defaults: list[tuple[dict[str, Any], str]]  # lowest precedence first
-    baselines: Baselines
+    baseline_args: tuple  # for Baselines(...), built at the first budgeted test
+    _baselines: Any = None
+
+    @property
+    def baselines(self) -> Baselines:
+        if self._baselines is None:
+            from pytest_torchcheck.budgets.baseline import Baselines
+
+            self._baselines = Baselines(*self.baseline_args)
+        return self._baselines
 
 
 SETTINGS = pytest.StashKey[Settings]()
@@ -123,13 +154,15 @@ def pytest_configure(config: pytest.Config) -> None:
         compare, _ = _value(config, "baseline_compare")
         tolerance, tolerance_source = _value(config, "baseline_tolerance")
         directory, _ = _value(config, "baseline_dir")
-    except spec.BudgetUsageError as e:
+    except TorchcheckUsageError as e:  # a BudgetUsageError
         raise pytest.UsageError(str(e)) from None
-    config.stash[SETTINGS] = Settings(defaults, Baselines(Path(config.rootpath, directory), save, compare, tolerance,
-                                                          tolerance_source))
+    config.stash[SETTINGS] = Settings(defaults, (Path(config.rootpath, directory), save, compare, tolerance,
+                                                 tolerance_source))
 
 
 def _marker_budget(item: pytest.Item) -> spec.Budget | None:
+    from pytest_torchcheck.budgets import spec
+
     markers = list(item.iter_markers("budget"))  # closest first
     if not markers:
         return None
@@ -150,10 +183,19 @@ def _in_parent_of_ranks(item: pytest.Item) -> bool:
     return item.get_closest_marker("distributed") is not None and "RANK" not in os.environ
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_setup(item: pytest.Item) -> None:
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    # The per-test hooks are registered only when a test with the marker was collected: a suite without
+    # budgets pays nothing per test (the fixture needs no hook).
+    if not config.pluginmanager.has_plugin(_RUN_HOOKS) and any("budget" in item.keywords for item in items):
+        config.pluginmanager.register(_RunHooks(), _RUN_HOOKS)
+
+
+def _runtest_setup(item: pytest.Item) -> None:
     if not any(True for _ in item.iter_markers("budget")):
         return
+    from pytest_torchcheck.budgets import spec
+
     try:
         budget = _marker_budget(item)
     except spec.BudgetUsageError as e:
@@ -186,8 +228,7 @@ def _context(item: pytest.Item) -> Any:
 _CONTEXT = pytest.StashKey[Any]()
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+def _runtest_call(item: pytest.Item) -> Iterator[None]:
     budget = item.stash.get(MARKER_BUDGET, None)
     if budget is None or _in_parent_of_ranks(item):
         return (yield)
@@ -210,12 +251,22 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
 _ORIGINAL = pytest.StashKey[Any]()
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_teardown(item: pytest.Item) -> None:
+def _runtest_teardown(item: pytest.Item) -> None:
     original = item.stash.get(_ORIGINAL, None)
     if original is not None:
         item.obj = original
         del item.stash[_ORIGINAL]
+
+
+_RUN_HOOKS = "torchcheck-budget-runs"
+
+
+class _RunHooks:
+    """The hooks that run around every test, once a test with a budget marker is in the session."""
+
+    pytest_runtest_setup = staticmethod(pytest.hookimpl(tryfirst=True)(_runtest_setup))
+    pytest_runtest_call = staticmethod(pytest.hookimpl(wrapper=True)(_runtest_call))
+    pytest_runtest_teardown = staticmethod(pytest.hookimpl(tryfirst=True)(_runtest_teardown))
 
 
 @pytest.fixture

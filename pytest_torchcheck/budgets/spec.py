@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, NamedTuple
 
-from pytest_torchcheck.budgets import units
+from pytest_torchcheck.budgets import SIGNATURE, units  # noqa: F401  (SIGNATURE: re-exported)
 from pytest_torchcheck.errors import TorchcheckUsageError
 
 
@@ -53,9 +53,6 @@ KEYS = {**LIMITS, **SETTINGS}
 REPEATED = frozenset({"warmup", "time", "memory_growth"})
 CUDA_KEYS = frozenset({"cuda_memory", "cuda_reserved"})
 DEFAULT_REPEATS = 5
-
-SIGNATURE = ("budget(*, cpu_memory=, cuda_memory=, cuda_reserved=, memory_growth=, syncs=, flops=, ops=, "
-             "graph_breaks=, recompiles=, time=, warmup=0, repeats=5, tolerance=, name=)")
 
 
 class BudgetUsageError(TorchcheckUsageError):

@@ -25,7 +25,8 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
 
-from pytest_torchcheck.distributed.protocol import ENV_SOCKET, ENV_WORKER, describe_status
+from pytest_torchcheck.distributed import ENV_SOCKET, ENV_WORKER
+from pytest_torchcheck.distributed.protocol import describe_status
 
 ZYGOTE_START_TIMEOUT = 180.0  # seconds to import torch and build the rank-side pytest session
 GRACE_AFTER_FAILURE = 10.0  # seconds the other ranks get to finish once one rank has failed, skipped or died

@@ -217,7 +217,6 @@ def _consequence_note(others: list[Problem]) -> str:
     return " (then: " + "; ".join(parts) + ")"
 
 
-
 def trim_stack(stack: str) -> str:
     """A faulthandler dump without the frames of pytest, pluggy and the harness below the test's own."""
     out: list[str] = []

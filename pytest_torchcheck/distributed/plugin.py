@@ -11,11 +11,11 @@ by torchrun/SLURM, the same test runs as an ordinary pytest item (``torchrun.py`
 from __future__ import annotations
 
 import os
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
-from pytest_torchcheck.distributed.protocol import ENV_WORKER
+from pytest_torchcheck.distributed import ENV_WORKER
 
 SIGNATURE = "distributed(world_size=2, backend='gloo', timeout=60, isolate=False)"
 MARKER_HELP = ("run the test in every rank of a real torch.distributed process group (fixtures rank, world_size, "
@@ -45,8 +45,6 @@ def pytest_configure(config: pytest.Config) -> None:
     if worker:
         config.stash[MODE] = "rank"
     else:
-        from pytest_torchcheck.distributed.torchrun import launched_by_torchrun
-
         config.stash[MODE] = "torchrun" if launched_by_torchrun() else "parent"
     config.stash[DEFAULTS] = (_ini_timeout(config), _ini_isolate(config))
     if config.stash[MODE] == "torchrun":
@@ -55,6 +53,14 @@ def pytest_configure(config: pytest.Config) -> None:
         session = TorchrunSession(config)
         config.pluginmanager.register(session, "torchcheck-torchrun")
         session.silence(config)
+
+
+def launched_by_torchrun() -> bool:
+    """torchrun, SLURM or another launcher started this pytest process as one rank of a job."""
+    env = os.environ
+    if env.get(ENV_WORKER):
+        return False
+    return all(env.get(k) for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"))
 
 
 def _ini_source(config: pytest.Config, key: str) -> str:
@@ -150,21 +156,31 @@ def shipping_problem(function: Any) -> str | None:
             f"captured. Define the test with 'def' at module or class level")
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: object) -> Iterator[Any]:
-    result = yield
-    items = result if isinstance(result, list) else [result]
-    for item in items:
-        if isinstance(item, pytest.Function) and item.get_closest_marker("distributed") is not None:
-            problem = shipping_problem(getattr(item, "obj", None))
-            if problem is not None:
-                raise collector.CollectError(f"@pytest.mark.distributed test {name}: {problem}")
-    return result
+def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: object) -> None:
+    # Called for every name in every test module: the common case costs one attribute lookup.
+    if "<" not in getattr(obj, "__qualname__", ""):
+        return
+    if not callable(obj) or not collector.funcnamefilter(name):
+        return
+    own = getattr(obj, "pytestmark", [])
+    own = own if isinstance(own, list) else [own]
+    if any(getattr(m, "name", None) == "distributed" for m in own) or \
+            any(True for _ in collector.iter_markers("distributed")):  # class, module, package markers
+        problem = shipping_problem(obj)
+        if problem is not None:
+            raise collector.CollectError(f"@pytest.mark.distributed test {name}: {problem}")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    # The per-test hooks are registered only when a distributed test was collected: a suite without one
+    # pays nothing per test.
+    if not config.pluginmanager.has_plugin(_RUN_HOOKS) and any("distributed" in item.keywords for item in items):
+        config.pluginmanager.register(_RunHooks(), _RUN_HOOKS)
 
 
 # ------------------------------------------------------------------- hooks
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
+def _runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
     if item.config.stash.get(MODE, "parent") != "parent":
         return None
     spec = spec_or_problem(item)
@@ -189,8 +205,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     return True
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_setup(item: pytest.Item) -> None:
+def _runtest_setup(item: pytest.Item) -> None:
     problem = item.stash.get(PROBLEM, None)
     if problem is None:
         return
@@ -198,6 +213,16 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if kind == "skip":
         raise pytest.skip.Exception(message, _use_item_location=True)
     pytest.fail(message, pytrace=False)
+
+
+_RUN_HOOKS = "torchcheck-distributed-runs"
+
+
+class _RunHooks:
+    """The hooks that run around every test, once a distributed test is in the session."""
+
+    pytest_runtest_protocol = staticmethod(pytest.hookimpl(tryfirst=True)(_runtest_protocol))
+    pytest_runtest_setup = staticmethod(pytest.hookimpl(tryfirst=True)(_runtest_setup))
 
 
 def _harness(config: pytest.Config) -> Any:

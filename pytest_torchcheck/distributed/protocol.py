@@ -14,10 +14,6 @@ import signal
 import socket
 from multiprocessing.connection import Connection
 
-# Environment of the zygote and its ranks.
-ENV_SOCKET = "TORCHCHECK_DDP_SOCKET"  # the parent's AF_UNIX socket
-ENV_WORKER = "TORCHCHECK_DDP_WORKER"  # "zygote" or "rank": this process serves the harness
-
 PR_SET_PDEATHSIG = 1
 
 

@@ -24,16 +24,8 @@ from typing import Any
 
 import pytest
 
-from pytest_torchcheck.distributed.protocol import ENV_WORKER
 
 RESULT_TIMEOUT_MARGIN = 10.0  # seconds rank 0 waits for the others' reports beyond the test's deadline
-
-
-def launched_by_torchrun() -> bool:
-    env = os.environ
-    if env.get(ENV_WORKER):
-        return False
-    return all(env.get(k) for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"))
 
 
 class TorchrunSession:

@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from pytest_torchcheck.distributed import context
-from pytest_torchcheck.distributed.protocol import ENV_SOCKET, ENV_WORKER, connect, die_with_parent
+from pytest_torchcheck.distributed import ENV_SOCKET, ENV_WORKER
+from pytest_torchcheck.distributed.protocol import connect, die_with_parent
 
 OUTPUT_LIMIT = 200_000  # characters of a rank's captured output sent back per test (the tail is kept)
 
