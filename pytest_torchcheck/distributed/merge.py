@@ -19,6 +19,10 @@ from _pytest.reports import TestReport
 PHASES = ("setup", "call", "teardown")
 DEATH_SLACK = 0.5  # seconds
 _COLLECTIVE_TIMEOUTS = ("Timed out waiting", "Watchdog caught collective operation timeout")
+# What a rank's collective raises when a peer's connection went away (gloo's wording; NCCL reports a remote
+# error or an abort).
+_PEER_GONE = ("Connection closed by peer", "Connection reset by peer", "Broken pipe", "remote process exited",
+              "NCCL communicator was aborted")
 _HARNESS_FRAMES = ("/_pytest/", "/pluggy/", "pytest_torchcheck/distributed/", "<frozen runpy>")
 
 
@@ -55,6 +59,18 @@ class DistributedFailureRepr(TerminalRepr):
             tw.sep("-", title)
             for line in text.rstrip().splitlines():
                 tw.line(line)
+
+
+def _order(p: Problem) -> tuple:
+    """Root cause first: the earliest problem, except that a rank whose peer closed the connection on it
+    is a consequence by nature (the peer failed, timed out or died first), and hangs come last."""
+    return (p.kind == "hung", p.kind == "failed" and _peer_gone(p), p.time, p.rank)
+
+
+def _peer_gone(p: Problem) -> bool:
+    crash = getattr(p.report.longrepr, "reprcrash", None)
+    text = getattr(crash, "message", None) or str(p.report.longrepr)
+    return any(marker in text for marker in _PEER_GONE)
 
 
 def problems_of(run: Any, reports: dict[int, dict[str, TestReport]]) -> list[Problem]:
@@ -129,7 +145,7 @@ def merge(item: Any, run: Any, deserialize: Callable[[dict], TestReport],
             out.append(phase_report(when, sections=outputs(when) if when == "call" else [], **extra))
         return out
 
-    root = min(problems, key=lambda p: (p.kind == "hung", p.time, p.rank))
+    root = min(problems, key=_order)
     others = [p for p in problems if p is not root]
     when = root.phase
     before = [phase_report(w) for w in PHASES[:PHASES.index(when)]]
@@ -151,7 +167,7 @@ def merge(item: Any, run: Any, deserialize: Callable[[dict], TestReport],
 
     lead, root_repr, message, path, line = _describe_root(root, run, ws)
     consequences = []
-    for p in sorted(others, key=lambda p: (p.kind == "hung", p.time, p.rank)):
+    for p in sorted(others, key=_order):
         title = f"rank {p.rank} of {ws}: {p.kind} in {p.phase} (consequence)"
         consequences.append((title, _problem_text(p, run)))
     passed = [r for r in sorted(reports) if r not in {p.rank for p in problems}]
