@@ -59,7 +59,6 @@ class Pool:
     key: PoolKey
     dir: Path
     ranks: dict[int, Rank] = field(default_factory=dict)
-    tests: int = 0
 
 
 @dataclass
@@ -71,12 +70,9 @@ class RankResult:
     reports: list[Any] = field(default_factory=list)  # serialized TestReports, setup/call/teardown
     output: str = ""
     phase: str = "setup"  # the last phase the rank entered
-    finished: float | None = None  # time the result arrived
     died: str | None = None  # how the process ended, if it ended without a result
     died_at: float | None = None
     stack: str | None = None  # its Python stack when the harness gave up on it
-    stopped_waiting: float | None = None
-    init_error: str | None = None
 
 
 @dataclass
@@ -86,10 +82,7 @@ class TestRun:
     world_size: int
     results: dict[int, RankResult]
     started: float
-    timed_out: float | None = None  # the deadline in seconds, if it expired
-    grace_expired: bool = False
-    isolate: bool = False
-    startup: str = ""  # "warm pool" / "new pool" / "isolated"
+    timed_out: float | None = None  # the deadline in seconds, if it expired (else a hang is a grace expiry)
 
 
 class Harness:
@@ -107,7 +100,6 @@ class Harness:
         self.pools = 0
         self.tests = 0
         self.exited: dict[int, tuple[int, float]] = {}  # pid -> (wait status, time seen)
-        self.zygote_seconds = 0.0
         self.broken: str | None = None  # why the zygote could not start, once it failed
 
     # ------------------------------------------------------------- zygote
@@ -153,7 +145,6 @@ class Harness:
         message = self._recv(conn, started + ZYGOTE_START_TIMEOUT, "the zygote to import torch and pytest")
         if message[0] != "zygote-ready":
             raise HarnessError(f"unexpected message from the zygote: {message!r}")
-        self.zygote_seconds = message[1]
 
     def _zygote_failure(self, what: str) -> HarnessError:
         log = self.dir / "zygote.log"
@@ -357,17 +348,15 @@ class Harness:
         started = time.monotonic()
         deadline = started + timeout
         key = PoolKey(world_size, backend, pg_timeout_for(timeout))
-        startup = "warm pool"
         if self.pool is not None and (isolate or self.pool.key != key or not self._pool_alive(self.pool)):
             self._release_pool(self.pool)
         if self.pool is None:
-            startup = "isolated" if isolate else "new pool"
             self.pool = self._start_pool(key, path, deadline)
         pool = self.pool
         self.tests += 1
         test_id = self.tests
         results = {r.rank: RankResult(r.rank, r.pid) for r in pool.ranks.values()}
-        run = TestRun(world_size, results, time.time(), isolate=isolate, startup=startup)
+        run = TestRun(world_size, results, time.time())
         for r in pool.ranks.values():
             assert r.conn is not None
             try:
@@ -382,8 +371,6 @@ class Harness:
             if now >= give_up_at:
                 if give_up_at == deadline:
                     run.timed_out = timeout
-                else:
-                    run.grace_expired = True
                 self._dump_stacks(pool, {r: results[r] for r in pending})
                 clean = False
                 break
@@ -404,7 +391,7 @@ class Harness:
                     results[r].phase = message[3]
                 elif message[0] == "result":
                     res = results[r]
-                    res.reports, res.output, res.finished = message[3], message[4], message[6]
+                    res.reports, res.output = message[3], message[4]
                     pending.discard(r)
                     outcomes = {rep.get("outcome") for rep in res.reports}
                     if "failed" in outcomes:
@@ -430,8 +417,6 @@ class Harness:
                     give_up_at = min(give_up_at, time.monotonic() + GRACE_AFTER_FAILURE)
         for r in pending:
             results[r].output = _read_tail(pool.dir / f"rank{r}-test{test_id}.out")
-            results[r].stopped_waiting = time.time()
-        pool.tests += 1
         if not clean or isolate:
             (self._release_pool if clean else self._kill_pool)(pool)
         return run

@@ -80,12 +80,9 @@ def _ini_timeout(config: pytest.Config) -> float:
 
 
 def _ini_isolate(config: pytest.Config) -> bool:
-    raw = str(config.getini(ISOLATE_INI)).strip().lower()
-    if raw in ("1", "true", "yes", "on"):
-        return True
-    if raw in ("0", "false", "no", "off", ""):
-        return False
-    raise pytest.UsageError(f"{_ini_source(config, ISOLATE_INI)}: expected true or false, got {raw!r}")
+    from pytest_torchcheck.plugin import _parse_bool
+
+    return _parse_bool(str(config.getini(ISOLATE_INI)).strip(), _ini_source(config, ISOLATE_INI))
 
 
 # ------------------------------------------------------------------ marker

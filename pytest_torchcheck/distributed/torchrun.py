@@ -163,7 +163,7 @@ class TorchrunSession:
             if payload is None:
                 res = RankResult(r, 0, died=lost, died_at=time.time(), phase="call")
             else:
-                res = RankResult(r, payload[0], reports=payload[1], output=payload[2], finished=time.time())
+                res = RankResult(r, payload[0], reports=payload[1], output=payload[2])
             results[r] = res
         run = TestRun(self.world_size, results, started)
         merged = merge(item, run, lambda d: config.hook.pytest_report_from_serializable(config=config, data=d),

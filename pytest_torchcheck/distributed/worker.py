@@ -19,7 +19,6 @@ import faulthandler
 import os
 import signal
 import sys
-import time
 import traceback
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
@@ -200,9 +199,8 @@ def _serve(rank: int, conn: Connection, state: RankSession, directory: Path, log
         sys.stderr.flush()
         os.dup2(out, 1)
         os.dup2(out, 2)
-        started = time.time()
         try:
-            reports = state.run(nodeid, path, lambda when: conn.send(("phase", test_id, rank, when, time.time())))
+            reports = state.run(nodeid, path, lambda when: conn.send(("phase", test_id, rank, when)))
         finally:
             sys.stdout.flush()
             sys.stderr.flush()
@@ -213,7 +211,7 @@ def _serve(rank: int, conn: Connection, state: RankSession, directory: Path, log
         out_path.unlink()
         if len(output) > OUTPUT_LIMIT:
             output = f"[... {len(output) - OUTPUT_LIMIT} characters cut ...]\n" + output[-OUTPUT_LIMIT:]
-        conn.send(("result", test_id, rank, reports, output, started, time.time()))
+        conn.send(("result", test_id, rank, reports, output))
 
 
 # ------------------------------------------------------------------ zygote
@@ -225,14 +223,13 @@ def _zygote() -> None:
     setup = conn.recv()
     os.chdir(setup["cwd"])
     sys.path[:] = setup["sys_path"]
-    started = time.perf_counter()
     import importlib
 
     for module in ("torch", "torch.distributed", "torch.nn", "torch.optim"):  # preloaded for every rank
         importlib.import_module(module)
 
     state = RankSession(setup["args"])
-    conn.send(("zygote-ready", time.perf_counter() - started))
+    conn.send(("zygote-ready",))
     children: set[int] = set()
     while True:
         if wait([conn], timeout=0.02):
