@@ -165,17 +165,32 @@ def pytest_report_header(config: pytest.Config) -> str:
 
 
 # ------------------------------------------------------------------ markers
-def _our_markers(item: pytest.Item) -> frozenset[str]:
-    """Which of our markers ``item`` carries, from one walk over its markers (most tests carry none)."""
+# Every marker torchcheck reads: this plugin's, the DDP harness's and the budgets'.
+OUR_MARKER_NAMES = frozenset(MARKERS) | {"distributed", "budget"}
+
+
+def our_markers(item: pytest.Item) -> frozenset[str]:
+    """Which of torchcheck's markers ``item`` carries (most tests carry none), walked once per item.
+
+    The walk reads each node's ``own_markers`` up the parent chain, as ``iter_markers`` does, without
+    its generators: it runs for every test of every suite that has the plugin installed.
+    """
     found = item.stash.get(OUR_MARKERS, None)
     if found is None:
-        found = item.stash[OUR_MARKERS] = frozenset(m.name for m in item.iter_markers() if m.name in MARKERS)
+        names = []
+        node: Any = item
+        while node is not None:
+            for mark in node.own_markers:
+                if mark.name in OUR_MARKER_NAMES:
+                    names.append(mark.name)
+            node = node.parent
+        found = item.stash[OUR_MARKERS] = frozenset(names)
     return found
 
 
 def _marker_kwargs(item: pytest.Item, name: str) -> dict[str, Any] | None:
     """The validated arguments of the closest ``name`` marker, or None if absent."""
-    if name not in _our_markers(item):
+    if name not in our_markers(item):
         return None
     marker = item.get_closest_marker(name)
     if marker is None:
@@ -290,7 +305,7 @@ def _is_torchcheck_failure(item: pytest.Item, call: pytest.CallInfo) -> bool:
         return True
     if MARKER_ERROR in item.stash:
         return False
-    if _our_markers(item):
+    if not our_markers(item).isdisjoint(MARKERS):
         return True
     return bool(_TORCHCHECK_FIXTURES & set(getattr(item, "fixturenames", ())))
 

@@ -4,14 +4,29 @@ from __future__ import annotations
 
 import random
 import sys
+from typing import Any
 
 
 def derive_seed(base: int, nodeid: str) -> int:
     """A 32-bit seed (NumPy's limit) from the base seed and the test id."""
-    import hashlib  # here, not at plugin load: pytest start-up stays lean
-
-    digest = hashlib.sha256(f"{base}:{nodeid}".encode()).digest()
+    digest = _sha256()(f"{base}:{nodeid}".encode()).digest()
     return int.from_bytes(digest[:4], "little")
+
+
+def _sha256() -> Any:
+    """SHA-256 from CPython's own small module: hashlib would load OpenSSL (about 3 ms) at the first test."""
+    global _SHA256
+    if _SHA256 is None:
+        for module in ("_sha2", "_sha256", "hashlib"):  # Python >= 3.12, Python 3.11, any
+            try:
+                _SHA256 = __import__(module).sha256
+                break
+            except ImportError:
+                continue
+    return _SHA256
+
+
+_SHA256: Any = None
 
 
 def seed_everything(seed: int, import_torch: bool = False) -> None:

@@ -8,7 +8,6 @@ Precedence: marker or fixture keyword > command line > environment > ini.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -16,7 +15,7 @@ import pytest
 
 from pytest_torchcheck.budgets import SIGNATURE
 from pytest_torchcheck.errors import TorchcheckUsageError
-from pytest_torchcheck.plugin import Option
+from pytest_torchcheck.plugin import Option, our_markers
 
 # spec, units and baseline load on first use (a budgeted test, a budget option): a suite without budgets
 # does not pay for them at start-up.
@@ -92,11 +91,13 @@ MARKER_LINE = (f"{SIGNATURE}: fail the test when its body exceeds a limit (memor
                f"units ('512MiB', '200ms'); warmup=N runs the body N times first")
 
 
-@dataclass
 class Settings:
-    defaults: list[tuple[dict[str, Any], str]]  # lowest precedence first
-    baseline_args: tuple  # for Baselines(...), built at the first budgeted test
-    _baselines: Any = None
+    """The session's budget defaults (lowest precedence first) and its baselines, opened at first use."""
+
+    def __init__(self, defaults: list[tuple[dict[str, Any], str]], baseline_args: tuple) -> None:
+        self.defaults = defaults
+        self.baseline_args = baseline_args  # for Baselines(...), built at the first budgeted test
+        self._baselines: Any = None
 
     @property
     def baselines(self) -> Baselines:
@@ -180,19 +181,19 @@ def _marker_budget(item: pytest.Item) -> spec.Budget | None:
 
 def _in_parent_of_ranks(item: pytest.Item) -> bool:
     # Under @pytest.mark.distributed the body runs in each rank's process; measure there, not here.
-    return item.get_closest_marker("distributed") is not None and "RANK" not in os.environ
+    return "distributed" in our_markers(item) and "RANK" not in os.environ
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     # The per-test hooks are registered only when a test with the marker was collected: a suite without
     # budgets pays nothing per test (the fixture needs no hook).
-    if not config.pluginmanager.has_plugin(_RUN_HOOKS) and any("budget" in item.keywords for item in items):
+    if not config.pluginmanager.has_plugin(_RUN_HOOKS) and any("budget" in our_markers(i) for i in items):
         config.pluginmanager.register(_RunHooks(), _RUN_HOOKS)
 
 
 def _runtest_setup(item: pytest.Item) -> None:
-    if not any(True for _ in item.iter_markers("budget")):
+    if "budget" not in our_markers(item):
         return
     from pytest_torchcheck.budgets import spec
 

@@ -172,7 +172,9 @@ def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: objec
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     # The per-test hooks are registered only when a distributed test was collected: a suite without one
     # pays nothing per test.
-    if not config.pluginmanager.has_plugin(_RUN_HOOKS) and any("distributed" in item.keywords for item in items):
+    from pytest_torchcheck.plugin import our_markers
+
+    if not config.pluginmanager.has_plugin(_RUN_HOOKS) and any("distributed" in our_markers(i) for i in items):
         config.pluginmanager.register(_RunHooks(), _RUN_HOOKS)
 
 
