@@ -16,7 +16,7 @@ from lint_rules.config import Config, find_pyproject, load
 from lint_rules.diagnostics import SAFE, UNSAFE, FileResult, Finding
 from lint_rules.errors import TorchcheckError, UsageError
 from lint_rules.files import discover, display
-from lint_rules.output import FORMATS, fix_summary, write_report
+from lint_rules.output import FORMATS, fix_summary, fixed_listing, summary_of_fixes, write_report
 from lint_rules.runner import (cached_result, configured_codes, decode_with_encoding, fix_text, lint_file,
                                per_file_codes, project_for)
 
@@ -113,6 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
                            "or in the working directory)")
     lint.add_argument("--fix", action=argparse.BooleanOptionalAction, default=False,
                       help="apply safe fixes and report what is left (with --unsafe-fixes: unsafe ones too)")
+    lint.add_argument("--fix-only", action="store_true",
+                      help="apply fixes as --fix does, but do not report what is left: exit 0 unless a file could "
+                           "not be read or written (with --exit-non-zero-on-fix: 1 when anything was fixed)")
     lint.add_argument("--unsafe-fixes", action=argparse.BooleanOptionalAction, default=None,
                       help="count fixes that may change behaviour as fixable, and apply them with --fix "
                            "(default: the unsafe-fixes setting of [tool.torchcheck], else off)")
@@ -204,6 +207,8 @@ def _check_fix_flags(args: argparse.Namespace, paths: list[str]) -> None:
 
 
 def _lint(args: argparse.Namespace) -> int:
+    if args.fix_only:
+        args.fix = True
     cfg = _load_config(args)
     codes = selected_codes(args, cfg)
     paths = args.paths or ([] if args.no_default_path else ["."])
@@ -281,6 +286,9 @@ def _lint(args: argparse.Namespace) -> int:
             sys.stdout.flush()
         _warn_notebooks(results)
 
+    failed = bool(read_errors or fix_errors) or any(r.internal_error for r in results)
+    if args.fix_only:
+        return _fix_only_report(args, fixed, len(results), failed, stdin_result is not None)
     findings = sorted((f for r in results for f in r.findings), key=Finding.sort_key)
     stdin_lines = (stdin_result.fixed.source if stdin_result is not None and stdin_result.fixed is not None
                    and args.fix else source).splitlines() if "-" in paths else None
@@ -293,7 +301,6 @@ def _lint(args: argparse.Namespace) -> int:
         except OSError:
             return None
 
-    failed = bool(read_errors or fix_errors) or any(r.internal_error for r in results)
     report = dict(quiet=args.quiet, show_source=args.show_source, source_lines=lines_of,
                   with_statistics=args.statistics, checked_paths=[r.path for r in results],
                   successful=not failed, errors=read_errors + fix_errors,
@@ -320,6 +327,30 @@ def _lint(args: argparse.Namespace) -> int:
     if failing and not args.exit_zero:
         return EXIT_FINDINGS
     return EXIT_OK
+
+
+def _fix_only_report(args: argparse.Namespace, fixed: list[tuple[str, str, str]], checked: int, failed: bool,
+                     fixed_stdin: bool) -> int:
+    """``--fix-only``: what was fixed, never what is left (as Ruff's ``--fix-only``)."""
+    if args.format != "text" or args.output_file:
+        # Machine-readable output: an empty report, so tools reading it see no findings left to act on.
+        if args.output_file:
+            try:
+                with open(args.output_file, "w", encoding="utf-8") as out:
+                    write_report(out, args.format, [], checked)
+            except OSError as e:
+                raise UsageError(f"--output-file {args.output_file!r}: cannot write: {e.strerror}") from None
+        else:
+            write_report(sys.stdout, args.format, [], checked)
+    else:
+        stream = sys.stderr if fixed_stdin else sys.stdout
+        if args.show_fixes and fixed:
+            stream.write(fixed_listing(fixed) + "\n")
+        if not args.quiet:
+            stream.write(summary_of_fixes(len(fixed), checked) + "\n")
+    if failed:
+        return EXIT_ERROR
+    return EXIT_FINDINGS if fixed and args.exit_non_zero_on_fix else EXIT_OK
 
 
 def _report_fix_errors(results: list[FileResult], mode: str | None) -> list[str]:

@@ -34,6 +34,13 @@ def summary(findings: list[Finding], checked: int, fixed: int = 0) -> str:
     return f"Found {len(findings)} {noun} in {_plural(files, 'file')} ({_plural(checked, 'file')} checked)."
 
 
+def summary_of_fixes(fixed: int, checked: int) -> str:
+    """``--fix-only``'s line: what was fixed, not what is left."""
+    if not fixed:
+        return f"No fixes applied ({_plural(checked, 'file')} checked)."
+    return f"Fixed {_plural(fixed, 'finding')} ({_plural(checked, 'file')} checked)."
+
+
 def fix_summary(fixable: int, hidden: int, would_fix: bool = False) -> str:
     """Ruff's hint line: how many findings ``--fix`` fixes, and how many more ``--unsafe-fixes`` would."""
     hint = ""

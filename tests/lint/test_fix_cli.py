@@ -274,3 +274,22 @@ def test_a_fix_that_never_settles_stops():
 
     _, applied, _, error = fix_until_stable("0\n", lint, unsafe=False)
     assert len(applied) == 10 and "did not settle" in error
+
+
+def test_fix_only_fixes_without_reporting_what_is_left(tmp_path):
+    write(tmp_path, {"a.py": MIXED, "b.py": MIXED, "c.py": MIXED})
+    r = run("lint", "--fix-only", "--show-fixes", "a.py", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr  # TRN301 and the unsafe TRN701 are left, but not reported
+    assert (tmp_path / "a.py").read_text() == SAFE_FIXED
+    assert "TRN301" not in r.stdout and "1 × TRN802 (deprecated-amp-api)" in r.stdout
+    assert r.stdout.rstrip().endswith("Fixed 1 finding (1 file checked).")
+    again = run("lint", "--fix-only", "a.py", cwd=tmp_path)
+    assert (again.returncode, again.stdout) == (0, "No fixes applied (1 file checked).\n")
+    r = run("lint", "--fix-only", "--unsafe-fixes", "--exit-non-zero-on-fix", "--format", "json", "b.py", cwd=tmp_path)
+    assert r.returncode == 1 and json.loads(r.stdout) == []
+    assert (tmp_path / "b.py").read_text() == ALL_FIXED
+    r = run("lint", "--fix-only", "-", cwd=tmp_path, stdin=MIXED)
+    assert r.returncode == 0 and r.stdout == SAFE_FIXED and "Fixed 1 finding" in r.stderr
+    r = run("lint", "--fix-only", "c.py", "missing.py", cwd=tmp_path)
+    assert r.returncode == 2 and "path 'missing.py' does not exist" in r.stderr  # still an error, up front
+    assert (tmp_path / "c.py").read_text() == MIXED  # nothing written
