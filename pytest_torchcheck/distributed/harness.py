@@ -87,8 +87,9 @@ class TestRun:
 
 class Harness:
     def __init__(self, rank_args: list[str], cwd: str, threads: int | None = None,
-                 basetemp: Path | None = None) -> None:
+                 basetemp: Path | None = None, live: Any = None) -> None:
         self.rank_args = rank_args
+        self.live = live  # with pytest -s: a text stream the ranks' output is copied to as it is written
         self.cwd = cwd
         self.threads = threads
         self.basetemp = basetemp  # where the ranks' tmp_path folders go (under pytest's own basetemp)
@@ -366,7 +367,10 @@ class Harness:
         pending = set(results)
         clean = True
         give_up_at = deadline
+        stream = _LiveOutput(self.live, pool.dir, test_id, results) if self.live is not None else None
         while pending:
+            if stream is not None:
+                stream.poll()
             now = time.monotonic()
             if now >= give_up_at:
                 if give_up_at == deadline:
@@ -376,7 +380,7 @@ class Harness:
                 break
             conns = {pool.ranks[r].conn: r for r in pending if pool.ranks[r].conn is not None}
             assert self.zconn is not None
-            ready = wait([self.zconn, *conns], timeout=min(give_up_at - now, 0.5))
+            ready = wait([self.zconn, *conns], timeout=min(give_up_at - now, 0.5 if stream is None else 0.05))
             for obj in ready:
                 if obj is self.zconn:
                     self._zygote_message()
@@ -417,6 +421,8 @@ class Harness:
                     give_up_at = min(give_up_at, time.monotonic() + GRACE_AFTER_FAILURE)
         for r in pending:
             results[r].output = _read_tail(pool.dir / f"rank{r}-test{test_id}.out")
+        if stream is not None:
+            stream.finish()
         if not clean or isolate:
             (self._release_pool if clean else self._kill_pool)(pool)
         return run
@@ -459,6 +465,60 @@ class Harness:
 def pg_timeout_for(timeout: float) -> float:
     """The process group's own timeout: shorter than the test deadline, so a stuck collective raises first."""
     return max(0.5, min(timeout * 0.75, timeout - 2.0)) if timeout > 2.0 else max(0.25, timeout * 0.5)
+
+
+class _LiveOutput:
+    """Copies what each rank writes during a test to ``out`` as it comes, each line marked ``[rank N]``.
+
+    Used with ``pytest -s``. A rank writes its test output to ``rank<N>-test<id>.out`` and deletes the
+    file after the test; a file opened here stays readable after that, and what was never read from a
+    file (one opened too late, or a rank that sent its result first) comes from the rank's result.
+    """
+
+    def __init__(self, out: Any, directory: Path, test_id: int, results: dict[int, RankResult]) -> None:
+        self.out = out
+        self.paths = {r: directory / f"rank{r}-test{test_id}.out" for r in results}
+        self.results = results
+        self.files: dict[int, Any] = {}
+        self.shown: dict[int, int] = dict.fromkeys(results, 0)  # characters of each rank's output shown
+        self.partial: dict[int, str] = dict.fromkeys(results, "")
+
+    def poll(self) -> None:
+        for r, path in self.paths.items():
+            f = self.files.get(r)
+            if f is None:
+                try:
+                    f = self.files[r] = open(path, encoding="utf-8", errors="replace")
+                except OSError:
+                    continue
+            if f is not None:
+                self._show(r, f.read())
+
+    def finish(self) -> None:
+        self.poll()
+        for r, f in self.files.items():
+            f.close()
+        for r, res in self.results.items():
+            # A rank whose file was never opened here: show what its result carries, minus what was shown.
+            if r not in self.files and res.output:
+                self._show(r, res.output)
+            if self.partial[r]:
+                self._write(r, self.partial[r] + "\n")
+                self.partial[r] = ""
+        self.out.flush()
+
+    def _show(self, r: int, text: str) -> None:
+        if not text:
+            return
+        self.shown[r] += len(text)
+        text = self.partial[r] + text
+        complete, _, self.partial[r] = text.rpartition("\n")
+        if complete:
+            self._write(r, complete + "\n")
+            self.out.flush()
+
+    def _write(self, r: int, text: str) -> None:
+        self.out.write("".join(f"[rank {r}] {line}\n" for line in text.splitlines()))
 
 
 def _read_tail(path: Path) -> str:

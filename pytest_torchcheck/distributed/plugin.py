@@ -229,8 +229,12 @@ def _harness(config: pytest.Config) -> Any:
         from pytest_torchcheck.distributed.harness import Harness
         from pytest_torchcheck.distributed.runner import rank_args
 
+        import sys
+
+        # pytest -s: the ranks' output is shown as it is written, each line marked with its rank.
+        live = sys.stdout if config.getoption("capture", "fd") == "no" else None
         config.stash[HARNESS] = Harness(rank_args(config), str(config.invocation_params.dir),
-                                        basetemp=_rank_basetemp(config))
+                                        basetemp=_rank_basetemp(config), live=live)
     return config.stash[HARNESS]
 
 

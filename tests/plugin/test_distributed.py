@@ -507,6 +507,50 @@ def test_the_pytest_process_stops_the_ranks_when_killed(pytester, token) -> None
     assert _survivors(token) == []
 
 
+
+def test_dash_s_streams_rank_output_while_the_test_runs(pytester) -> None:
+    """With ``-s`` each rank's output reaches the terminal as it is written, marked with the rank. The inner
+    test waits for a file the outer test creates only after it saw the first line: with the output held
+    back until the test ends, it would never come (and the inner test fails after 60 s)."""
+    pytester.makepyfile(test_live=textwrap.dedent('''
+        import os
+        import time
+
+        import pytest
+
+
+        @pytest.mark.distributed(world_size=2)
+        def test_waits_for_a_reader(rank):
+            print(f"waiting on rank {rank}", flush=True)
+            deadline = time.monotonic() + 60
+            while not os.path.exists("go") and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert os.path.exists("go"), "nobody saw the output while the test ran"
+            print("done", end="")  # no newline: still shown, on its own line
+    '''))
+    out = open(pytester.path / "out.txt", "w")
+    proc = pytester.popen([os.sys.executable, "-m", "pytest", "-s", "-p", "no:cacheprovider", "test_live.py"],
+                          stdout=out, stderr=open(pytester.path / "err.txt", "w"))
+    try:
+        deadline = time.monotonic() + 90
+        seen = ""
+        while time.monotonic() < deadline and proc.poll() is None:
+            seen = (pytester.path / "out.txt").read_text()
+            if "[rank 0] waiting on rank 0" in seen and "[rank 1] waiting on rank 1" in seen:
+                break
+            time.sleep(0.1)
+        assert "[rank 1] waiting on rank 1" in seen, (seen, (pytester.path / "err.txt").read_text())
+        assert "done" not in seen  # the test is still running
+        (pytester.path / "go").write_text("")
+        assert proc.wait(timeout=60) == 0, (pytester.path / "out.txt").read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        out.close()
+    text = (pytester.path / "out.txt").read_text()
+    assert "[rank 0] done\n" in text and "[rank 1] done\n" in text and "1 passed" in text
+
+
 TORCHRUN = textwrap.dedent('''
     import os
 
