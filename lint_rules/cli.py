@@ -22,7 +22,7 @@ from lint_rules.runner import (cached_result, configured_codes, decode_with_enco
 
 TYPE_CHECKING = False  # typing is not imported: a warm cached run does not need it
 if TYPE_CHECKING:
-    from typing import Sequence
+    from typing import Callable, Sequence, TextIO
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 SEVERITIES = ("warning", "error")  # in increasing order
@@ -308,16 +308,9 @@ def _lint(args: argparse.Namespace) -> int:
     if args.format == "sarif":  # rule metadata: every code that ran or was reported
         report["rules"] = [r for c in sorted(codes | {f.code for f in findings})
                            if (r := registry.lookup(c)) is not None]
-    if args.output_file:
-        try:
-            with open(args.output_file, "w", encoding="utf-8") as out:
-                write_report(out, args.format, findings, len(results), **report)
-        except OSError as e:
-            raise UsageError(f"--output-file {args.output_file!r}: cannot write: {e.strerror}") from None
-    else:
-        # With --fix on standard input, standard output holds the fixed source.
-        stream = sys.stderr if args.fix and stdin_result is not None else sys.stdout
-        write_report(stream, args.format, findings, len(results), **report)
+    # With --fix on standard input, standard output holds the fixed source.
+    _emit(args, sys.stderr if args.fix and stdin_result is not None else sys.stdout,
+          lambda out: write_report(out, args.format, findings, len(results), **report))
     if failed:
         return EXIT_ERROR
     if fixed and args.exit_non_zero_on_fix:
@@ -329,19 +322,24 @@ def _lint(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _emit(args: argparse.Namespace, stream: TextIO, write: Callable[[TextIO], object]) -> None:
+    """Run ``write(out)`` on ``--output-file`` if one was given, else on ``stream``."""
+    if not args.output_file:
+        write(stream)
+        return
+    try:
+        with open(args.output_file, "w", encoding="utf-8") as out:
+            write(out)
+    except OSError as e:
+        raise UsageError(f"--output-file {args.output_file!r}: cannot write: {e.strerror}") from None
+
+
 def _fix_only_report(args: argparse.Namespace, fixed: list[tuple[str, str, str]], checked: int, failed: bool,
                      fixed_stdin: bool) -> int:
     """``--fix-only``: what was fixed, never what is left (as Ruff's ``--fix-only``)."""
     if args.format != "text" or args.output_file:
         # Machine-readable output: an empty report, so tools reading it see no findings left to act on.
-        if args.output_file:
-            try:
-                with open(args.output_file, "w", encoding="utf-8") as out:
-                    write_report(out, args.format, [], checked)
-            except OSError as e:
-                raise UsageError(f"--output-file {args.output_file!r}: cannot write: {e.strerror}") from None
-        else:
-            write_report(sys.stdout, args.format, [], checked)
+        _emit(args, sys.stdout, lambda out: write_report(out, args.format, [], checked))
     else:
         stream = sys.stderr if fixed_stdin else sys.stdout
         if args.show_fixes and fixed:
@@ -376,14 +374,7 @@ def _diff(args: argparse.Namespace, results: list[FileResult], unsafe: bool, fai
     chunks = [unified_diff(r.path, r.fixed.original, r.fixed.source) for r in sorted(results, key=lambda r: r.path)
               if r.fixed is not None and r.fixed.source != r.fixed.original]
     text = "".join(chunks)
-    if args.output_file:
-        try:
-            with open(args.output_file, "w", encoding="utf-8") as out:
-                out.write(text)
-        except OSError as e:
-            raise UsageError(f"--output-file {args.output_file!r}: cannot write: {e.strerror}") from None
-    else:
-        sys.stdout.write(text)
+    _emit(args, sys.stdout, lambda out: out.write(text))
     would = sum(len(r.fixed.applied) for r in results if r.fixed is not None)
     hidden = 0 if unsafe else sum(1 for r in results for f in r.findings
                                   if f.fix is not None and f.fix.applicability == UNSAFE)

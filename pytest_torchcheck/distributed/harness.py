@@ -496,7 +496,7 @@ class _LiveOutput:
 
     def finish(self) -> None:
         self.poll()
-        for r, f in self.files.items():
+        for f in self.files.values():
             f.close()
         for r, res in self.results.items():
             # A rank whose file was never opened here: show what its result carries, minus what was shown.
