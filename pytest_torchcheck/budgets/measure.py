@@ -155,6 +155,106 @@ CPU_MEMORY_UNAVAILABLE = ("cpu_memory and memory_growth need glibc's mallinfo2()
                           "the bytes malloc has handed out; it is not available on this platform")
 
 
+def _legacy_memory_profiler() -> tuple[Any, Any, Any, Any] | None:
+    try:
+        from torch.autograd import (_disable_profiler_legacy, _enable_profiler_legacy, _enable_record_function,
+                                    _profiler_enabled)
+        from torch._C._profiler import ProfilerConfig, ProfilerState, _ExperimentalConfig
+
+        # CPU profiling state, memory events on; no input shapes, stacks, flops or modules.
+        config = ProfilerConfig(ProfilerState.CPU, False, True, False, False, False, _ExperimentalConfig())
+    except (ImportError, AttributeError, TypeError, RuntimeError):
+        return None
+    return config, _enable_profiler_legacy, _disable_profiler_legacy, (_enable_record_function, _profiler_enabled)
+
+
+_LEGACY = _legacy_memory_profiler()
+_quieted = False
+
+
+def _quiet_unknown_free_warning() -> None:
+    """Use up, once per process and out of sight, the warning torch prints for a free it has no size for.
+
+    torch's CPU allocator logs "Memory block of unknown size was allocated before the profiling started" on
+    the first free (and every thousandth after) of memory allocated while no profiler listened. Every region
+    frees some of the caller's tensors, so the first region would print it into the test's stderr.
+    """
+    global _quieted
+    _quieted = True
+    config, enable, disable, (record_function, _) = _LEGACY
+    block = torch.empty(1)
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 2)
+        enable(config)
+        record_function(False)
+        del block
+        record_function(True)
+        disable()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+class AllocatorPeak:
+    """The most bytes a region's own allocations from torch's CPU allocator held at once.
+
+    torch's CPU allocator reports every allocation and free to a profiler that asks for memory events, from
+    inside operators too (a kernel's temporary counts). The legacy profiler is that listener here, with torch's
+    operator callbacks (RecordFunction) switched off for the region: nothing is recorded per operator, one
+    event per allocation, so the cost does not grow with the number of operators. The events carry sizes but
+    no pointers, so a free counts only when the region allocated a block of that size that is still held: the
+    caller's memory freed inside the region neither counts nor goes below zero.
+
+    Native allocations outside torch's allocator are seen through malloc's in-use bytes at the region's two
+    ends: the peak is at least what the region still holds at its end.
+    """
+
+    def __init__(self) -> None:
+        self.peak = 0
+        self.events = 0
+
+    @staticmethod
+    def usable() -> bool:
+        """False where this torch lacks the hooks, or a profiler is already running (only one can be)."""
+        return _LEGACY is not None and cpu_in_use is not None and not _LEGACY[3][1]()
+
+    def __enter__(self) -> AllocatorPeak:
+        if not _quieted:
+            _quiet_unknown_free_warning()
+        config, enable, _, (record_function, _) = _LEGACY
+        self.malloc_start = cpu_in_use()
+        enable(config)
+        record_function(False)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _, _, disable, (record_function, _) = _LEGACY
+        record_function(True)  # torch's default; it has no getter to restore a caller's own setting
+        per_thread = disable()
+        held = peak = 0
+        live: dict[int, int] = {}  # size -> blocks of that size the region allocated and still holds
+        ordered = per_thread[0] if len(per_thread) == 1 else sorted(
+            (e for events in per_thread for e in events), key=lambda e: e.start_us())
+        n = 0
+        for e in ordered:
+            size = e.cpu_memory_usage()
+            if size > 0:
+                live[size] = live.get(size, 0) + 1
+                held += size
+                n += 1
+                if held > peak:
+                    peak = held
+            elif size < 0 and live.get(-size):
+                live[-size] -= 1
+                held += size
+        del per_thread, ordered
+        self.events = n
+        self.peak = max(peak, cpu_in_use() - self.malloc_start)
+
+
 @dataclass
 class Allocation:
     size: int
@@ -165,10 +265,13 @@ class Allocation:
 class OpCounter(TorchDispatchMode):
     """Counts ATen operator calls and, with ``memory=True``, samples malloc's bytes in use after each one.
 
-    Torch's CPU tensors come from malloc (``c10::alloc_cpu``), so the in-use byte count sees tensor storage
-    and native allocations alike; the peak is taken after every operator (forward, backward, optimizer).
-    This runs once per operator, so it does as little as it can: one malloc reading, counts kept per
-    operator object and named only in ``finish()``.
+    Torch's CPU tensors come from malloc (``c10::alloc_cpu``), so what malloc handed out between two operators
+    is what the later one allocated and kept, and the frame it ran from names the line. This per-operator
+    sampling names the largest allocations for a failing ``cpu_memory`` budget (``attribute_cpu_memory``) and
+    measures the peak only where ``AllocatorPeak`` cannot listen (a profiler already running): it sees no
+    temporary freed inside an operator, and each reading walks malloc's free lists, so it costs more in a
+    fragmented heap. This runs once per operator, so it does as little as it can: one malloc reading, counts
+    kept per operator object and named only in ``finish()``.
     """
 
     def __init__(self, count: bool, memory: bool) -> None:
@@ -415,13 +518,15 @@ class Measurement:
     flops: int | None = None
     flops_by_op: dict[str, int] = field(default_factory=dict)
     cpu_peak: int | None = None
-    cpu_allocations: list[Allocation] = field(default_factory=list)
+    cpu_method: str = ""  # ALLOCATOR or SAMPLED
+    cpu_allocations: list[Allocation] = field(default_factory=list)  # the largest, by operator and call site
     cuda_allocated: dict[int, int] = field(default_factory=dict)
     cuda_reserved: dict[int, int] = field(default_factory=dict)
     growth: dict[str, list[int]] = field(default_factory=dict)  # device -> bytes held after each repeated run
     times: list[float] = field(default_factory=list)
     time_method: str = ""
     compile: CompileWatcher | None = None
+    block: bool = False  # a `with` block: it ran once and cannot be run again
 
     def growth_per_run(self, device: str) -> int:
         held = self.growth[device]
@@ -430,6 +535,26 @@ class Measurement:
     @property
     def time(self) -> float | None:
         return statistics.median(self.times) if self.times else None
+
+
+ALLOCATOR = "allocator events"
+SAMPLED = "sampled after each operator"
+
+
+def attribute_cpu_memory(fn: Callable[[], Any], m: Measurement) -> None:
+    """Run ``fn`` once more, malloc read after every operator, to name the largest allocations and their lines.
+
+    The measured run records sizes only (that is what keeps it cheap); this run, made only for a failing
+    budget, pays the per-operator cost to say which operator and which line of the test allocated.
+    """
+    if m.cpu_allocations or cpu_in_use is None:
+        return
+    counter = OpCounter(count=False, memory=True)
+    with counter:
+        fn()
+    counter.finish()
+    m.runs += 1
+    m.cpu_allocations = counter.largest()
 
 
 def _memory_held(cuda: bool) -> dict[str, int]:
@@ -453,9 +578,13 @@ def instruments(keys: set[str], m: Measurement) -> Iterator[None]:
         cuda = None
         if keys & {"cuda_memory", "cuda_reserved"}:
             cuda = stack.enter_context(CudaPeaks())
+        allocator = None
+        if "cpu_memory" in keys and AllocatorPeak.usable():
+            allocator = stack.enter_context(AllocatorPeak())
+        sampled = "cpu_memory" in keys and allocator is None  # a profiler was already running: sample malloc
         op_counter = None
-        if keys & {"ops", "cpu_memory"}:
-            op_counter = stack.enter_context(OpCounter(count="ops" in keys, memory="cpu_memory" in keys))
+        if "ops" in keys or sampled:
+            op_counter = stack.enter_context(OpCounter(count="ops" in keys, memory=sampled))
         if "syncs" in keys:
             m.syncs = stack.enter_context(SyncCounter())
         try:
@@ -466,9 +595,13 @@ def instruments(keys: set[str], m: Measurement) -> Iterator[None]:
     if op_counter is not None:
         if "ops" in keys:
             m.ops = op_counter.ops
-        if "cpu_memory" in keys:
+        if sampled:
             m.cpu_peak = op_counter.peak_above_start
             m.cpu_allocations = op_counter.largest()
+            m.cpu_method = SAMPLED
+    if allocator is not None:
+        m.cpu_peak = allocator.peak
+        m.cpu_method = ALLOCATOR
     if flop_counter is not None:
         m.flops = int(flop_counter.get_total_flops())
         m.flops_by_op = {str(k): int(v) for k, v in flop_counter.get_flop_counts().get("Global", {}).items()}
@@ -520,7 +653,7 @@ def measure_function(fn: Callable[[], Any], keys: set[str], warmup: int, repeats
 @contextlib.contextmanager
 def measure_block(keys: set[str]) -> Iterator[Measurement]:
     """One run of a ``with`` block (no warm-up, no repeats)."""
-    m = Measurement()
+    m = Measurement(block=True)
     with contextlib.ExitStack() as stack:
         if keys & {"graph_breaks", "recompiles"}:
             m.compile = stack.enter_context(CompileWatcher())

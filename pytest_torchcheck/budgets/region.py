@@ -58,7 +58,7 @@ def _where(ctx: Context, region: str) -> Any:
 def run_function(fn: Callable[[], Any], budget: Budget, ctx: Context, region: str) -> Any:
     """Warm up, measure, compare with baselines, and fail on any exceeded limit. Returns the Measurement."""
     __tracebackhide__ = True
-    from pytest_torchcheck.budgets.measure import measure_function
+    from pytest_torchcheck.budgets.measure import attribute_cpu_memory, measure_function
     from pytest_torchcheck.budgets.report import Violation, check
 
     skip_unsupported(budget)
@@ -67,6 +67,8 @@ def run_function(fn: Callable[[], Any], budget: Budget, ctx: Context, region: st
     timed = "time" in budget.limits or b.active
     keys = set(budget.limits)
     m = measure_function(fn, keys, budget.warmup, budget.repeats, timed)
+    if m.cpu_peak is not None and m.cpu_peak > budget.limits.get("cpu_memory", m.cpu_peak):
+        attribute_cpu_memory(fn, m)  # over the limit: one more run names the largest allocations
     extra = []
     if b.compare and m.times:
         tolerance = budget.tolerance or b.tolerance

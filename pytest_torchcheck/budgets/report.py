@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from pytest_torchcheck.budgets import units
-from pytest_torchcheck.budgets.measure import Measurement
+from pytest_torchcheck.budgets.measure import ALLOCATOR, Measurement
 from pytest_torchcheck.budgets.spec import Budget
 from pytest_torchcheck.errors import TorchcheckFailure
 
@@ -101,10 +101,16 @@ def _flops(m: Measurement, limit: int) -> Violation | None:
 def _cpu_memory(m: Measurement, limit: int) -> Violation | None:
     if m.cpu_peak <= limit:
         return None
+    how = " (one more run of the region, malloc read after each operator)" if m.cpu_method == ALLOCATOR else ""
     lines = [f"cpu_memory: peak {_fmt('cpu_memory', m.cpu_peak)} above the region's start on cpu, "
-             f"limit {_fmt('cpu_memory', limit)}; largest allocations by an operator:"]
+             f"limit {_fmt('cpu_memory', limit)}; largest allocations by an operator{how}:"]
     lines += [f"  {units.format_bytes(a.size)} by {a.op} at {a.site}" for a in m.cpu_allocations[:TOP]]
-    if not m.cpu_allocations:
+    if not m.cpu_allocations and m.block and m.cpu_method == ALLOCATOR:
+        lines[0] = lines[0].rsplit(";", 1)[0]
+        lines.append("  (a `with` block runs once, so its allocations are not broken down: pass the region as a "
+                     "function, budget(fn, cpu_memory=...), or mark the test @pytest.mark.budget(cpu_memory=...), "
+                     "to see the largest allocations with their operators and lines)")
+    elif not m.cpu_allocations:
         lines.append("  (no single operator allocated 64 KiB or more: many small allocations, or memory "
                      "allocated outside torch operators)")
     lines.append("  likely cause: a full-size temporary (a dense one-hot, a copy, an expand(...).contiguous()), "

@@ -67,6 +67,41 @@ def test_cpu_memory_over():
     big.add_(1)
 
 
+def test_cpu_memory_counts_what_the_region_allocates(budget):
+    x = torch.randn(2**20)  # 4 MiB
+    # median sorts a copy of x inside the kernel: freed before the operator returns, still the region's peak
+    record("kernel_temporary", budget(lambda: x.median(), cpu_memory="1GiB").cpu_peak)
+    before = [torch.ones(16 * 2**20)]  # 64 MiB the caller allocated before the region
+
+    def swap():
+        before.clear()  # the caller's 64 MiB freed inside the region...
+        return torch.ones(8 * 2**20)  # ...and 32 MiB allocated: the region's peak is 32 MiB, not 0 or -32
+
+    record("swap", budget(swap, cpu_memory="1GiB").cpu_peak)
+
+
+def test_cpu_memory_under_a_running_profiler(budget):
+    # Only one profiler can run: under the user's, cpu_memory samples malloc after each operator instead.
+    with torch.profiler.profile() as prof:
+        m = budget(lambda: torch.ones(64 * 2**20), cpu_memory="1GiB")
+    record("under_profiler", [m.cpu_peak, m.cpu_method, any(e.name == "aten::ones" for e in prof.events())])
+
+
+def test_profiler_after_a_cpu_memory_region_sees_operators(budget):
+    budget(lambda: torch.ones(4) + 1, cpu_memory="1GiB")
+    with budget(cpu_memory="1GiB"):
+        torch.ones(4) + 1
+    with torch.profiler.profile() as prof:
+        torch.ones(4).add(1)
+    record("profiled_after", sorted({e.name for e in prof.events() if e.name in ("aten::ones", "aten::add")}))
+
+
+def test_cpu_memory_block_over(budget):
+    with budget(cpu_memory="16MiB"):
+        big = torch.zeros(8 * 2**20)  # 32 MiB
+        del big
+
+
 KEPT = []
 
 
@@ -182,9 +217,23 @@ def test_budgets_measure_and_explain(inner):
     for key in ("fn_256MiB", "block_256MiB"):
         assert abs(results[key][0] - 256 * mib) <= 0.05 * 256 * mib, (key, results[key][0] / mib)
     assert results["empty"][0] < 64 * 1024, results["empty"]
+    assert 4 * mib <= results["kernel_temporary"][0] <= 4.2 * mib, results["kernel_temporary"][0] / mib
+    assert abs(results["swap"][0] - 32 * mib) <= 0.05 * 32 * mib, results["swap"][0] / mib
+    peak, method, seen_by_user = results["under_profiler"][0]
+    assert abs(peak - 256 * mib) <= 0.05 * 256 * mib and method == "sampled after each operator" and seen_by_user
+    assert results["profiled_after"] == [["aten::add", "aten::ones"]]  # operator callbacks are back on
+    assert "Memory block of unknown size" not in result.stdout.str() + result.stderr.str()
+    inner.message(result, "test_cpu_memory_block_over").fnmatch_lines([
+        "*budget exceeded: cpu_memory 32.00 MiB > limit 16.00 MiB in region 'with budget(...) at *",
+        "*cpu_memory: peak 32.00 MiB above the region's start on cpu, limit 16.00 MiB",
+        "*(a `with` block runs once, so its allocations are not broken down: pass the region as a function, "
+        "budget(fn, cpu_memory=...), or mark the test @pytest.mark.budget(cpu_memory=...), to see the largest "
+        "allocations with their operators and lines)",
+    ])
     inner.message(result, "test_cpu_memory_over").fnmatch_lines([
         "*budget exceeded: cpu_memory 128.* MiB > limit 64.00 MiB in region 'test body'*",
-        "*cpu_memory: peak 128.* MiB above the region's start on cpu, limit 64.00 MiB; largest allocations*",
+        "*cpu_memory: peak 128.00 MiB above the region's start on cpu, limit 64.00 MiB; largest allocations by an "
+        "operator (one more run of the region, malloc read after each operator):",
         "*128.0? MiB by aten.zeros at test_measured.py:*  big = torch.zeros(32 * 2**20)  # 128 MiB",
     ])
 
@@ -223,7 +272,7 @@ def test_budgets_measure_and_explain(inner):
         ])
         assert "cuda_marker_ran" not in results and "cuda_fixture_ran" not in results
     result.stdout.fnmatch_lines(["*- torchcheck -*", "rerun: *test_measured.py::test_syncs_over*"])
-    assert sum(v == "FAILED" for v in outcomes.values()) == 7, outcomes
+    assert sum(v == "FAILED" for v in outcomes.values()) == 8, outcomes
 
 
 USAGE = '''

@@ -35,8 +35,8 @@ SCENARIOS: dict[str, Scenario] = {
          "*cpu: * KiB per run (after each run: +*)  <- over",
          "*likely cause: something outlives each run: a loss accumulated with its autograd graph*")),
     "budget_step__dense_one_hot_targets": Scenario(
-        'cpu_memory="6MiB"', "compute_loss",
-        ("*budget exceeded: cpu_memory 7.* MiB > limit 6.00 MiB in region 'train_steps'*",
+        'cpu_memory="7MiB"', "compute_loss",  # the reference peaks at 6.03 MiB, this twin at 8.03 MiB
+        ("*budget exceeded: cpu_memory 8.* MiB > limit 7.00 MiB in region 'train_steps'*",
          "*4.00 MiB by aten.zeros at *budget_step__dense_one_hot_targets.py:40  "
          "one_hot = F.one_hot(targets, CLASSES).float()  # BUG*")),
     "budget_step__data_dependent_branch": Scenario(
