@@ -184,18 +184,23 @@ def _quiet_unknown_free_warning() -> None:
     config, enable, disable, (record_function, _) = _LEGACY
     block = torch.empty(1)
     sys.stderr.flush()
-    saved = os.dup(2)
     try:
-        with open(os.devnull, "w") as devnull:
-            os.dup2(devnull.fileno(), 2)
+        saved = os.dup(2)
+    except OSError:  # no stderr to keep clean
+        saved = None
+    try:
+        if saved is not None:
+            with open(os.devnull, "w") as devnull:
+                os.dup2(devnull.fileno(), 2)
         enable(config)
         record_function(False)
         del block
         record_function(True)
         disable()
     finally:
-        os.dup2(saved, 2)
-        os.close(saved)
+        if saved is not None:
+            os.dup2(saved, 2)
+            os.close(saved)
 
 
 class AllocatorPeak:
