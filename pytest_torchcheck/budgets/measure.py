@@ -220,6 +220,7 @@ class AllocatorPeak:
     def __init__(self) -> None:
         self.peak = 0
         self.events = 0
+        self.largest: list[tuple[int, int]] = []
 
     @staticmethod
     def usable() -> bool:
@@ -241,6 +242,7 @@ class AllocatorPeak:
         per_thread = disable()
         held = peak = 0
         live: dict[int, int] = {}  # size -> blocks of that size the region allocated and still holds
+        sizes: dict[int, int] = {}  # size -> blocks of that size the region allocated
         ordered = per_thread[0] if len(per_thread) == 1 else sorted(
             (e for events in per_thread for e in events), key=lambda e: e.start_us())
         n = 0
@@ -248,6 +250,7 @@ class AllocatorPeak:
             size = e.cpu_memory_usage()
             if size > 0:
                 live[size] = live.get(size, 0) + 1
+                sizes[size] = sizes.get(size, 0) + 1
                 held += size
                 n += 1
                 if held > peak:
@@ -258,6 +261,7 @@ class AllocatorPeak:
         del per_thread, ordered
         self.events = n
         self.peak = max(peak, cpu_in_use() - self.malloc_start)
+        self.largest = [(size, sizes[size]) for size in heapq.nlargest(8, sizes)]  # (bytes, how many)
 
 
 @dataclass
@@ -525,6 +529,7 @@ class Measurement:
     cpu_peak: int | None = None
     cpu_method: str = ""  # ALLOCATOR or SAMPLED
     cpu_allocations: list[Allocation] = field(default_factory=list)  # the largest, by operator and call site
+    cpu_sizes: list[tuple[int, int]] = field(default_factory=list)  # the largest allocation sizes, with counts
     cuda_allocated: dict[int, int] = field(default_factory=dict)
     cuda_reserved: dict[int, int] = field(default_factory=dict)
     growth: dict[str, list[int]] = field(default_factory=dict)  # device -> bytes held after each repeated run
@@ -606,6 +611,7 @@ def instruments(keys: set[str], m: Measurement) -> Iterator[None]:
             m.cpu_method = SAMPLED
     if allocator is not None:
         m.cpu_peak = allocator.peak
+        m.cpu_sizes = allocator.largest
         m.cpu_method = ALLOCATOR
     if flop_counter is not None:
         m.flops = int(flop_counter.get_total_flops())

@@ -106,10 +106,11 @@ def _cpu_memory(m: Measurement, limit: int) -> Violation | None:
              f"limit {_fmt('cpu_memory', limit)}; largest allocations by an operator{how}:"]
     lines += [f"  {units.format_bytes(a.size)} by {a.op} at {a.site}" for a in m.cpu_allocations[:TOP]]
     if not m.cpu_allocations and m.block and m.cpu_method == ALLOCATOR:
-        lines[0] = lines[0].rsplit(";", 1)[0]
-        lines.append("  (a `with` block runs once, so its allocations are not broken down: pass the region as a "
-                     "function, budget(fn, cpu_memory=...), or mark the test @pytest.mark.budget(cpu_memory=...), "
-                     "to see the largest allocations with their operators and lines)")
+        sizes = ", ".join(units.format_bytes(size) + (f" x{n}" if n > 1 else "") for size, n in m.cpu_sizes[:TOP])
+        lines[0] = f"{lines[0].rsplit(';', 1)[0]}; largest allocations: {sizes or '(none)'}"
+        lines.append("  (sizes only: a `with` block runs once, so its allocations are not traced to operators; pass "
+                     "the region as a function, budget(fn, cpu_memory=...), or mark the test "
+                     "@pytest.mark.budget(cpu_memory=...), to see each one's operator and line)")
     elif not m.cpu_allocations:
         lines.append("  (no single operator allocated 64 KiB or more: many small allocations, or memory "
                      "allocated outside torch operators)")
