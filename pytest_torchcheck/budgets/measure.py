@@ -42,10 +42,11 @@ class Site:
         return linecache.getline(self.file, self.line).strip()
 
     def __str__(self) -> str:
-        return f"{_short(self.file)}:{self.line}  {self.source}".rstrip()
+        return f"{short_path(self.file)}:{self.line}  {self.source}".rstrip()
 
 
-def _short(path: str) -> str:
+def short_path(path: str) -> str:
+    """``path`` relative to the current directory, as pytest shows files, unless that climbs two levels up."""
     try:
         rel = os.path.relpath(path)
     except ValueError:
@@ -402,7 +403,7 @@ _RECOMPILE = re.compile(r"^Recompiling function (?P<fn>\S+) in (?P<loc>.+?:\d+)\
 
 def _short_loc(loc: str) -> str:
     path, _, line = loc.rpartition(":")
-    return f"{_short(path)}:{line}"
+    return f"{short_path(path)}:{line}"
 
 
 class _Collect(logging.Handler):

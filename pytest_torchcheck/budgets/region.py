@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
 import sys
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import pytest
 
@@ -116,8 +115,10 @@ class BudgetFixture:
         __tracebackhide__ = True
         if self._closed:
             raise BudgetUsageError("the budget fixture was used after its test ended")
+        from pytest_torchcheck.budgets.measure import short_path  # torch is loaded: a test is running
+
         caller = sys._getframe(1)
-        site = f"{caller.f_code.co_filename}:{caller.f_lineno}"
+        site = f"{short_path(caller.f_code.co_filename)}:{caller.f_lineno}"
         source = f"budget(...) at {site} in {self._ctx.test_id}"
         if fn is not None and not callable(fn):
             raise BudgetUsageError(f"{source}: the positional argument must be the region as a function "
@@ -137,20 +138,38 @@ class BudgetFixture:
         self.measurements.append(m)
         return m
 
-    @contextlib.contextmanager
-    def _block(self, budget: Budget, region: str) -> Iterator[Any]:
-        __tracebackhide__ = True
-        from pytest_torchcheck.budgets.measure import measure_block
-        from pytest_torchcheck.budgets.report import check
-
-        skip_unsupported(budget)
+    def _block(self, budget: Budget, region: str) -> _Block:
         budget = Budget(limits={k: v for k, v in budget.limits.items() if k not in spec.REPEATED},
                         warmup=0, repeats=budget.repeats, name=budget.name, sources=budget.sources)
-        key = self._ctx.region_key(region)
-        with measure_block(set(budget.limits)) as m:
-            yield m
-        self.measurements.append(m)
-        check(budget, m, _where(self._ctx, key))
+        return _Block(self, budget, region)
 
     def close(self) -> None:
         self._closed = True
+
+
+class _Block:
+    """One run of a ``with budget(...)`` block. A class, not a generator, so that a failure's traceback ends
+    at the user's ``with`` line instead of in contextlib."""
+
+    def __init__(self, fixture: BudgetFixture, budget: Budget, region: str) -> None:
+        self._fixture, self._budget, self._region = fixture, budget, region
+        self._measuring: Any = None
+
+    def __enter__(self) -> Any:
+        __tracebackhide__ = True
+        from pytest_torchcheck.budgets.measure import measure_block
+
+        skip_unsupported(self._budget)
+        self._key = self._fixture._ctx.region_key(self._region)
+        self._measuring = measure_block(set(self._budget.limits))
+        self._m = self._measuring.__enter__()
+        return self._m
+
+    def __exit__(self, *exc: Any) -> None:
+        __tracebackhide__ = True
+        from pytest_torchcheck.budgets.report import check
+
+        self._measuring.__exit__(*exc)
+        if exc[0] is None:
+            self._fixture.measurements.append(self._m)
+            check(self._budget, self._m, _where(self._fixture._ctx, self._key))

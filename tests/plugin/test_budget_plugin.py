@@ -225,7 +225,8 @@ def test_budgets_measure_and_explain(inner):
     assert results["profiled_after"] == [["aten::add", "aten::ones"]]  # operator callbacks are back on
     assert "Memory block of unknown size" not in result.stdout.str() + result.stderr.str()
     inner.message(result, "test_cpu_memory_block_over").fnmatch_lines([
-        "*budget exceeded: cpu_memory 32.00 MiB > limit 16.00 MiB in region 'with budget(...) at *",
+        "*budget exceeded: cpu_memory 32.00 MiB > limit 16.00 MiB in region 'with budget(...) at test_measured.py:*' "
+        "of test_measured.py::test_cpu_memory_block_over (device cpu)",
         "*cpu_memory: peak 32.00 MiB above the region's start on cpu, limit 16.00 MiB; largest allocations: "
         "32.00 MiB, 4.00 MiB x3",
         "*(sizes only: a `with` block runs once, so its allocations are not traced to operators; pass the region "
@@ -329,7 +330,7 @@ def test_bad_marker_and_fixture_arguments_are_clear_errors(inner):
     result.stdout.fnmatch_lines(["*test_usage.py::test_positional: takes keyword arguments only, got positional 0; "
                                  "signature: budget(*, cpu_memory=*"])
     result.stdout.fnmatch_lines(["*test_usage.py::test_empty: no limit given; signature: budget(*"])
-    result.stdout.fnmatch_lines(["*budget(...) at */test_usage.py:* in test_usage.py::test_fixture_bad_value: "
+    result.stdout.fnmatch_lines(["*: budget(...) at test_usage.py:* in test_usage.py::test_fixture_bad_value: "
                                  "syncs=-1: expected a non-negative integer*"])
     result.stdout.fnmatch_lines(["*test_with_block_cannot_repeat: time need(s) the region to run more than once, "
                                  "which a `with` block cannot do; pass it as a function: budget(fn, time=...)*"])
