@@ -483,3 +483,51 @@ def test_op_counting_leaves_torch_dynamo_unimported(tmp_path) -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[('ones', 1), ('relu', 1), ('sum', 1)] False"
+
+
+RANKS = '''
+import json
+
+import pytest
+import torch
+
+
+@pytest.mark.distributed(world_size=2)
+def test_fixture_in_ranks(rank, budget):
+    m = budget(lambda: torch.ones(2**20 * (rank + 1)), cpu_memory="1GiB", name="alloc")  # 4 MiB, 8 MiB
+    with open(f"peak{rank}.json", "w") as f:
+        json.dump(m.cpu_peak, f)
+    with budget(syncs=0):
+        t = torch.ones(4)
+        if rank == 1:
+            t.sum().item()
+
+
+@pytest.mark.distributed(world_size=2)
+@pytest.mark.budget(cpu_memory="6MiB")
+def test_marker_in_ranks(rank):
+    torch.ones(2**20 * (rank + 1))
+'''
+
+
+def test_budgets_are_measured_inside_each_rank(inner) -> None:
+    """In a real 2-rank gloo group, each rank measures its own region and a failure names its rank."""
+    inner.pytester.makepyfile(test_ranks=RANKS)
+    result = inner.run("-p", "no:randomly")
+    assert inner.outcomes(result) == {"test_fixture_in_ranks": "FAILED", "test_marker_in_ranks": "FAILED"}
+    mib = 2**20
+    assert [json.loads(inner.read(f"peak{r}.json")) for r in (0, 1)] == [4 * mib, 8 * mib]
+    result.stdout.fnmatch_lines([  # rank 1 failed; rank 0, within its budgets, passed
+        "*_ test_fixture_in_ranks _*", "rank 1 of 2 failed first, in call (root cause)", "*- ranks that passed: 0 -*",
+        "*_ test_marker_in_ranks _*", "rank 1 of 2 failed first, in call (root cause)", "*- ranks that passed: 0 -*",
+    ])
+    inner.message(result, "test_fixture_in_ranks").fnmatch_lines([
+        "*budget exceeded: syncs 1 > limit 0 in region 'with budget(...) at test_ranks.py:*' of "
+        "test_ranks.py::test_fixture_in_ranks (rank 1, device cpu)",
+        "*1x .item() at test_ranks.py:*  t.sum().item()",
+    ])
+    inner.message(result, "test_marker_in_ranks").fnmatch_lines([
+        "*budget exceeded: cpu_memory 8.00 MiB > limit 6.00 MiB in region 'test body' of "
+        "test_ranks.py::test_marker_in_ranks (rank 1, device cpu)",
+        "*8.00 MiB by aten.ones at test_ranks.py:*  torch.ones(2**20 * (rank + 1))",
+    ])
