@@ -19,7 +19,7 @@ import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, NamedTuple
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -156,7 +156,17 @@ CPU_MEMORY_UNAVAILABLE = ("cpu_memory and memory_growth need glibc's mallinfo2()
                           "the bytes malloc has handed out; it is not available on this platform")
 
 
-def _legacy_memory_profiler() -> tuple[Any, Any, Any, Any] | None:
+class _Legacy(NamedTuple):
+    """torch's legacy profiler, configured for memory events only, and the switch of its operator callbacks."""
+
+    config: Any
+    enable: Callable[[Any], None]
+    disable: Callable[[], list]
+    record_function: Callable[[bool], None]
+    profiler_enabled: Callable[[], bool]
+
+
+def _legacy_memory_profiler() -> _Legacy | None:
     try:
         from torch.autograd import (_disable_profiler_legacy, _enable_profiler_legacy, _enable_record_function,
                                     _profiler_enabled)
@@ -166,7 +176,8 @@ def _legacy_memory_profiler() -> tuple[Any, Any, Any, Any] | None:
         config = ProfilerConfig(ProfilerState.CPU, False, True, False, False, False, _ExperimentalConfig())
     except (ImportError, AttributeError, TypeError, RuntimeError):
         return None
-    return config, _enable_profiler_legacy, _disable_profiler_legacy, (_enable_record_function, _profiler_enabled)
+    return _Legacy(config, _enable_profiler_legacy, _disable_profiler_legacy, _enable_record_function,
+                   _profiler_enabled)
 
 
 _LEGACY = _legacy_memory_profiler()
@@ -182,7 +193,6 @@ def _quiet_unknown_free_warning() -> None:
     """
     global _quieted
     _quieted = True
-    config, enable, disable, (record_function, _) = _LEGACY
     block = torch.empty(1)
     sys.stderr.flush()
     try:
@@ -193,11 +203,11 @@ def _quiet_unknown_free_warning() -> None:
         if saved is not None:
             with open(os.devnull, "w") as devnull:
                 os.dup2(devnull.fileno(), 2)
-        enable(config)
-        record_function(False)
+        _LEGACY.enable(_LEGACY.config)
+        _LEGACY.record_function(False)
         del block
-        record_function(True)
-        disable()
+        _LEGACY.record_function(True)
+        _LEGACY.disable()
     finally:
         if saved is not None:
             os.dup2(saved, 2)
@@ -220,47 +230,41 @@ class AllocatorPeak:
 
     def __init__(self) -> None:
         self.peak = 0
-        self.events = 0
         self.largest: list[tuple[int, int]] = []
 
     @staticmethod
     def usable() -> bool:
         """False where this torch lacks the hooks, or a profiler is already running (only one can be)."""
-        return _LEGACY is not None and cpu_in_use is not None and not _LEGACY[3][1]()
+        return _LEGACY is not None and cpu_in_use is not None and not _LEGACY.profiler_enabled()
 
     def __enter__(self) -> AllocatorPeak:
         if not _quieted:
             _quiet_unknown_free_warning()
-        config, enable, _, (record_function, _) = _LEGACY
         self.malloc_start = cpu_in_use()
-        enable(config)
-        record_function(False)
+        _LEGACY.enable(_LEGACY.config)
+        _LEGACY.record_function(False)
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        _, _, disable, (record_function, _) = _LEGACY
-        record_function(True)  # torch's default; it has no getter to restore a caller's own setting
-        per_thread = disable()
+        _LEGACY.record_function(True)  # torch's default; it has no getter to restore a caller's own setting
+        per_thread = _LEGACY.disable()
         held = peak = 0
         live: dict[int, int] = {}  # size -> blocks of that size the region allocated and still holds
         sizes: dict[int, int] = {}  # size -> blocks of that size the region allocated
         ordered = per_thread[0] if len(per_thread) == 1 else sorted(
             (e for events in per_thread for e in events), key=lambda e: e.start_us())
-        n = 0
         for e in ordered:
             size = e.cpu_memory_usage()
             if size > 0:
                 live[size] = live.get(size, 0) + 1
                 sizes[size] = sizes.get(size, 0) + 1
                 held += size
-                n += 1
                 if held > peak:
                     peak = held
             elif size < 0 and live.get(-size):
                 live[-size] -= 1
                 held += size
         del per_thread, ordered
-        self.events = n
         self.peak = max(peak, cpu_in_use() - self.malloc_start)
         self.largest = [(size, sizes[size]) for size in heapq.nlargest(8, sizes)]  # (bytes, how many)
 
