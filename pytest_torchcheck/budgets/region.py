@@ -66,7 +66,8 @@ def run_function(fn: Callable[[], Any], budget: Budget, ctx: Context, region: st
     timed = "time" in budget.limits or b.active
     keys = set(budget.limits)
     m = measure_function(fn, keys, budget.warmup, budget.repeats, timed)
-    if m.cpu_peak is not None and m.cpu_peak > budget.limits.get("cpu_memory", m.cpu_peak):
+    cpu_limit = budget.limits.get("cpu_memory")
+    if cpu_limit is not None and m.cpu_peak is not None and m.cpu_peak > cpu_limit:
         attribute_cpu_memory(fn, m)  # over the limit: one more run names the largest allocations
     extra = []
     if b.compare and m.times:

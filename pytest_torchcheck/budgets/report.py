@@ -101,19 +101,21 @@ def _flops(m: Measurement, limit: int) -> Violation | None:
 def _cpu_memory(m: Measurement, limit: int) -> Violation | None:
     if m.cpu_peak <= limit:
         return None
-    how = " (one more run of the region, malloc read after each operator)" if m.cpu_method == ALLOCATOR else ""
-    lines = [f"cpu_memory: peak {_fmt('cpu_memory', m.cpu_peak)} above the region's start on cpu, "
-             f"limit {_fmt('cpu_memory', limit)}; largest allocations by an operator{how}:"]
-    lines += [f"  {units.format_bytes(a.size)} by {a.op} at {a.site}" for a in m.cpu_allocations[:TOP]]
+    head = (f"cpu_memory: peak {_fmt('cpu_memory', m.cpu_peak)} above the region's start on cpu, "
+            f"limit {_fmt('cpu_memory', limit)};")
     if not m.cpu_allocations and m.block and m.cpu_method == ALLOCATOR:
         sizes = ", ".join(units.format_bytes(size) + (f" x{n}" if n > 1 else "") for size, n in m.cpu_sizes[:TOP])
-        lines[0] = f"{lines[0].rsplit(';', 1)[0]}; largest allocations: {sizes or '(none)'}"
-        lines.append("  (sizes only: a `with` block runs once, so its allocations are not traced to operators; pass "
-                     "the region as a function, budget(fn, cpu_memory=...), or mark the test "
-                     "@pytest.mark.budget(cpu_memory=...), to see each one's operator and line)")
-    elif not m.cpu_allocations:
-        lines.append("  (no single operator allocated 64 KiB or more: many small allocations, or memory "
-                     "allocated outside torch operators)")
+        lines = [f"{head} largest allocations: {sizes or '(none)'}",
+                 "  (sizes only: a `with` block runs once, so its allocations are not traced to operators; pass "
+                 "the region as a function, budget(fn, cpu_memory=...), or mark the test "
+                 "@pytest.mark.budget(cpu_memory=...), to see each one's operator and line)"]
+    else:
+        how = " (one more run of the region, malloc read after each operator)" if m.cpu_method == ALLOCATOR else ""
+        lines = [f"{head} largest allocations by an operator{how}:"]
+        lines += [f"  {units.format_bytes(a.size)} by {a.op} at {a.site}" for a in m.cpu_allocations[:TOP]]
+        if not m.cpu_allocations:
+            lines.append("  (no single operator allocated 64 KiB or more: many small allocations, or memory "
+                         "allocated outside torch operators)")
     lines.append("  likely cause: a full-size temporary (a dense one-hot, a copy, an expand(...).contiguous()), "
                  "activations kept for backward that are not needed, or a larger batch")
     return Violation("cpu_memory", f"cpu_memory {_fmt('cpu_memory', m.cpu_peak)} > limit "
