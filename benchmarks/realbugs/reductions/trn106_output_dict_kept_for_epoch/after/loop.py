@@ -1,0 +1,14 @@
+# realbug-expected: TRN106 shape=container case=packnet-sfm-trn106-3959960-horovod_trainer
+import torch
+
+
+def train_epoch(module, loader, opt):
+    history = []
+    for batch in loader:
+        opt.zero_grad()
+        out = module.training_step(batch)
+        out["loss"].backward()
+        opt.step()
+        out["loss"] = out["loss"].detach()
+        history.append(out)
+    return history

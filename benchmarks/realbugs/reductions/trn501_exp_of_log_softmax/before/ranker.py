@@ -1,0 +1,8 @@
+# realbug-expected: TRN501 shape=spelling case=transformer-gcn-qa-trn501-aca0dc1-models
+import torch
+import torch.nn as nn
+
+
+def candidate_loss(scores, target):
+    probs = torch.exp(torch.log_softmax(scores, dim=0))
+    return nn.CrossEntropyLoss()(probs.view(1, -1), target)

@@ -1,0 +1,13 @@
+# realbug-expected: TRN601 shape=container case=parallelwavegan-trn601-8c03abb-train
+import torch
+
+
+class Runner:
+    def evaluate(self):
+        self.net.eval()
+        total = 0.0
+        for x, y in self.loaders["valid"]:
+            with torch.no_grad():
+                total += self.loss_fn(self.net(x), y).item()
+        self.net.train()
+        return total
