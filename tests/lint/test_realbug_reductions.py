@@ -1,0 +1,655 @@
+"""Reductions of real bug-fix commits (benchmarks/realbugs/manifest.toml), in our own words.
+
+Each reduction is the bug's shape before the fix, which must be reported with the case's code, and
+the shape after the fix, which must not. Only shapes the linter catches today are asserted here:
+those it misses live in benchmarks/realbugs/reductions/ and are scored by score.py, and the tests
+below only check that they stay well-formed.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from lint_rules import lint_source, registry
+
+ROOT = Path(__file__).resolve().parents[2]
+BENCH = ROOT / "benchmarks" / "realbugs"
+sys.path.insert(0, str(BENCH))
+
+from manifest import SHAPES, ManifestError, load_manifest, load_reductions  # noqa: E402
+
+RESERVED = {"Lightning-AI/pytorch-lightning", "facebookresearch/fairseq", "facebookresearch/detectron2",
+            "mlfoundations/open_clip", "ultralytics/yolov5", "eriklindernoren/PyTorch-GAN",
+            "hunkim/PyTorchZeroToAll", "kuangliu/pytorch-cifar", "MorvanZhou/PyTorch-Tutorial",
+            "yunjey/pytorch-tutorial"}
+
+# (name, expected code, before the fix, after the fix). The name's suffix is the manifest case.
+CAUGHT_TODAY = [
+    ("set-epoch-never-called/simclr", "TRN302", """
+        from torch.utils.data import DataLoader, DistributedSampler
+
+        def main(train_set, model, opt, epochs):
+            sampler = DistributedSampler(train_set) if dist else None
+            loader = DataLoader(train_set, batch_size=32, sampler=sampler, shuffle=sampler is None)
+            for epoch in range(epochs):
+                run_epoch(loader, model, opt)
+        """, """
+        from torch.utils.data import DataLoader, DistributedSampler
+
+        def main(train_set, model, opt, epochs):
+            sampler = DistributedSampler(train_set) if dist else None
+            loader = DataLoader(train_set, batch_size=32, sampler=sampler, shuffle=sampler is None)
+            for epoch in range(epochs):
+                if sampler is not None:
+                    sampler.set_epoch(epoch)
+                run_epoch(loader, model, opt)
+        """),
+    ("wrapper-rebinds-the-loader-name/dalle-pytorch", "TRN302", """
+        from torch.utils.data import DataLoader, DistributedSampler
+
+        def run(backend, dataset, model, opt, epochs):
+            sampler = DistributedSampler(dataset)
+            loader = DataLoader(dataset, batch_size=4, sampler=sampler)
+            model, opt, loader = backend.wrap(model, opt, loader)
+            for epoch in range(epochs):
+                for x, y in loader:
+                    model(x, y).backward()
+                    opt.step()
+                    opt.zero_grad()
+        """, """
+        from torch.utils.data import DataLoader, DistributedSampler
+
+        def run(backend, dataset, model, opt, epochs):
+            sampler = DistributedSampler(dataset)
+            loader = DataLoader(dataset, batch_size=4, sampler=sampler)
+            model, opt, loader = backend.wrap(model, opt, loader)
+            for epoch in range(epochs):
+                sampler.set_epoch(epoch)
+                for x, y in loader:
+                    model(x, y).backward()
+                    opt.step()
+                    opt.zero_grad()
+        """),
+    ("validate-mid-epoch-leaves-eval/pytorch-fcn", "TRN603", """
+        import torch
+
+        class Fitter:
+            def check(self):
+                self.net.eval()
+                with torch.no_grad():
+                    return sum(self.net(x).sum().item() for x in self.held_out)
+
+            def epoch(self):
+                self.net.train()
+                for i, (x, y) in enumerate(self.batches):
+                    if i % self.every == 0:
+                        self.check()
+                    self.opt.zero_grad()
+                    self.crit(self.net(x), y).backward()
+                    self.opt.step()
+        """, """
+        import torch
+
+        class Fitter:
+            def check(self):
+                self.net.eval()
+                with torch.no_grad():
+                    score = sum(self.net(x).sum().item() for x in self.held_out)
+                self.net.train()
+                return score
+
+            def epoch(self):
+                self.net.train()
+                for i, (x, y) in enumerate(self.batches):
+                    if i % self.every == 0:
+                        self.check()
+                    self.opt.zero_grad()
+                    self.crit(self.net(x), y).backward()
+                    self.opt.step()
+        """),
+    ("eval-for-test-loss-inside-step-loop/ncsn", "TRN603", """
+        import torch
+
+        def train(net, opt, loader, probe):
+            net.train()
+            for step, x in enumerate(loader):
+                loss = ((net(x) - x) ** 2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                if step % 100 == 0:
+                    net.eval()
+                    with torch.no_grad():
+                        print(((net(probe) - probe) ** 2).mean().item())
+        """, """
+        import torch
+
+        def train(net, opt, loader, probe):
+            for step, x in enumerate(loader):
+                net.train()
+                loss = ((net(x) - x) ** 2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                if step % 100 == 0:
+                    net.eval()
+                    with torch.no_grad():
+                        print(((net(probe) - probe) ** 2).mean().item())
+        """),
+    ("gradients-never-cleared/wekws", "TRN102", """
+        import torch
+
+        def train_one_epoch(model, loader, optimizer, criterion):
+            model.train()
+            for feats, target in loader:
+                loss = criterion(model(feats), target)
+                loss.backward()
+                optimizer.step()
+        """, """
+        import torch
+
+        def train_one_epoch(model, loader, optimizer, criterion):
+            model.train()
+            for feats, target in loader:
+                loss = criterion(model(feats), target)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+        """),
+    ("clip-scaled-gradients/pytorch-unet", "TRN803", """
+        import torch
+
+        def step(model, batch, optimizer, scaler, max_norm):
+            optimizer.zero_grad(set_to_none=True)
+            with torch.autocast("cuda"):
+                loss = model(batch)
+            scaler.scale(loss).backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+            scaler.step(optimizer)
+            scaler.update()
+        """, """
+        import torch
+
+        def step(model, batch, optimizer, scaler, max_norm):
+            optimizer.zero_grad(set_to_none=True)
+            with torch.autocast("cuda"):
+                loss = model(batch)
+            scaler.scale(loss).backward()
+            scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+            scaler.step(optimizer)
+            scaler.update()
+        """),
+    ("scheduler-stepped-first/ssd", "TRN801", """
+        import torch
+
+        def do_train(model, loader, optimizer, scheduler):
+            for it, (images, targets) in enumerate(loader):
+                scheduler.step()
+                loss = model(images, targets)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+        """, """
+        import torch
+
+        def do_train(model, loader, optimizer, scheduler):
+            for it, (images, targets) in enumerate(loader):
+                loss = model(images, targets)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                scheduler.step()
+        """),
+    ("scheduler-before-same-file-helper/deformable-protopnet", "TRN801", """
+        import torch
+
+        def run_epoch(model, loader, optimizer):
+            for x, y in loader:
+                optimizer.zero_grad()
+                torch.nn.functional.cross_entropy(model(x), y).backward()
+                optimizer.step()
+
+        def main(model, loader, epochs):
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            schedule = torch.optim.lr_scheduler.StepLR(optimizer, step_size=5)
+            for epoch in range(epochs):
+                schedule.step()
+                run_epoch(model, loader, optimizer)
+        """, """
+        import torch
+
+        def run_epoch(model, loader, optimizer):
+            for x, y in loader:
+                optimizer.zero_grad()
+                torch.nn.functional.cross_entropy(model(x), y).backward()
+                optimizer.step()
+
+        def main(model, loader, epochs):
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            schedule = torch.optim.lr_scheduler.StepLR(optimizer, step_size=5)
+            for epoch in range(epochs):
+                run_epoch(model, loader, optimizer)
+                schedule.step()
+        """),
+    ("test-accuracy-in-train-mode/vaal", "TRN602", """
+        import torch
+
+        class Solver:
+            def test(self, task_model):
+                correct = 0
+                for imgs, labels in self.test_loader:
+                    with torch.no_grad():
+                        correct += (task_model(imgs).argmax(1) == labels).sum().item()
+                return correct
+        """, """
+        import torch
+
+        class Solver:
+            def test(self, task_model):
+                task_model.eval()
+                correct = 0
+                for imgs, labels in self.test_loader:
+                    with torch.no_grad():
+                        correct += (task_model(imgs).argmax(1) == labels).sum().item()
+                return correct
+        """),
+    ("validation-with-autograd/end2end-asr-pytorch", "TRN601", """
+        import torch
+
+        def validate(model, valid_loader):
+            model.eval()
+            total = 0.0
+            for src, tgt in valid_loader:
+                pred = model(src, tgt)
+                total += pred.sum().item()
+            return total
+        """, """
+        import torch
+
+        def validate(model, valid_loader):
+            model.eval()
+            total = 0.0
+            for src, tgt in valid_loader:
+                with torch.no_grad():
+                    pred = model(src, tgt)
+                total += pred.sum().item()
+            return total
+        """),
+    ("validation-loader-attribute/parallelwavegan", "TRN601", """
+        import torch
+
+        class Runner:
+            def evaluate(self):
+                self.net.eval()
+                total = 0.0
+                for x, y in self.valid_loader:
+                    total += self.loss_fn(self.net(x), y).item()
+                self.net.train()
+                return total
+        """, """
+        import torch
+
+        class Runner:
+            @torch.no_grad()
+            def evaluate(self):
+                self.net.eval()
+                total = 0.0
+                for x, y in self.valid_loader:
+                    total += self.loss_fn(self.net(x), y).item()
+                self.net.train()
+                return total
+        """),
+    ("functional-dropout-always-on/pytorch-fm", "TRN604", """
+        import torch
+        import torch.nn.functional as F
+
+        class Attention(torch.nn.Module):
+            def forward(self, x):
+                weights = F.softmax(self.score(x), dim=1)
+                weights = F.dropout(weights, p=self.p)
+                return self.fc((weights * x).sum(dim=1))
+        """, """
+        import torch
+        import torch.nn.functional as F
+
+        class Attention(torch.nn.Module):
+            def forward(self, x):
+                weights = F.softmax(self.score(x), dim=1)
+                weights = F.dropout(weights, p=self.p, training=self.training)
+                return self.fc((weights * x).sum(dim=1))
+        """),
+    ("running-loss-keeps-graphs/imvisible", "TRN106", """
+        import torch
+
+        def train(model, loader, optimizer, criterion):
+            running = 0
+            for x, y in loader:
+                optimizer.zero_grad()
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                running += loss
+            return running / len(loader)
+        """, """
+        import torch
+
+        def train(model, loader, optimizer, criterion):
+            running = 0
+            for x, y in loader:
+                optimizer.zero_grad()
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                running += loss.item()
+            return running / len(loader)
+        """),
+    ("shuffle-and-distributed-sampler/multivae", "TRN303", """
+        from torch.utils.data import DataLoader, DistributedSampler
+
+        def train_loader(self, dataset):
+            sampler = DistributedSampler(dataset) if self.distributed else None
+            return DataLoader(dataset, batch_size=self.batch_size, shuffle=True, sampler=sampler)
+        """, """
+        from torch.utils.data import DataLoader, DistributedSampler
+
+        def train_loader(self, dataset):
+            sampler = DistributedSampler(dataset) if self.distributed else None
+            return DataLoader(dataset, batch_size=self.batch_size, shuffle=sampler is None, sampler=sampler)
+        """),
+    ("checkpoint-per-node/pytorch-distributed", "TRN304", """
+        import torch
+
+        def save_checkpoint(model, path):
+            torch.save({"state_dict": model.state_dict()}, path)
+
+        def main(args, model, loader):
+            torch.distributed.init_process_group("nccl")
+            for epoch in range(args.epochs):
+                train(loader, model)
+                if args.local_rank == 0:
+                    save_checkpoint(model, f"ckpt_{epoch}.pt")
+        """, """
+        import torch
+
+        def save_checkpoint(model, path):
+            torch.save({"state_dict": model.state_dict()}, path)
+
+        def main(args, model, loader):
+            torch.distributed.init_process_group("nccl")
+            for epoch in range(args.epochs):
+                train(loader, model)
+                if args.local_rank == 0 and args.global_rank == 0:
+                    save_checkpoint(model, f"ckpt_{epoch}.pt")
+        """),
+    ("attributes-before-module-init/grelu", "TRN404", """
+        import torch.nn as nn
+
+        class Trunk(nn.Module):
+            def __init__(self, channels):
+                self.channels = channels
+                self.blocks = nn.ModuleList([nn.Conv1d(4, channels, 3)])
+        """, """
+        import torch.nn as nn
+
+        class Trunk(nn.Module):
+            def __init__(self, channels):
+                super().__init__()
+                self.channels = channels
+                self.blocks = nn.ModuleList([nn.Conv1d(4, channels, 3)])
+        """),
+    ("hub-weights-unpickled/mamba-minimal", "TRN701", """
+        import torch
+
+        def load_pretrained(name):
+            return torch.load(download(name))
+        """, """
+        import torch
+
+        def load_pretrained(name):
+            return torch.load(download(name), weights_only=True)
+        """),
+    ("whole-network-pickled/wsddn-pytorch", "TRN702", """
+        import torch
+        from network import Detector
+
+        net = Detector()
+        for epoch in range(20):
+            train_one_epoch(net)
+            torch.save(net, f"states/epoch_{epoch}.pt")
+        """, """
+        import torch
+        from network import Detector
+
+        net = Detector()
+        for epoch in range(20):
+            train_one_epoch(net)
+            torch.save(net.state_dict(), f"states/epoch_{epoch}.pt")
+        """),
+    ("deprecated-cuda-amp-scaler/linesight", "TRN802", """
+        import torch
+
+        scaler = torch.cuda.amp.GradScaler()
+        """, """
+        import torch
+
+        scaler = torch.amp.GradScaler("cuda")
+        """),
+    ("leaf-lost-by-cuda/randomcnn-voice-transfer", "TRN105", """
+        import torch
+
+        def make_canvas(shape, use_cuda):
+            canvas = torch.randn(shape, requires_grad=True)
+            if use_cuda:
+                canvas = canvas.cuda()
+            return canvas, torch.optim.Adam([canvas])
+        """, """
+        import torch
+
+        def make_canvas(shape, use_cuda):
+            canvas = torch.randn(shape)
+            if use_cuda:
+                canvas = canvas.cuda()
+            canvas.requires_grad_(True)
+            return canvas, torch.optim.Adam([canvas])
+        """),
+    ("sigmoid-model-in-same-file/min-lstm-torch", "TRN502", """
+        import torch
+        import torch.nn as nn
+
+        class TinyRNN(nn.Module):
+            def forward(self, x):
+                return torch.sigmoid(self.fc(x))
+
+        model = TinyRNN()
+        criterion = nn.BCELoss()
+        for x, y in loader:
+            criterion(model(x), y).backward()
+        """, """
+        import torch
+        import torch.nn as nn
+
+        class TinyRNN(nn.Module):
+            def forward(self, x):
+                return self.fc(x)
+
+        model = TinyRNN()
+        criterion = nn.BCEWithLogitsLoss()
+        for x, y in loader:
+            criterion(model(x), y).backward()
+        """),
+    ("same-file-modules-in-a-list/detectorch", "TRN401", """
+        import torch
+
+        class Head(torch.nn.Module):
+            pass
+
+        class Detector(torch.nn.Module):
+            def __init__(self, scales):
+                super().__init__()
+                self.heads = [Head() for s in scales]
+        """, """
+        import torch
+
+        class Head(torch.nn.Module):
+            pass
+
+        class Detector(torch.nn.Module):
+            def __init__(self, scales):
+                super().__init__()
+                self.heads = torch.nn.ModuleList([Head() for s in scales])
+        """),
+    ("softmax-into-cross-entropy/transformer-gcn-qa", "TRN501", """
+        import torch
+        import torch.nn as nn
+
+        def candidate_loss(scores, target):
+            probs = torch.softmax(scores, dim=0)
+            return nn.CrossEntropyLoss()(probs.view(1, -1), target)
+        """, """
+        import torch
+        import torch.nn as nn
+
+        def candidate_loss(scores, target):
+            return nn.CrossEntropyLoss()(scores.view(1, -1), target)
+        """),
+    ("criterion-attribute-set-in-init/graph-neural-net", "TRN501", """
+        import torch
+        import torch.nn as nn
+
+        class MatchingLoss(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.criterion = nn.CrossEntropyLoss()
+
+            def forward(self, scores, target):
+                return self.criterion(torch.softmax(scores, -1), target)
+        """, """
+        import torch
+        import torch.nn as nn
+
+        class MatchingLoss(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.criterion = nn.CrossEntropyLoss()
+
+            def forward(self, scores, target):
+                return self.criterion(scores, target)
+        """),
+]
+
+
+def _codes(source: str) -> set[str]:
+    result = lint_source(textwrap.dedent(source), "reduction.py")
+    assert not result.internal_error, [f.message for f in result.findings]
+    return {f.code for f in result.findings}
+
+
+@pytest.mark.parametrize(("name", "code", "before", "after"), CAUGHT_TODAY, ids=[c[0] for c in CAUGHT_TODAY])
+def test_reduction_before_fix_is_reported(name, code, before, after):
+    assert code in _codes(before)
+
+
+@pytest.mark.parametrize(("name", "code", "before", "after"), CAUGHT_TODAY, ids=[c[0] for c in CAUGHT_TODAY])
+def test_reduction_after_fix_is_quiet(name, code, before, after):
+    assert code not in _codes(after)
+
+
+def test_manifest_is_well_formed_and_wide_enough():
+    cases = load_manifest(BENCH / "manifest.toml")
+    repositories = {case.repository for case in cases}
+    assert len(cases) >= 30 and len(repositories) >= 10
+    assert not repositories & RESERVED, "reserved repositories must not be used"
+    assert {case.expected for case in cases} <= set(registry.active_rules())
+
+
+def test_every_missed_reduction_parses_and_names_a_valid_code():
+    manifest_ids = {case.id for case in load_manifest(BENCH / "manifest.toml")}
+    reductions = load_reductions(BENCH / "reductions")
+    assert reductions, "benchmarks/realbugs/reductions/ is empty"
+    for r in reductions:
+        assert r.expected in registry.active_rules(), (r.name, r.expected)
+        assert r.shape in SHAPES
+        assert r.case in manifest_ids, f"{r.name}: case={r.case!r} is not in manifest.toml"
+        for side in (r.before.parent, r.after.parent):
+            for path in side.rglob("*.py"):
+                cst.parse_module(path.read_text(encoding="utf-8"))  # raises on a syntax error
+
+
+def test_malformed_reduction_is_a_clear_error(tmp_path):
+    (tmp_path / "r" / "before").mkdir(parents=True)
+    (tmp_path / "r" / "after").mkdir()
+    (tmp_path / "r" / "before" / "a.py").write_text("# realbug-expected: TRN601 shape=sideways case=x\n")
+    (tmp_path / "r" / "after" / "a.py").write_text("# realbug-expected: TRN601 shape=sideways case=x\n")
+    with pytest.raises(ManifestError, match="shape='sideways'; allowed: direct"):
+        load_reductions(tmp_path)
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                          check=True, capture_output=True, text=True).stdout.strip()
+
+
+def test_fetch_and_score_a_case_end_to_end(tmp_path):
+    # A throwaway repository with one bug-fix commit stands in for a mirror of a public one.
+    repo = tmp_path / "mirrors" / "someone+trainer"
+    repo.mkdir(parents=True)
+    _git(repo, "init", "-q")
+    before, after = CAUGHT_TODAY[4][2], CAUGHT_TODAY[4][3]  # TRN102, wekws
+    (repo / "train.py").write_text(textwrap.dedent(before))
+    _git(repo, "add", "train.py")
+    _git(repo, "commit", "-qm", "bug")
+    parent = _git(repo, "rev-parse", "HEAD")
+    (repo / "train.py").write_text(textwrap.dedent(after))
+    _git(repo, "commit", "-qam", "fix")
+    fix = _git(repo, "rev-parse", "HEAD")
+    manifest = tmp_path / "manifest.toml"
+    manifest.write_text(textwrap.dedent(f"""
+        [[case]]
+        id = "trainer-trn102"
+        repository = "someone/trainer"
+        fix_commit = "{fix}"
+        parent_commit = "{parent}"
+        path = "train.py"
+        expected = "TRN102"
+        shape = "direct"
+        bug = "no zero_grad"
+        source = "test"
+
+        [[case]]
+        id = "trainer-trn801"
+        repository = "someone/trainer"
+        fix_commit = "{fix}"
+        parent_commit = "{parent}"
+        path = "train.py"
+        expected = "TRN801"
+        shape = "direct"
+        bug = "a code this file does not have"
+        source = "test"
+        """))
+    data = tmp_path / "data"
+    fetched = subprocess.run([sys.executable, str(BENCH / "fetch_cases.py"), "--mirrors", str(tmp_path / "mirrors"),
+                              "--out", str(data), "--manifest", str(manifest)], capture_output=True, text=True)
+    assert fetched.returncode == 0, fetched.stderr
+    assert (data / "someone+trainer" / parent / "train.py").read_text() == textwrap.dedent(before)
+    scored = subprocess.run([sys.executable, str(BENCH / "score.py"), "--root", str(data), "--manifest",
+                             str(manifest), "--no-reductions"], capture_output=True, text=True)
+    assert scored.returncode == 0, scored.stderr
+    lines = scored.stdout.splitlines()
+    assert any(line.split() == ["TRN102", "1/1", "1/1"] for line in lines), scored.stdout
+    assert any(line.split() == ["TRN801", "0/1", "1/1"] for line in lines), scored.stdout
+    assert any(line.split() == ["TOTAL", "1/2", "2/2"] for line in lines), scored.stdout
+    assert "trainer-trn801" in scored.stdout.split("missed")[1]
+
+
+def test_fetch_names_a_missing_clone(tmp_path):
+    done = subprocess.run([sys.executable, str(BENCH / "fetch_cases.py"), "--mirrors", str(tmp_path),
+                           "--out", str(tmp_path / "out")], capture_output=True, text=True)
+    assert done.returncode == 1
+    assert "not materialised: no clone of Spijkervet/SimCLR under" in done.stderr
