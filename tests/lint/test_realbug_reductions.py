@@ -505,6 +505,25 @@ CAUGHT_TODAY = [
                 super().__init__()
                 self.heads = torch.nn.ModuleList([Head() for s in scales])
         """),
+    ("state-tensor-set-in-init/xlstm-pytorch", "TRN402", """
+        import torch
+        import torch.nn as nn
+
+        class GatedCell(nn.Module):
+            def __init__(self, width):
+                super().__init__()
+                self.gate = nn.Linear(width, width)
+                self.carry = torch.zeros(1, width)
+        """, """
+        import torch
+        import torch.nn as nn
+
+        class GatedCell(nn.Module):
+            def __init__(self, width):
+                super().__init__()
+                self.gate = nn.Linear(width, width)
+                self.register_buffer("carry", torch.zeros(1, width))
+        """),
     ("softmax-into-cross-entropy/transformer-gcn-qa", "TRN501", """
         import torch
         import torch.nn as nn
