@@ -15,7 +15,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-SHAPES = ("direct", "helper", "cross-file", "container", "spelling", "rule-missing")
+SHAPES = ("direct", "helper", "cross-file", "container", "branch", "spelling", "rule-missing")
 _SHA = re.compile(r"[0-9a-f]{40}")
 _CODE = re.compile(r"TRN\d{3}")
 _REQUIRED = ("id", "repository", "fix_commit", "parent_commit", "path", "expected", "shape", "bug", "source")

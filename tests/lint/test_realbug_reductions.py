@@ -524,6 +524,43 @@ CAUGHT_TODAY = [
                 self.gate = nn.Linear(width, width)
                 self.register_buffer("carry", torch.zeros(1, width))
         """),
+    ("forward-called-directly/pixyz", "TRN403", """
+        import torch
+
+        class Density(torch.nn.Module):
+            def get_params(self, **inputs):
+                params = self.forward(**inputs)
+                return params
+        """, """
+        import torch
+
+        class Density(torch.nn.Module):
+            def get_params(self, **inputs):
+                params = self(**inputs)
+                return params
+        """),
+    ("moved-after-ddp-wrap/pytorch-distributed-example", "TRN804", """
+        import torch
+        import torch.nn as nn
+
+        def build(Classifier, use_cuda):
+            device = torch.device("cuda" if use_cuda else "cpu")
+            net = Classifier()
+            if use_cuda:
+                net = nn.parallel.DistributedDataParallel(net)
+            net.to(device)
+            return net
+        """, """
+        import torch
+        import torch.nn as nn
+
+        def build(Classifier, use_cuda):
+            device = torch.device("cuda" if use_cuda else "cpu")
+            net = Classifier().to(device)
+            if use_cuda:
+                net = nn.parallel.DistributedDataParallel(net)
+            return net
+        """),
     ("softmax-into-cross-entropy/transformer-gcn-qa", "TRN501", """
         import torch
         import torch.nn as nn
