@@ -25,7 +25,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from manifest import Case, ManifestError, load_manifest  # noqa: E402
+from realbugs_manifest import Case, ManifestError, load_manifest  # noqa: E402
 
 
 def git_dir(mirrors: Path, repository: str) -> Path | None:

@@ -27,7 +27,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from manifest import SHAPES, ManifestError, load_manifest, load_reductions  # noqa: E402
+from realbugs_manifest import SHAPES, ManifestError, load_manifest, load_reductions  # noqa: E402
 
 
 @dataclass

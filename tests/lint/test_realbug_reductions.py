@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "benchmarks" / "realbugs"
 sys.path.insert(0, str(BENCH))
 
-from manifest import SHAPES, ManifestError, load_manifest, load_reductions  # noqa: E402
+from realbugs_manifest import SHAPES, ManifestError, load_manifest, load_reductions  # noqa: E402
 
 RESERVED = {"Lightning-AI/pytorch-lightning", "facebookresearch/fairseq", "facebookresearch/detectron2",
             "mlfoundations/open_clip", "ultralytics/yolov5", "eriklindernoren/PyTorch-GAN",
