@@ -29,6 +29,7 @@ _EXPORTS = {
     "assert_modules_registered": "pytest_torchcheck.sanity",
     "assert_deterministic": "pytest_torchcheck.sanity",
     "assert_step_gradients": "pytest_torchcheck.grads",
+    "assert_no_graph_retained": "pytest_torchcheck.graphs",
     "assert_eval_mode": "pytest_torchcheck.modes",
     "assert_train_mode": "pytest_torchcheck.modes",
     "BudgetFixture": "pytest_torchcheck.budgets.region",
