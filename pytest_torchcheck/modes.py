@@ -102,7 +102,8 @@ def assert_eval_mode(model: "torch.nn.Module", evaluate: Callable[..., Any], *ar
                             "    likely cause: evaluation without no-grad keeps every activation for a backward "
                             "that never comes (memory, and time)")
         raise TorchcheckFailure(f"assert_eval_mode: {what} called '{watch.shown(name)}' "
-                                f"({type(module).__name__}) outside evaluation mode\n" + "\n".join(problems), "assert_eval_mode")
+                                f"({type(module).__name__}) outside evaluation mode\n" + "\n".join(problems),
+                                "assert_eval_mode")
 
     with _ModuleCalls(model, ignore, check) as watch:
         result = evaluate(*args, **kwargs)

@@ -331,13 +331,34 @@ def _hidden(value: Any, registered: set[int], depth: int = 0) -> dict[str, int]:
 _STOCHASTIC = ("Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout", "RReLU")
 
 
-def _watch_modes() -> tuple[Any, list[tuple[Any, bool]]]:
-    """A global forward pre-hook recording (module, module.training) for every module call."""
-    from torch.nn.modules import module as module_mod
+class _Watch:
+    """Global module hooks while ``fn`` runs once: every call's (module, training), and the tensors given to
+    outermost calls with their version counters (an in-place op on an input bumps its version)."""
 
-    seen: list[tuple[Any, bool]] = []
-    handle = module_mod.register_module_forward_pre_hook(lambda m, args: seen.append((m, m.training)) and None)
-    return handle, seen
+    def __init__(self) -> None:
+        from torch.nn.modules import module as module_mod
+
+        self.seen: list[tuple[Any, bool]] = []
+        self.inputs: list[tuple[Any, str, Any, int]] = []
+        self._depth = 0
+        self._handles = [module_mod.register_module_forward_pre_hook(self._pre),
+                         module_mod.register_module_forward_hook(self._post)]
+
+    def _pre(self, module: Any, args: Any) -> None:
+        self.seen.append((module, module.training))
+        if self._depth == 0:
+            self.inputs.extend((module, f"input{path}", t, t._version) for path, t in _tensors(args))
+        self._depth += 1
+
+    def _post(self, module: Any, args: Any, output: Any) -> None:
+        self._depth -= 1
+
+    def remove(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+
+    def mutated(self) -> list[tuple[Any, str, int, int]]:
+        return [(m, where, before, t._version) for m, where, t, before in self.inputs if t._version != before]
 
 
 def assert_deterministic(fn: Callable[[], Any], runs: int = 2, *, seed: int | None = 0,
@@ -366,6 +387,8 @@ def assert_deterministic(fn: Callable[[], Any], runs: int = 2, *, seed: int | No
     seeds: list[int | None] = []
     evaluation = False
     stochastic_on: list[str] = []
+    mutated: list[tuple[Any, str, int, int]] = []
+    seen: list[tuple[Any, bool]] = []
     for run in range(runs):
         run_seed = seed
         if seed is not None and run > 0 and (vary_seed or (vary_seed is None and evaluation)):
@@ -377,12 +400,15 @@ def assert_deterministic(fn: Callable[[], Any], runs: int = 2, *, seed: int | No
             np = sys.modules.get("numpy")
             if np is not None:
                 np.random.seed(run_seed)
-        handle, seen = _watch_modes() if run == 0 else (None, [])
+        watch = _Watch() if run == 0 else None
         try:
             out = fn()
         finally:
-            if handle is not None:
-                handle.remove()
+            if watch is not None:
+                watch.remove()
+        if watch is not None:
+            mutated = watch.mutated()
+            seen = watch.seen
         if run == 0 and seen:
             others = [training for m, training in seen if type(m).__name__ not in _STOCHASTIC]
             evaluation = not any(others)
@@ -412,7 +438,15 @@ def assert_deterministic(fn: Callable[[], Any], runs: int = 2, *, seed: int | No
                 pos = int(diff.flatten().argmax()) if diff.numel() else 0
                 idx = tuple(int(i) for i in torch.unravel_index(torch.tensor(pos), a.shape)) if a.dim() else ()
                 n_diff = int((diff > atol + rtol * b.double().abs()).sum())
-                if seeds[0] != seeds[r - 1]:
+                if mutated:
+                    m, where, before, after = mutated[0]
+                    how = (f"seeded with {seeds[0]}" + (f" and {seeds[r - 1]}" if seeds[0] != seeds[r - 1] else "")
+                           + f"; {type(m).__name__} modified its {where} in place during run 1 (version "
+                           f"{before} -> {after})")
+                    cause = ("an in-place op on the input (x.sub_(...), x[...] = ..., x.clamp_()) changes the data "
+                             "the next call sees; when the input is a view of your dataset, the dataset itself "
+                             "drifts at every epoch. Compute a new tensor (x = x - mean) instead")
+                elif seeds[0] != seeds[r - 1]:
                     how = (f"run 1 seeded with {seeds[0]}, run {r} with {seeds[r - 1]} (fn is an evaluation: "
                            "every module ran in eval mode, so its output must not depend on the seed)")
                     if stochastic_on:

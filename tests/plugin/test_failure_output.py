@@ -153,8 +153,8 @@ def test_ddp_failures_print_each_distinct_failure_once(pytester: pytest.Pytester
     text = "\n".join(block)
     assert text.count("differs between ranks") == 1, text
     assert text.count("(root cause)") == 1, text
-    consequence = re.compile(rf"rank [01] of 2: failed in call at test_ddp.py:"
-                             rf"{line_of(DDP, 'assert_replicas_in_sync(nn.')} \(consequence\): the same failure as above")
+    where = f"test_ddp.py:{line_of(DDP, 'assert_replicas_in_sync(nn.')}"
+    consequence = re.compile(rf"rank [01] of 2: failed in call at {where} \(consequence\): the same failure as above")
     assert sum(bool(consequence.fullmatch(line)) for line in block) == 1, text
     assert len(block) <= 25, f"{len(block)} lines:\n{text}"
 
