@@ -328,6 +328,8 @@ def trim_stack(stack: str) -> str:
         if torch_dir and line.startswith(f'  File "{torch_dir}'):
             torch_run.append(line)
             continue
+        if line.startswith('  File "<frozen importlib'):
+            continue  # the import system's frames: the module being imported is in the frames around them
         flush()
         out.append(line)
     flush()
