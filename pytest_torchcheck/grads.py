@@ -14,12 +14,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from pytest_torchcheck.errors import TorchcheckFailure, TorchcheckUsageError
+from pytest_torchcheck.modes import random_in_training
 
 if TYPE_CHECKING:
     import torch
-
-_RANDOM_LAYERS = ("Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout")
-
 
 class _Recorded:
     """The batches, as an iterable that remembers how many were drawn (each pass restarts the data)."""
@@ -64,8 +62,7 @@ def assert_step_gradients(model: "torch.nn.Module", optimizer: "torch.optim.Opti
         raise TorchcheckUsageError(f"assert_step_gradients: run must be callable, got {type(run).__name__}")
     if not hasattr(batches, "__len__") or len(batches) == 0:
         raise TorchcheckUsageError("assert_step_gradients: batches must be a non-empty list of micro-batches")
-    random_layers = [n for n, m in model.named_modules()
-                     if type(m).__name__ in _RANDOM_LAYERS and m.training and getattr(m, "p", 0) > 0]
+    random_layers = [n for n, m in model.named_modules() if m.training and random_in_training(m)]
     if random_layers:
         raise TorchcheckUsageError(
             f"assert_step_gradients: dropout in training mode ({', '.join(random_layers)}) makes every forward "

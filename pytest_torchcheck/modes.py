@@ -17,6 +17,14 @@ if TYPE_CHECKING:
     import torch
 
 _SHOWN = 6  # module names listed in a message before "and N more"
+# Layers whose output is random in training mode (class names, so subclasses defined elsewhere are not guessed at).
+STOCHASTIC_LAYERS = frozenset({"Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout",
+                               "FeatureAlphaDropout", "RReLU"})
+
+
+def random_in_training(module: Any) -> bool:
+    """A layer that draws random numbers in its forward pass in training mode (dropout with p > 0, RReLU)."""
+    return type(module).__name__ in STOCHASTIC_LAYERS and getattr(module, "p", 1.0) > 0
 
 
 class _ModuleCalls:

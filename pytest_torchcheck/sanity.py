@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from pytest_torchcheck.anomaly import _tensors
 from pytest_torchcheck.errors import TorchcheckFailure, TorchcheckUsageError
+from pytest_torchcheck.modes import STOCHASTIC_LAYERS
 
 if TYPE_CHECKING:
     import torch
@@ -328,9 +329,6 @@ def _hidden(value: Any, registered: set[int], depth: int = 0) -> dict[str, int]:
     return found
 
 
-_STOCHASTIC = ("Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout", "RReLU")
-
-
 class _Watch:
     """Global module hooks while ``fn`` runs once: every call's (module, training), and the tensors given to
     outermost calls with their version counters (an in-place op on an input bumps its version)."""
@@ -410,11 +408,11 @@ def assert_deterministic(fn: Callable[[], Any], runs: int = 2, *, seed: int | No
             mutated = watch.mutated()
             seen = watch.seen
         if run == 0 and seen:
-            others = [training for m, training in seen if type(m).__name__ not in _STOCHASTIC]
+            others = [training for m, training in seen if type(m).__name__ not in STOCHASTIC_LAYERS]
             evaluation = not any(others)
             names = _module_names(model, [m for m, _ in seen])
             stochastic_on = sorted({names(m) for m, training in seen
-                                    if training and type(m).__name__ in _STOCHASTIC})
+                                    if training and type(m).__name__ in STOCHASTIC_LAYERS})
         tensors = [(f"output{p}", t) for p, t in _tensors(out)]
         if not tensors:
             raise TorchcheckUsageError(f"assert_deterministic: fn returned no tensor ({type(out).__name__})")

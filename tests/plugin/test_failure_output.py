@@ -166,3 +166,92 @@ def test_ddp_failures_print_each_distinct_failure_once(pytester: pytest.Pytester
     collective = line_of(DDP, "dist.all_reduce(t)")
     assert f"test_ddp.py:{collective}" in text or f'test_ddp.py", line {collective} in' in text, text
     assert len(block) <= 40, f"{len(block)} lines:\n{text}"
+
+
+EVERY_CHECK = textwrap.dedent('''
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+
+    import pytest_torchcheck as tc
+
+
+    def net():
+        torch.manual_seed(0)
+        return nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+
+
+    class Swish(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * torch.sigmoid(x)
+
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            return grad * torch.sigmoid(x)  # wrong: misses x * s * (1 - s)
+
+
+    def test_assert_finite():
+        tc.assert_finite(torch.tensor([1.0, float("inf")]))
+
+
+    def test_assert_gradcheck():
+        tc.assert_gradcheck(Swish.apply, torch.randn(3, 4))
+
+
+    def test_assert_grad_flow():
+        model = net()
+        tc.assert_grad_flow(model, lambda: model[2](torch.randn(3, 8)).sum())
+
+
+    def test_assert_params_update():
+        model = net()
+        opt = torch.optim.SGD(model[2].parameters(), lr=0.1)
+        tc.assert_params_update(model, opt, lambda: model(torch.randn(3, 4)).sum().backward() or opt.step())
+
+
+    def test_assert_optimizer_covers():
+        model = net()
+        tc.assert_optimizer_covers(model, torch.optim.SGD(model[0].parameters(), lr=0.1))
+
+
+    def test_assert_loss_at_init():
+        tc.assert_loss_at_init(torch.tensor(9.0), num_classes=10)
+
+
+    def test_assert_overfits():
+        model = net()
+        opt = torch.optim.SGD(model.parameters(), lr=0.0)
+        tc.assert_overfits(model, (torch.randn(8, 4), torch.randint(2, (8,))), F.cross_entropy, opt, steps=5)
+
+
+    def test_assert_batch_independent():
+        tc.assert_batch_independent(lambda x: x - x.mean(0), torch.randn(4, 3))
+
+
+    def test_assert_modules_registered():
+        model = net()
+        model.extra = [nn.Linear(2, 2)]
+        tc.assert_modules_registered(model)
+
+
+    def test_assert_deterministic():
+        tc.assert_deterministic(lambda: torch.randn(3), seed=None)
+''')
+
+
+def test_every_check_ends_at_the_users_line(pytester: pytest.Pytester, inner) -> None:
+    pytester.makepyfile(test_every=EVERY_CHECK)
+    result = inner.run("--tb=auto")
+    outcomes = inner.outcomes(result)
+    assert set(outcomes.values()) == {"FAILED"} and len(outcomes) == 10, result.stdout.str()
+    source = EVERY_CHECK.lstrip("\n").splitlines()
+    for test in outcomes:
+        block = failure_section(result, test)
+        assert_no_library_source(block)
+        last = [line for line in block if line.strip()][-1]
+        assert last.startswith("test_every.py:") and last.endswith(": TorchcheckFailure"), "\n".join(block)
+        line = source[int(last.split(":")[1]) - 1]
+        assert f"tc.{test.removeprefix('test_')}(" in line, f"{test} ends at {line!r}:\n" + "\n".join(block)
