@@ -195,7 +195,7 @@ def merge(item: Any, run: Any, deserialize: Callable[[dict], TestReport],
         consequences.append((title, _problem_text(p, run)))
     passed = [r for r in sorted(reports) if r not in {p.rank for p in problems}]
     if passed:
-        consequences.append((f"ranks that passed: {', '.join(map(str, passed))}", ""))
+        consequences.append((f"ranks that passed: {', '.join(map(str, passed))}", "(no error)"))
     longrepr = DistributedFailureRepr(lead, root_repr, consequences, message, path, line)
     return before + [phase_report(when, "failed", longrepr, sections)] + after
 
