@@ -294,6 +294,11 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[Any]:
+    if call.excinfo is not None and not item.config.getoption("fulltrace", False):
+        from pytest_torchcheck.tracebacks import hide_library_frames, should_hide
+
+        if should_hide(call.excinfo):
+            hide_library_frames(call.excinfo)  # the traceback ends at the user's frame
     report = yield
     if report.failed and _is_torchcheck_failure(item, call):
         report.sections.append(("torchcheck", _section(item)))

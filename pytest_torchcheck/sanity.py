@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from pytest_torchcheck.anomaly import _tensors
 from pytest_torchcheck.errors import TorchcheckFailure, TorchcheckUsageError
+from pytest_torchcheck.modes import STOCHASTIC_LAYERS
 
 if TYPE_CHECKING:
     import torch
@@ -145,21 +146,53 @@ def assert_overfits(
 
     model.train()
     curve: list[float] = []
-    for _ in range(steps):
-        loss = train_step(batch)
-        value = float(loss.detach().item()) if hasattr(loss, "detach") else float(loss)
-        curve.append(value)
-        limit = threshold if threshold is not None else 0.05 * curve[0]
-        if value < limit:
-            return curve
+    last_output: list[Any] = []
+    # The model's last output, to recognise probabilities fed to a loss that expects logits.
+    handle = model.register_forward_hook(lambda m, args, out: last_output.__setitem__(slice(None), [out]))
+    try:
+        for _ in range(steps):
+            loss = train_step(batch)
+            value = float(loss.detach().item()) if hasattr(loss, "detach") else float(loss)
+            curve.append(value)
+            limit = threshold if threshold is not None else 0.05 * curve[0]
+            if value < limit:
+                return curve
+    finally:
+        handle.remove()
     limit = threshold if threshold is not None else 0.05 * curve[0]
+    cause = ("gradients never reach the parameters (zero_grad between backward and step, detached loss, "
+             "parameters missing from the optimizer), a learning rate far off, or a loss/label mismatch")
+    softmaxed = _probability_rows(last_output[0]) if last_output else None
+    if softmaxed is not None:
+        classes, floor = softmaxed
+        if min(curve) >= 0.9 * floor:
+            cause = (f"the model outputs probabilities (every row is >= 0 and sums to 1 over {classes} classes), "
+                     "and the loss applies log_softmax to them again (F.cross_entropy / nn.CrossEntropyLoss "
+                     f"expect logits): the loss cannot fall below ln(1 + {classes - 1}/e) = {floor:.4g}, where this "
+                     "curve flattens; return the logits (drop the final softmax) and apply softmax only for "
+                     "predictions. Otherwise: " + cause)
     raise TorchcheckFailure(
         f"assert_overfits: loss on one fixed batch did not fall below {limit:.4g} in {steps} steps "
         f"(first {curve[0]:.4g}, best {min(curve):.4g}, last {curve[-1]:.4g})\n"
         f"  curve: {_curve_text(curve)}\n"
-        "  likely cause: gradients never reach the parameters (zero_grad between backward and step, detached "
-        "loss, parameters missing from the optimizer), a learning rate far off, or a loss/label mismatch",
+        f"  likely cause: {cause}",
         "assert_overfits")
+
+
+def _probability_rows(output: Any) -> tuple[int, float] | None:
+    """(classes, the lowest cross-entropy reachable from them) when ``output`` is softmax probabilities."""
+    import torch
+
+    if not isinstance(output, torch.Tensor) or not output.is_floating_point() or output.dim() < 2:
+        return None
+    out = output.detach().double()
+    for dim in (1, -1):
+        classes = out.shape[dim]
+        if classes < 2 or out.min() < 0 or out.max() > 1:
+            continue
+        if torch.allclose(out.sum(dim), torch.ones((), dtype=out.dtype), atol=1e-4):
+            return classes, math.log(1 + (classes - 1) / math.e)
+    return None
 
 
 def _curve_text(curve: list[float], points: int = 10) -> str:
@@ -232,19 +265,30 @@ def assert_modules_registered(model: "torch.nn.Module", *, tensors: bool = False
     ``ParameterList``), and tensor attributes that require grad but are not
     parameters. ``tensors=True`` also flags every plain tensor attribute (not a
     buffer: it is not moved by ``.to()`` nor saved in ``state_dict``).
+
+    Every attribute of your own module classes is checked, underscore-prefixed ones
+    too (``self._layers = [...]``). Skipped, and why: the bookkeeping that
+    ``nn.Module.__init__`` itself creates (``_parameters``, ``_modules``, hooks...),
+    underscore attributes of torch's own classes (``nn.RNN._flat_weights`` is a
+    plain list of parameters that are registered), and modules or parameters that
+    are registered elsewhere in ``model`` (a convenience list of aliases such as
+    ``self._blocks = [self.a, self.b]`` hides nothing).
     """
     __tracebackhide__ = True
     import torch
 
+    base = set(vars(torch.nn.Module()))
+    registered = {id(m) for m in model.modules()} | {id(p) for p in model.parameters()}
     problems = []
     for mname, module in model.named_modules():
         prefix = f"{mname}." if mname else ""
+        torch_class = type(module).__module__.split(".")[0] == "torch"
         for attr, value in vars(module).items():
-            if attr.startswith("_"):
+            if attr in base or (torch_class and attr.startswith("_")):
                 continue
             where = f"{type(model).__name__}.{prefix}{attr}"
             if isinstance(value, (list, tuple, dict, set)):
-                found = _hidden(value)
+                found = _hidden(value, registered)
                 if found:
                     kinds = ", ".join(f"{n} {k}" for k, n in sorted(found.items()))
                     fix = "nn.ModuleDict" if isinstance(value, dict) else "nn.ModuleList"
@@ -265,47 +309,110 @@ def assert_modules_registered(model: "torch.nn.Module", *, tensors: bool = False
             + "\n".join(problems), "assert_modules_registered")
 
 
-def _hidden(value: Any, depth: int = 0) -> dict[str, int]:
+def _hidden(value: Any, registered: set[int], depth: int = 0) -> dict[str, int]:
     import torch
 
     found: dict[str, int] = {}
     items = value.values() if isinstance(value, dict) else value
     for item in items:
         if isinstance(item, torch.nn.Module):
-            found["Module(s)"] = found.get("Module(s)", 0) + 1
+            if id(item) not in registered:
+                found["Module(s)"] = found.get("Module(s)", 0) + 1
         elif isinstance(item, torch.nn.Parameter):
-            found["Parameter(s)"] = found.get("Parameter(s)", 0) + 1
+            if id(item) not in registered:
+                found["Parameter(s)"] = found.get("Parameter(s)", 0) + 1
         elif isinstance(item, torch.Tensor) and item.requires_grad:
             found["grad-requiring tensor(s)"] = found.get("grad-requiring tensor(s)", 0) + 1
         elif isinstance(item, (list, tuple, dict)) and depth < 3:
-            for k, n in _hidden(item, depth + 1).items():
+            for k, n in _hidden(item, registered, depth + 1).items():
                 found[k] = found.get(k, 0) + n
     return found
 
 
+class _Watch:
+    """Global module hooks while ``fn`` runs once: every call's (module, training), and the tensors given to
+    outermost calls with their version counters (an in-place op on an input bumps its version)."""
+
+    def __init__(self) -> None:
+        from torch.nn.modules import module as module_mod
+
+        self.seen: list[tuple[Any, bool]] = []
+        self.inputs: list[tuple[Any, str, Any, int]] = []
+        self._depth = 0
+        self._handles = [module_mod.register_module_forward_pre_hook(self._pre),
+                         module_mod.register_module_forward_hook(self._post)]
+
+    def _pre(self, module: Any, args: Any) -> None:
+        self.seen.append((module, module.training))
+        if self._depth == 0:
+            self.inputs.extend((module, f"input{path}", t, t._version) for path, t in _tensors(args))
+        self._depth += 1
+
+    def _post(self, module: Any, args: Any, output: Any) -> None:
+        self._depth -= 1
+
+    def remove(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+
+    def mutated(self) -> list[tuple[Any, str, int, int]]:
+        return [(m, where, before, t._version) for m, where, t, before in self.inputs if t._version != before]
+
+
 def assert_deterministic(fn: Callable[[], Any], runs: int = 2, *, seed: int | None = 0,
-                         model: "torch.nn.Module | None" = None, atol: float = 0.0, rtol: float = 0.0) -> None:
+                         vary_seed: bool | None = None, model: "torch.nn.Module | None" = None,
+                         atol: float = 0.0, rtol: float = 0.0) -> None:
     """``runs`` calls of ``fn`` give identical outputs (within ``atol``/``rtol``).
 
-    Before each run, ``random``, torch and NumPy are seeded with ``seed`` (pass
-    ``seed=None`` to check ``fn`` exactly as it is). With ``model``, the gradients
-    of its parameters (of the sum of the outputs) are compared too. Reports the
-    first differing tensor.
+    Before each run, ``random``, torch and NumPy are seeded (pass ``seed=None`` to
+    check ``fn`` exactly as it is). By default (``vary_seed=None``) every run gets
+    ``seed`` when ``fn`` trains, and run k gets ``seed + k - 1`` when ``fn`` is an
+    evaluation: when every module it called, other than dropout-like layers, was in
+    eval mode. An evaluation's output must not depend on the random seed, so a
+    dropout layer left in training mode, or ``F.dropout`` that ignores the mode, fails
+    instead of replaying the same mask. ``vary_seed=True``/``False`` forces either.
+    With ``model``, the gradients of its parameters (of the sum of the outputs) are
+    compared too. Reports the first differing tensor.
     """
     __tracebackhide__ = True
     import torch
 
     if not isinstance(runs, int) or runs < 2:
         raise TorchcheckUsageError(f"assert_deterministic: runs must be an int >= 2, got {runs!r}")
+    if vary_seed is not None and not isinstance(vary_seed, bool):
+        raise TorchcheckUsageError(f"assert_deterministic: vary_seed must be True, False or None, got {vary_seed!r}")
     results = []
-    for _ in range(runs):
-        if seed is not None:
-            random.seed(seed)
-            torch.manual_seed(seed)
+    seeds: list[int | None] = []
+    evaluation = False
+    stochastic_on: list[str] = []
+    mutated: list[tuple[Any, str, int, int]] = []
+    seen: list[tuple[Any, bool]] = []
+    for run in range(runs):
+        run_seed = seed
+        if seed is not None and run > 0 and (vary_seed or (vary_seed is None and evaluation)):
+            run_seed = seed + run
+        seeds.append(run_seed)
+        if run_seed is not None:
+            random.seed(run_seed)
+            torch.manual_seed(run_seed)
             np = sys.modules.get("numpy")
             if np is not None:
-                np.random.seed(seed)
-        out = fn()
+                np.random.seed(run_seed)
+        watch = _Watch() if run == 0 else None
+        try:
+            out = fn()
+        finally:
+            if watch is not None:
+                watch.remove()
+        if watch is not None:
+            mutated = watch.mutated()
+            seen = watch.seen
+        if run == 0 and seen:
+            others = [training for m, training in seen if type(m).__name__ not in STOCHASTIC_LAYERS]
+            evaluation = not any(others)
+            names = _module_names(model, [m for m, _ in seen])
+            stochastic_on = sorted({names(m) for m, training in seen
+                                    if training and type(m).__name__ in STOCHASTIC_LAYERS})
         tensors = [(f"output{p}", t) for p, t in _tensors(out)]
         if not tensors:
             raise TorchcheckUsageError(f"assert_deterministic: fn returned no tensor ({type(out).__name__})")
@@ -329,11 +436,44 @@ def assert_deterministic(fn: Callable[[], Any], runs: int = 2, *, seed: int | No
                 pos = int(diff.flatten().argmax()) if diff.numel() else 0
                 idx = tuple(int(i) for i in torch.unravel_index(torch.tensor(pos), a.shape)) if a.dim() else ()
                 n_diff = int((diff > atol + rtol * b.double().abs()).sum())
+                if mutated:
+                    m, where, before, after = mutated[0]
+                    how = (f"seeded with {seeds[0]}" + (f" and {seeds[r - 1]}" if seeds[0] != seeds[r - 1] else "")
+                           + f"; {type(m).__name__} modified its {where} in place during run 1 (version "
+                           f"{before} -> {after})")
+                    cause = ("an in-place op on the input (x.sub_(...), x[...] = ..., x.clamp_()) changes the data "
+                             "the next call sees; when the input is a view of your dataset, the dataset itself "
+                             "drifts at every epoch. Compute a new tensor (x = x - mean) instead")
+                elif seeds[0] != seeds[r - 1]:
+                    how = (f"run 1 seeded with {seeds[0]}, run {r} with {seeds[r - 1]} (fn is an evaluation: "
+                           "every module ran in eval mode, so its output must not depend on the seed)")
+                    if stochastic_on:
+                        cause = (f"{', '.join(stochastic_on)} ran in training mode while the rest of the model was "
+                                 "in eval mode: a dropout layer left on in evaluation (set back to train() after "
+                                 "model.eval(), or a train() override that does not propagate)")
+                    else:
+                        cause = ("randomness that ignores the module mode: F.dropout(x, p) without "
+                                 "training=self.training, torch.rand/bernoulli in forward, or sampling in the "
+                                 "evaluation itself")
+                else:
+                    how = f"seeded each run with {seed!r}"
+                    cause = ("randomness that the global seed does not control (a torch.Generator or NumPy "
+                             "Generator seeded from time/entropy, dropout with its own generator), "
+                             "non-deterministic kernels (torch.use_deterministic_algorithms(True) tells), or "
+                             "state carried over between runs")
                 raise TorchcheckFailure(
                     f"assert_deterministic: run 1 and run {r} differ in {name} {tuple(a.shape)}: {n_diff} of "
                     f"{a.numel()} elements; largest difference {diff.flatten()[pos].item():.4g} at index {idx} "
                     f"({a.flatten()[pos].item():.6g} vs {b.flatten()[pos].item():.6g})\n"
-                    f"  seeded each run with {seed!r}; likely cause: randomness that the global seed does not "
-                    "control (a torch.Generator or NumPy Generator seeded from time/entropy, dropout with its own "
-                    "generator), non-deterministic kernels (torch.use_deterministic_algorithms(True) tells), or "
-                    "state carried over between runs", "assert_deterministic")
+                    f"  {how}; likely cause: {cause}", "assert_deterministic")
+
+
+def _module_names(model: Any, modules: list[Any]) -> Callable[[Any], str]:
+    """Qualified names relative to ``model`` (or to the first module called), class name as a fallback."""
+    roots = [model] if model is not None else modules[:1]
+    names: dict[int, str] = {}
+    for root in roots:
+        top = type(root).__name__
+        for qual, m in root.named_modules():
+            names.setdefault(id(m), f"{top}.{qual}" if qual else top)
+    return lambda m: f"'{names.get(id(m), type(m).__name__)}' ({type(m).__name__})"

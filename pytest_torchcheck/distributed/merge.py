@@ -10,6 +10,8 @@ tail of its output; a rank still running at the deadline with its Python stack.
 from __future__ import annotations
 
 import math
+import os
+import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -54,7 +56,15 @@ class DistributedFailureRepr(TerminalRepr):
         else:
             for line in str(self.root).splitlines():
                 tw.line(line)
+        one_liner = False
         for title, text in self.consequences:
+            if not text:  # a one-line consequence
+                if not one_liner:
+                    tw.line("")
+                one_liner = True
+                tw.line(title)
+                continue
+            one_liner = False
             tw.line("")
             tw.sep("-", title)
             for line in text.rstrip().splitlines():
@@ -167,8 +177,21 @@ def merge(item: Any, run: Any, deserialize: Callable[[dict], TestReport],
 
     lead, root_repr, message, path, line = _describe_root(root, run, ws)
     consequences = []
+    shown = {_failure_key(root)} if root.kind == "failed" else set()
+    # After a collective timeout, where each rank waited is the diagnosis: every distinct traceback is kept.
+    stuck = root.kind == "failed" and any(marker in message for marker in _COLLECTIVE_TIMEOUTS)
     for p in sorted(others, key=_order):
         title = f"rank {p.rank} of {ws}: {p.kind} in {p.phase} (consequence)"
+        key = _failure_key(p) if p.kind == "failed" else None
+        if key is not None and (key in shown or (_peer_gone(p) and not stuck)):
+            # The same failure as one printed above, or a collective broken by the rank that failed first:
+            # one line, not a second copy of a traceback.
+            same = "the same failure as above" if key in shown else _crash_message(p)
+            consequences.append((f"rank {p.rank} of {ws}: failed in {p.phase} at {_crash_location(p)} "
+                                 f"(consequence): {same}", ""))
+            continue
+        if key is not None:
+            shown.add(key)
         consequences.append((title, _problem_text(p, run)))
     passed = [r for r in sorted(reports) if r not in {p.rank for p in problems}]
     if passed:
@@ -226,6 +249,34 @@ def _problem_text(p: Problem, run: Any) -> str:
     return text
 
 
+_RANK_WORDS = re.compile(r"\brank \d+( of \d+)?|\bon ranks? [\d, ]+")
+
+
+def _crash_message(p: Problem) -> str:
+    crash = getattr(p.report.longrepr, "reprcrash", None)
+    text = getattr(crash, "message", None) or str(p.report.longrepr).strip().splitlines()[-1:]
+    first = str(text).splitlines()[0] if text else ""
+    return first if len(first) <= 200 else first[:197] + "..."
+
+
+def _crash_location(p: Problem) -> str:
+    crash = getattr(p.report.longrepr, "reprcrash", None)
+    if crash is None:
+        return "an unknown location"
+    path = str(crash.path)
+    if os.path.isabs(path) and path.startswith(os.getcwd() + os.sep):
+        path = os.path.relpath(path)
+    return f"{path}:{crash.lineno}"
+
+
+def _failure_key(p: Problem) -> tuple[str, int, str]:
+    """What makes two ranks' failures the same: the place and the message, whatever rank it names."""
+    crash = getattr(p.report.longrepr, "reprcrash", None)
+    message = getattr(crash, "message", None) or str(p.report.longrepr)
+    return (str(getattr(crash, "path", "")), int(getattr(crash, "lineno", 0) or 0),
+            _RANK_WORDS.sub("rank N", message))
+
+
 def _consequence_note(others: list[Problem]) -> str:
     if not others:
         return ""
@@ -233,20 +284,53 @@ def _consequence_note(others: list[Problem]) -> str:
     return " (then: " + "; ".join(parts) + ")"
 
 
+def _torch_dir() -> str | None:
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("torch")  # the pytest process does not import torch
+    except (ImportError, ValueError):
+        return None
+    origin = getattr(spec, "origin", None)
+    return os.path.dirname(origin) + os.sep if origin else None
+
+
 def trim_stack(stack: str) -> str:
-    """A faulthandler dump without the frames of pytest, pluggy and the harness below the test's own."""
+    """A faulthandler dump that shows the user's frames: pytest's, pluggy's and the harness's frames below
+    the test's own are dropped, and each run of torch's frames is one line naming its functions, most recent
+    first (``(2 frames inside torch: all_reduce <- wrapper)``)."""
     out: list[str] = []
+    torch_dir = _torch_dir()
     skipping = False
+    torch_run: list[str] = []
+
+    def flush() -> None:
+        if torch_run:
+            # faulthandler prints the most recent call first: the last frame of a run is the one the user called.
+            names = [frame.rsplit(" in ", 1)[-1].strip() for frame in torch_run]
+            shown = " <- ".join(names[:3]) + (" <- ..." if len(names) > 3 else "")
+            out.append(f"  ({len(names)} frame{'s' if len(names) > 1 else ''} inside torch: {shown})")
+            torch_run.clear()
+
     for line in stack.splitlines():
         if not line.startswith("  File "):
+            flush()
             skipping = False
             out.append(line)
             continue
         if skipping:
             continue
         if any(marker in line for marker in _HARNESS_FRAMES):
+            flush()
             out.append("  (frames of pytest and the torchcheck harness omitted)")
             skipping = True
             continue
+        if torch_dir and line.startswith(f'  File "{torch_dir}'):
+            torch_run.append(line)
+            continue
+        if line.startswith('  File "<frozen importlib'):
+            continue  # the import system's frames: the module being imported is in the frames around them
+        flush()
         out.append(line)
+    flush()
     return "\n".join(out) + "\n"

@@ -537,3 +537,120 @@ def test_assert_deterministic(pytester, inner):
         + glob.escape("['dropped']") + " (8, 4): * of 32 elements; largest difference * at index (*, *) (* vs *)",
         "  seeded each run with 0; likely cause: randomness that the global seed does not control *",
     ])
+
+
+REGISTERED_UNDERSCORE_AND_EVAL_RANDOMNESS = """
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from pytest_torchcheck import assert_deterministic, assert_modules_registered, assert_overfits
+
+
+class PrivateList(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self._layers = [nn.Linear(2, 2), nn.Linear(2, 2)]   # never trained
+        self._scale = torch.ones(1, requires_grad=True)      # never trained
+        self.a = nn.Linear(2, 2)
+        self._alias = [self.a]                               # an alias of a registered module: fine
+        self.rnn = nn.LSTM(2, 2)                             # torch's own _flat_weights list: fine
+
+
+class PrivateButRegistered(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self._layers = nn.ModuleList([nn.Linear(2, 2)])
+        self._blocks = [self._layers[0]]
+        self._cache = {"sizes": [2, 2]}
+        self.rnn = nn.GRU(2, 2)
+
+
+def test_private_list():
+    assert_modules_registered(PrivateList())
+
+
+def test_private_but_registered():
+    assert_modules_registered(PrivateButRegistered())
+
+
+class Net(nn.Module):
+    def __init__(self, functional=False):
+        super().__init__()
+        self.proj = nn.Linear(4, 4)
+        self.drop = nn.Dropout(0.5)
+        self.functional = functional
+
+    def forward(self, x):
+        h = self.proj(x)
+        return F.dropout(h, 0.5) if self.functional else self.drop(h)
+
+
+def test_dropout_left_on_in_eval():
+    model, x = Net().eval(), torch.randn(8, 4)
+    model.drop.train()
+    assert_deterministic(lambda: model(x))
+
+
+def test_functional_dropout_ignores_eval():
+    model, x = Net(functional=True).eval(), torch.randn(8, 4)
+    assert_deterministic(lambda: model(x), model=model)
+
+
+def test_eval_passes():
+    model, x = Net().eval(), torch.randn(8, 4)
+    assert_deterministic(lambda: model(x), runs=3)
+
+
+def test_training_forward_with_same_seed_passes():
+    model, x = Net(), torch.randn(8, 4)
+    assert_deterministic(lambda: model(x))
+
+
+def test_vary_seed_false_replays_the_mask():
+    model, x = Net(functional=True).eval(), torch.randn(8, 4)
+    assert_deterministic(lambda: model(x), vary_seed=False)
+
+
+def test_softmax_before_cross_entropy():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 32), nn.ReLU(), nn.Linear(32, 5), nn.Softmax(dim=1))
+    assert_overfits(model, (torch.randn(16, 4), torch.randint(5, (16,))), F.cross_entropy, steps=150)
+
+
+def test_plain_lr_too_low_names_no_softmax():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 32), nn.ReLU(), nn.Linear(32, 5))
+    opt = torch.optim.SGD(model.parameters(), lr=1e-6)
+    assert_overfits(model, (torch.randn(16, 4), torch.randint(5, (16,))), F.cross_entropy, opt, steps=20)
+"""
+
+
+def test_underscore_members_eval_randomness_and_softmax_plateau(pytester, inner):
+    pytester.makepyfile(test_more=REGISTERED_UNDERSCORE_AND_EVAL_RANDOMNESS)
+    result = inner.run()
+    assert inner.outcomes(result) == {
+        "test_private_list": "FAILED", "test_private_but_registered": "PASSED",
+        "test_dropout_left_on_in_eval": "FAILED", "test_functional_dropout_ignores_eval": "FAILED",
+        "test_eval_passes": "PASSED", "test_training_forward_with_same_seed_passes": "PASSED",
+        "test_vary_seed_false_replays_the_mask": "PASSED", "test_softmax_before_cross_entropy": "FAILED",
+        "test_plain_lr_too_low_names_no_softmax": "FAILED"}, result.stdout.str()
+    _assert_failure(inner, result, "test_private_list", [
+        "*TorchcheckFailure: assert_modules_registered: 2 unregistered member(s) in PrivateList:",
+        "  PrivateList._layers: plain list holding 2 Module(s); use nn.ModuleList *",
+        "  PrivateList._scale: tensor attribute (1,) requires grad but is not a registered parameter; *",
+    ])
+    assert "_alias" not in str(inner.message(result, "test_private_list").lines)
+    _assert_failure(inner, result, "test_dropout_left_on_in_eval", [
+        "*TorchcheckFailure: assert_deterministic: run 1 and run 2 differ in output (8, 4): *",
+        "  run 1 seeded with 0, run 2 with 1 (fn is an evaluation*; likely cause: 'Net.drop' (Dropout) ran in "
+        "training mode while the rest of the model was in eval mode*",
+    ])
+    _assert_failure(inner, result, "test_functional_dropout_ignores_eval", [
+        "*likely cause: randomness that ignores the module mode: F.dropout(x, p) without training=self.training*",
+    ])
+    _assert_failure(inner, result, "test_softmax_before_cross_entropy", [
+        "  likely cause: the model outputs probabilities (every row is >= 0 and sums to 1 over 5 classes), *"
+        "cannot fall below ln(1 + 4/e) = 0.9048*",
+    ])
+    assert "probabilities" not in "\n".join(inner.message(result, "test_plain_lr_too_low_names_no_softmax").lines)

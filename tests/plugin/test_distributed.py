@@ -204,8 +204,11 @@ def test_outcomes_crashes_and_hangs(inner, pytester: pytest.Pytester, token: str
     root = inner.message(result, "test_root_cause")
     root.fnmatch_lines(["ValueError: boom on rank 1"])
     section = _section(text, "test_root_cause")
+    # The consequence, rank 0's all_reduce broken by rank 1's exit, is one line.
     assert section.index("rank 1 of 2 failed first, in call (root cause)") < section.index("boom on rank 1") \
-        < section.index("rank 0 of 2: failed in call (consequence)")
+        < section.index("rank 0 of 2: failed in call at test_outcomes.py:")
+    assert re.search(r"^rank 0 of 2: failed in call at test_outcomes.py:\d+ \(consequence\): RuntimeError: .*"
+                     r"Connection closed by peer", section, re.M), section
     assert "FAILED test_outcomes.py::test_root_cause - [rank 1 of 2, root cause] ValueError: boom on rank 1" in text
     # A skip in one rank is a skip, with its reason and rank.
     assert re.search(r"SKIPPED \[1\] test_outcomes.py:\d+: no second device \[rank 1 of 2\]", text), text
@@ -472,7 +475,9 @@ def test_references_pass_and_twins_are_caught(inner, pytester) -> None:
     # The rank-1-only error is the root cause; rank 0's broken all_reduce is its consequence.
     raises = _section(text, "test_evaluate[raises]")
     assert raises.index("rank 1 of 2 failed first, in call (root cause)") < raises.index("RuntimeError: shape") \
-        < raises.index("rank 0 of 2: failed in call (consequence)")
+        < raises.index("rank 0 of 2: failed in call at ")
+    assert re.search(r"^rank 0 of 2: failed in call at \S+ddp_metrics__raises_on_rank_1.py:\d+ \(consequence\): "
+                     r"RuntimeError: ", raises, re.M), raises
     assert "logits = model(xs).view(per_rank, CLASSES)" in raises
     # The collective only rank 0 enters: both ranks stuck in different collectives, each shown where.
     stuck = _section(text, "test_evaluate[collective]")
@@ -605,7 +610,7 @@ def test_torchrun_mode_runs_distributed_tests_collectively(inner, pytester: pyte
         "SKIPPED [[]1[]] test_launched.py:*: needs world_size=4, but the launcher started WORLD_SIZE=2 processes",
         "PASSED test_launched.py::test_plain",
     ])
-    assert "rank 0 of 2: failed in call (consequence)" in text
+    assert re.search(r"^rank 0 of 2: failed in call at test_launched.py:\d+ \(consequence\): ", text, re.M), text
     assert "rank 1 was here" in text  # rank 1's output travels to rank 0's report
     assert result.ret != 0  # the launcher fails the job
     assert sorted(p.name for p in pytester.path.glob("plain-rank-*")) == ["plain-rank-0"]  # rank 0 only

@@ -1,0 +1,64 @@
+"""Tracebacks that end at the user's frame: torch's and torchcheck's own frames are hidden.
+
+pytest hides a frame that sets ``__tracebackhide__``; torch's frames cannot set it, so a
+failure raised from inside a module call or a backward pass would otherwise print
+torch's ``Module._call_impl`` or ``all_reduce`` source (75 lines and more) between the
+user's line and the message. ``--fulltrace`` shows every frame, as it does in pytest.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+_OWN_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_CONTEXTLIB = os.path.abspath(sys.modules["contextlib"].__file__ or "contextlib.py")
+
+
+def _library_prefixes() -> tuple[str, ...]:
+    prefixes = [_OWN_DIR]
+    torch = sys.modules.get("torch")
+    torch_file = getattr(torch, "__file__", None)
+    if torch_file:
+        prefixes.append(os.path.dirname(os.path.abspath(torch_file)) + os.sep)
+    return tuple(prefixes)
+
+
+def is_library_frame(path: str) -> bool:
+    """A frame of torch, of torchcheck itself, or of contextlib (what a ``with`` form's failure passes through)."""
+    path = os.path.abspath(path)
+    return path.startswith(_library_prefixes()) or path == _CONTEXTLIB
+
+
+def hide_library_frames(excinfo: Any) -> None:
+    """Drop torch's, torchcheck's and contextlib's entries from ``excinfo.traceback`` (kept if nothing else is left).
+
+    The traceback is rebuilt as a new chain of ``TracebackType`` objects rather than filtered as a list:
+    pytest cuts a traceback at the test function by following the raw chain (``tb_next``), which would
+    bring a filtered-out entry back.
+    """
+    import types
+
+    from _pytest._code.code import Traceback
+
+    prefixes = _library_prefixes()
+    kept = [entry._rawentry for entry in excinfo.traceback
+            if not (str(entry.path).startswith(prefixes) or str(entry.path) == _CONTEXTLIB)]
+    if not kept or len(kept) == len(excinfo.traceback):
+        return
+    chain = None
+    for raw in reversed(kept):
+        chain = types.TracebackType(chain, raw.tb_frame, raw.tb_lasti, raw.tb_lineno)
+    excinfo.traceback = Traceback(chain)
+
+
+def should_hide(excinfo: Any) -> bool:
+    """Hide library frames from torchcheck's failures, and from any failure inside a distributed rank
+    (where the library frames are torch.distributed's collectives and the harness)."""
+    from pytest_torchcheck.errors import TorchcheckFailure
+
+    if isinstance(excinfo.value, TorchcheckFailure):
+        return True
+    context = sys.modules.get("pytest_torchcheck.distributed.context")
+    return getattr(context, "CURRENT", None) is not None
