@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from lint_rules.analysis.model import CLASS
-from lint_rules.rule import UNSAFE, Invalid, Replace, Rule, RuleFix, Valid
+from lint_rules.rule import UNSAFE, WARNING, Invalid, Replace, Rule, RuleFix, Valid
 from lint_rules.analysis.modules import facts
 
 
@@ -62,6 +62,7 @@ class ForwardCalledDirectly(Rule):
     NAME = "forward-called-directly"
     MESSAGE = "module.forward() called directly skips the module's hooks (DDP, FSDP, forward hooks)"
     FIX_TITLE = "Call the module itself: module(x)"
+    SEVERITY = WARNING  # wrong on some paths only: not an error (see README, Severity)
 
     VALID = [
         Valid(
