@@ -34,8 +34,21 @@ def _is_write(model, node: cst.Attribute) -> bool:
     return isinstance(parent, cst.AugAssign) and parent.target is target
 
 
+def _written_values(model, node: cst.Attribute) -> list[cst.CSTNode]:
+    """What is written through ``x.data``: the in-place method's arguments, or the assigned value
+    (not the receiver: ``p.grad.data.mul_(c)`` scales a gradient by ``c``)."""
+    parent = model.parent(node)
+    if isinstance(parent, cst.Attribute):
+        call = model.parent(parent)
+        return [a.value for a in call.args] if isinstance(call, cst.Call) else []
+    for anc in model.ancestors(node):
+        if isinstance(anc, (cst.Assign, cst.AugAssign)):
+            return [anc.value]
+    return []
+
+
 def _reads_grad(stmt: cst.CSTNode) -> bool:
-    """The statement reads some ``.grad``: a hand-written parameter update."""
+    """``stmt`` reads some ``.grad``: a hand-written parameter update."""
     found = False
 
     class _Find(cst.CSTVisitor):
@@ -182,6 +195,16 @@ class TensorDataAttribute(Rule):
                 out = nn.BatchNorm2d(src.num_features)
                 out.weight.data = src.weight.data.clone()
                 return out
+            """
+        ),
+        Valid(
+            """
+            # a gradient-scaling helper outside any training loop: it reads no other gradient
+            import torch
+            def scale_grads(model, c):
+                for p in model.parameters():
+                    if p.grad is not None:
+                        p.grad.data.mul_(c)
             """
         ),
         Valid(
@@ -410,5 +433,4 @@ class TensorDataAttribute(Rule):
         if fn is not None and any(model.enclosing_function(ev.node) is fn for ev in facts.events
                                   if ev.kind in (BACKWARD, STEP)):
             return True
-        stmt = next((a for a in model.ancestors(node) if isinstance(a, cst.BaseSmallStatement)), None)
-        return stmt is not None and _reads_grad(stmt)
+        return any(_reads_grad(v) for v in _written_values(model, node))
