@@ -15,7 +15,8 @@ from lint_rules.records import replace
 
 from lint_rules.diagnostics import Finding
 
-_MAGIC = re.compile(r"^\s*(%|!|\?)|^\s*\w[\w.]*\?\??\s*$")
+# `%time f()`, `!pip install x`, `?obj`, `obj??`, and an assignment from one (`files = !ls`)
+_MAGIC = re.compile(r"^\s*(%|!|\?)|^\s*\w[\w.]*\?\??\s*$|^\s*\w+(\s*,\s*\w+)*\s*,?\s*=\s*[%!]")
 
 
 class NotebookError(ValueError):

@@ -18,7 +18,10 @@ _REPLACEMENTS: dict[str, str] = {
     "torch.cpu.amp.autocast_mode.autocast": 'torch.autocast("cpu")',
 }
 _FALLBACK_ERRORS = re.compile(r"ImportError|ModuleNotFoundError|AttributeError|TypeError")
-_VERSION_TEST = re.compile(r"version|hasattr\(", re.I)
+# A torch version test: `torch.__version__`, `version.parse(...)`, `hasattr(torch.amp, ...)`, or a flag
+# named for one (`_TORCH_GE_2_4`, `is_torch_greater_or_equal(...)`, `TORCH_2_3_PLUS`).
+_VERSION_TEST = re.compile(r"version|hasattr\(|torch\w*_(?:ge|gt|le|lt|greater|less|older|newer|at_least|before)"
+                           r"(?:_|\b)|torch_?\d", re.I)
 _TYPE_CHECKS = frozenset({"builtins.isinstance", "builtins.issubclass"})
 _LEAVES = frozenset({"GradScaler", "autocast"})
 # The old autocast classes take (enabled, dtype, cache_enabled); torch.autocast takes
@@ -148,6 +151,11 @@ class DeprecatedAmpApi(Rule):
                 if version.parse(torch.__version__) >= version.parse("2.4"):
                     return torch.autocast("cuda", enabled=enabled)
                 return torch.cuda.amp.autocast(enabled=enabled)
+
+            def make_autocast():
+                if _TORCH_GE_2_4:
+                    return torch.autocast("cuda")
+                return torch.cuda.amp.autocast()
 
             def make_scaler():
                 if not hasattr(torch.amp, "GradScaler"):

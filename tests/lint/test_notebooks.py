@@ -59,6 +59,7 @@ def test_magics_as_a_blocks_only_statements_are_not_syntax_errors(tmp_path):
         {"cell_type": "code", "source": ["import torch\n", "if mode == 'a':\n", "    x = 1\n",
                                          "elif mode == 'b':\n", "    %time prepare()\n",
                                          "    !nvidia-smi\n", "else:\n", "  %env X=1\n",
+                                         "files = !ls *.csv\n", "gpu, = %sx nvidia-smi -L\n",
                                          "for f in files:\n", "    !cat $f\n", "def show():\n",
                                          "    %matplotlib inline"]},
         CELLS[1], CELLS[3],
