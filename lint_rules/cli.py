@@ -89,6 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="comma-separated codes or prefixes to enable (TRN1, ALL); replaces the configured set")
     lint.add_argument("--extend-select", type=_codes_arg, action="append", default=[], metavar="CODES",
                       help="codes or prefixes to enable on top of the selection")
+    lint.add_argument("--preview", action=argparse.BooleanOptionalAction, default=None,
+                      help="run the preview rules too (ALL and prefixes select them); "
+                           "overrides the configuration's preview setting")
     lint.add_argument("--ignore", type=_codes_arg, action="append", default=[], metavar="CODES",
                       help="codes or prefixes to disable")
     lint.add_argument("--format", choices=FORMATS, default="text",
@@ -172,8 +175,10 @@ def _flatten(groups: list[list[str]] | None) -> list[str]:
 
 
 def selected_codes(args: argparse.Namespace, cfg: Config) -> set[str]:
+    if args.preview is not None:
+        cfg.preview = args.preview
     codes = configured_codes(cfg, _flatten(args.select) or None)
-    codes |= registry.expand(_flatten(args.extend_select), "--extend-select")
+    codes |= registry.expand(_flatten(args.extend_select), "--extend-select", cfg.preview)
     codes -= registry.expand(_flatten(args.ignore), "--ignore")
     return codes
 
@@ -391,13 +396,15 @@ def _rules(args: argparse.Namespace) -> int:
     entries = [*registry.BUILTINS.values(), *registry.all_rules().values()]
     if args.format == "json":
         json.dump([{"code": r.CODE, "name": r.NAME, "summary": r.summary(), "severity": r.SEVERITY,
+                    "preview": registry.is_preview(r.CODE),
                     "removed": bool(getattr(r, "REMOVED", False))} for r in entries], sys.stdout, indent=2)
         sys.stdout.write("\n")
         return EXIT_OK
     width = max(len(r.NAME) for r in entries)
     for r in entries:
         removed = " (removed)" if getattr(r, "REMOVED", False) else ""
-        print(f"{r.CODE}  {r.NAME:<{width}}  {r.summary()}{removed}")
+        tier = " (preview)" if registry.is_preview(r.CODE) else ""
+        print(f"{r.CODE}  {r.NAME:<{width}}  {r.summary()}{removed}{tier}")
     return EXIT_OK
 
 

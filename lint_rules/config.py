@@ -23,7 +23,8 @@ def _toml():
 
 
 LIST_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude", "fixable", "unfixable")
-ALLOWED_KEYS = (*LIST_KEYS, "per-file-ignores", "fail-on", "unsafe-fixes")
+BOOL_KEYS = ("unsafe-fixes", "preview")
+ALLOWED_KEYS = (*LIST_KEYS, "per-file-ignores", "fail-on", *BOOL_KEYS)
 SEVERITIES = ("warning", "error")
 CODE_KEYS = ("select", "extend-select", "ignore", "fixable", "unfixable")
 
@@ -39,6 +40,7 @@ class Config:
     per_file_ignores: dict[str, list[str]] = factory(dict)
     fail_on: str | None = None
     unsafe_fixes: bool = False  # as Ruff's setting: unsafe fixes count as available and --fix applies them
+    preview: bool = False  # as Ruff's: the preview rules run too (ALL and prefixes select them)
     fixable: list[str] | None = None  # codes whose fixes may be offered and applied (None: all)
     unfixable: list[str] = factory(list)  # codes whose fixes are never offered
 
@@ -103,10 +105,13 @@ def load(path: Path) -> Config:
                 cfg.unfixable = items
             else:
                 cfg.exclude.extend(items)
-        elif key == "unsafe-fixes":
+        elif key in BOOL_KEYS:
             if not isinstance(value, bool):
                 raise ConfigError(f"{where} must be true or false, got {_show(value)}")
-            cfg.unsafe_fixes = value
+            if key == "preview":
+                cfg.preview = value
+            else:
+                cfg.unsafe_fixes = value
         elif key == "fail-on":
             if value not in SEVERITIES:
                 raise ConfigError(f"{where} must be one of {', '.join(repr(v) for v in SEVERITIES)}, "

@@ -1,5 +1,8 @@
 """flake8 plugin (entry point ``TRN``): ``flake8 --select TRN`` runs torchcheck's rules.
 
+The file gets what ``torchcheck lint`` would give it: the nearest ``[tool.torchcheck]``
+selection (preview tier and per-file ignores included) and the project's torch bound
+(``pyproject.toml`` or ``requirements*.txt``), which TRN701 and TRN802 depend on.
 Positions and suppressions are the linter's own: the engine applies
 ``# torchcheck: ignore[...]`` and ``skip-file``, and flake8 applies ``# noqa``
 with the same meaning (a bare ``# noqa`` or one naming the code).
@@ -8,10 +11,22 @@ with the same meaning (a bare ``# noqa`` or one naming the code).
 from __future__ import annotations
 
 import ast
+from functools import lru_cache
+from pathlib import Path
 from typing import Iterator
 
 from lint_rules import __version__
 from lint_rules.engine import lint_source
+from lint_rules.errors import ConfigError
+
+
+@lru_cache(maxsize=64)
+def _settings(directory: str):
+    """The configuration, its selection and the project facts for files in ``directory`` (read once)."""
+    from lint_rules.runner import load_settings, project_for
+
+    cfg, codes = load_settings(Path(directory))
+    return cfg, codes, project_for(directory)
 
 
 class Flake8Plugin:
@@ -23,7 +38,16 @@ class Flake8Plugin:
         self.source = "".join(lines)
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
-        result = lint_source(self.source, self.filename)
+        from lint_rules.runner import per_file_codes
+
+        path = Path(self.filename) if self.filename not in ("stdin", "-") else Path.cwd() / "stdin.py"
+        try:
+            cfg, codes, project = _settings(str(path.resolve().parent))
+        except ConfigError as e:  # a bad [tool.torchcheck] is named on the file, not a flake8 traceback
+            yield 1, 0, f"TRN001 torchcheck configuration error: {e}", type(self)
+            return
+        result = lint_source(self.source, self.filename, per_file_codes(path, codes, cfg), project)
         for f in result.findings:
-            # flake8 takes a 0-based column and prints it 1-based, as torchcheck does.
-            yield f.line, f.column - 1, f"{f.code} {f.message}", type(self)
+            # flake8 takes a 0-based column and prints it 1-based, as torchcheck does; the
+            # severity is shown as `torchcheck lint` shows it.
+            yield f.line, f.column - 1, f"{f.code} [{f.severity}] {f.message}", type(self)

@@ -1,8 +1,9 @@
 """Jupyter notebooks: lint the code cells of an ``.ipynb`` as one program.
 
 Cells are joined in order (a training loop may span cells), IPython magics and
-shell escapes (``%time``, ``!pip``, ``%%bash`` cells) are blanked out so they
-neither fail to parse nor shift line numbers, and each finding is mapped back
+shell escapes (``%time``, ``!pip``, ``%%bash`` cells) are replaced so they
+neither fail to parse nor shift line numbers (a line magic by ``pass`` at its own
+indentation, so a block whose only statements are magics stays a block), and each finding is mapped back
 to its cell and the line within it. Fixes are dropped: ``--fix`` does not edit notebooks.
 """
 
@@ -14,7 +15,8 @@ from lint_rules.records import replace
 
 from lint_rules.diagnostics import Finding
 
-_MAGIC = re.compile(r"^\s*(%|!|\?)|^\s*\w[\w.]*\?\??\s*$")
+# `%time f()`, `!pip install x`, `?obj`, `obj??`, and an assignment from one (`files = !ls`)
+_MAGIC = re.compile(r"^\s*(%|!|\?)|^\s*\w[\w.]*\?\??\s*$|^\s*\w+(\s*,\s*\w+)*\s*,?\s*=\s*[%!]")
 
 
 class NotebookError(ValueError):
@@ -47,8 +49,13 @@ def to_source(cells: list[tuple[int, str]]) -> tuple[str, list[tuple[int, int]]]
         cell_lines = cell.splitlines() or [""]
         whole_cell_magic = cell_lines[0].lstrip().startswith("%%")
         for i, line in enumerate(cell_lines, start=1):
-            blank = whole_cell_magic or _MAGIC.match(line)
-            lines.append("" if blank else line)
+            if whole_cell_magic:
+                lines.append("")
+            elif _MAGIC.match(line):
+                # `elif ready:` followed only by `%time run()` lines must keep a body
+                lines.append(line[:len(line) - len(line.lstrip())] + "pass")
+            else:
+                lines.append(line)
             where.append((n, i))
         lines.append("")  # a cell boundary, so a cell never continues the previous one's statement
         where.append((n, len(cell_lines) + 1))

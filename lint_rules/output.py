@@ -69,7 +69,7 @@ def fixed_listing(fixed: list[tuple[str, str, str]]) -> str:
 
 def _line(f: Finding, unsafe_fixes: bool = False) -> str:
     marker = "[*] " if f.fix is not None and (unsafe_fixes or f.fix.applicability == "safe") else ""
-    return f"{f.location}: {f.code} {marker}{f.message}"
+    return f"{f.location}: {f.code} [{f.severity}] {marker}{f.message}"
 
 
 def _source_excerpt(f: Finding, lines: list[str] | None) -> str:

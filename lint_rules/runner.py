@@ -15,12 +15,14 @@ from lint_rules.project import ProjectInfo, read_project
 
 def configured_codes(cfg: Config, select: list[str] | None = None) -> set[str]:
     """The configuration's selection (``select`` from the command line replaces it)."""
+    preview = cfg.preview  # off: ALL and prefixes leave the preview rules out
     if select:
-        codes = registry.expand(select, "--select")
+        codes = registry.expand(select, "--select", preview)
     else:
         where = f"[tool.torchcheck] in {cfg.path}" if cfg.path else "the defaults"
-        codes = registry.expand(cfg.select, where) if cfg.select is not None else registry.default_codes()
-        codes |= registry.expand(cfg.extend_select, where)
+        codes = registry.expand(cfg.select, where, preview) if cfg.select is not None \
+            else registry.default_codes(preview)
+        codes |= registry.expand(cfg.extend_select, where, preview)
     return codes - registry.expand(cfg.ignore, f"[tool.torchcheck] ignore in {cfg.path}")
 
 

@@ -163,7 +163,8 @@ def test_correct_reference_runs(path: Path, tmp_path: Path) -> None:
 
 
 def test_cli_reports_every_linted_buggy_file_and_no_correct_file() -> None:
-    proc = subprocess.run([sys.executable, "-m", "lint_rules", "lint", "fixtures"], cwd=ROOT,
+    # --preview: the buggy twins name preview rules too, and each must still be caught
+    proc = subprocess.run([sys.executable, "-m", "lint_rules", "lint", "--preview", "fixtures"], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     out = proc.stdout
     assert proc.returncode == 1, f"exit code {proc.returncode}, expected 1\n{out}\n{proc.stderr}"

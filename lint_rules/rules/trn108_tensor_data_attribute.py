@@ -5,6 +5,7 @@ import libcst as cst
 from lint_rules.analysis import names as N
 from lint_rules.analysis.kinds import LEAF, LOSS, MODULE, PARAMETER
 from lint_rules.analysis.model import FOR, PARAM, call_method, dotted
+from lint_rules.analysis.training import BACKWARD, STEP
 from lint_rules.rule import WARNING, Invalid, Rule, Valid
 from lint_rules.analysis.autograd_flow import class_has_base, enclosing_class, is_torch_module_class
 
@@ -17,15 +18,64 @@ _MODULE_ITERATORS = frozenset({"modules", "children"})
 _NAMED_MODULE_ITERATORS = frozenset({"named_modules", "named_children"})
 
 
+def _is_write(model, node: cst.Attribute) -> bool:
+    """``x.data`` is written: an in-place method on it (``x.data.add_()``), or an assignment target
+    (``x.data = t``, ``x.data -= t``, ``x.data[i] = t``)."""
+    parent = model.parent(node)
+    if isinstance(parent, cst.Attribute) and parent.value is node:
+        call = model.parent(parent)
+        return parent.attr.value.endswith("_") and not parent.attr.value.startswith("_") \
+            and isinstance(call, cst.Call) and call.func is parent
+    target = node
+    if isinstance(parent, cst.Subscript) and parent.value is node:
+        target, parent = parent, model.parent(parent)
+    if isinstance(parent, cst.AssignTarget) and parent.target is target:
+        return True
+    return isinstance(parent, cst.AugAssign) and parent.target is target
+
+
+def _written_values(model, node: cst.Attribute) -> list[cst.CSTNode]:
+    """What is written through ``x.data``: the in-place method's arguments, or the assigned value
+    (not the receiver: ``p.grad.data.mul_(c)`` scales a gradient by ``c``)."""
+    parent = model.parent(node)
+    if isinstance(parent, cst.Attribute):
+        call = model.parent(parent)
+        return [a.value for a in call.args] if isinstance(call, cst.Call) else []
+    for anc in model.ancestors(node):
+        if isinstance(anc, (cst.Assign, cst.AugAssign)):
+            return [anc.value]
+    return []
+
+
+def _reads_grad(stmt: cst.CSTNode) -> bool:
+    """``stmt`` reads some ``.grad``: a hand-written parameter update."""
+    found = False
+
+    class _Find(cst.CSTVisitor):
+        def visit_Attribute(self, node: cst.Attribute) -> bool:
+            nonlocal found
+            found = found or node.attr.value == "grad"
+            return not found
+
+    stmt.visit(_Find())
+    return found
+
+
 class TensorDataAttribute(Rule):
     """
     ## What it does
-    Flags reads and writes of `.data` on a parameter (`p` from `parameters()`,
-    `self.fc.weight`, `m.bias` of a module), on a gradient (`p.grad.data`), on a
-    tensor created with `requires_grad=True`, or on a loss, outside
-    `torch.no_grad()`/`torch.inference_mode()` and outside the `step()` of an
-    optimizer class. `.data` of other objects (`dataset.data`, `batch.data`) is
+    Flags writes through `.data` (`p.data.add_(...)`, `p.data = t`, `w.data -= ...`,
+    `p.grad.data.clamp_(...)`) to a parameter (`p` from `parameters()`,
+    `self.fc.weight`, `m.bias` of a module), a gradient, or a tensor created with
+    `requires_grad=True`, while training: inside a training loop (one that calls
+    `backward()` or an optimizer's `step()`), in a function that runs a training
+    step, or in a hand-written update that reads a `.grad`. Code under
+    `torch.no_grad()`/`torch.inference_mode()` and optimizer `step()` methods are
     left alone.
+
+    Reads of `.data` (logging, assertions, copies), and writes at build time
+    (`__init__`, weight-init functions passed to `apply()`, module conversion) are
+    not reported: nothing is training then, so the missing checks guard nothing.
 
     ## Why is this bad?
     `.data` returns a tensor that shares storage with the original but is invisible
@@ -39,26 +89,26 @@ class TensorDataAttribute(Rule):
 
     ## Example
     ```python
-    for p in model.parameters():
-        p.data.add_(p.grad.data, alpha=-lr)
-    total_loss += loss.data
+    for x, y in loader:
+        loss_fn(model(x), y).backward()
+        for p in model.parameters():
+            p.data.add_(p.grad.data, alpha=-lr)
     ```
 
     Use instead:
     ```python
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(p.grad, alpha=-lr)
-    total_loss += loss.detach()
+    for x, y in loader:
+        loss_fn(model(x), y).backward()
+        with torch.no_grad():
+            for p in model.parameters():
+                p.add_(p.grad, alpha=-lr)
     ```
 
     ## Known problems
-    Model outputs and other intermediate tensors are not recognised as requiring
-    grad, so `output.data` is not flagged. A parameter reached through an untyped
-    function argument (`def init(m): m.weight.data...` not passed to `apply`) is not
-    recognised. The code usually works: this is a robustness warning, most often
-    about initialisation and re-parameterisation code that should run under
-    `torch.no_grad()`.
+    A write in a helper function called from the training loop (`clip_weights(model)`)
+    is not followed into the helper. Model outputs and other intermediate tensors are
+    not recognised as requiring grad. Any method named `step` is taken for an
+    optimizer's (its base class may live in another file).
 
     ## References
     - https://pytorch.org/docs/stable/notes/autograd.html#in-place-operations-with-autograd
@@ -76,10 +126,11 @@ class TensorDataAttribute(Rule):
         Valid(
             """
             import torch
-            with torch.no_grad():
-                for p in model.parameters():
-                    p.add_(p.grad, alpha=-lr)
-            total_loss += loss.detach()
+            for x, y in loader:
+                loss_fn(model(x), y).backward()
+                with torch.no_grad():
+                    for p in model.parameters():
+                        p.add_(p.grad, alpha=-lr)
             """
         ),
         Valid(
@@ -96,9 +147,10 @@ class TensorDataAttribute(Rule):
         ),
         Valid(
             """
-            # an optimizer's own step, and a no_grad init function
+            # an optimizer's own step (its base class imported from elsewhere), and a no_grad init function
             import torch
-            class MySGD(torch.optim.Optimizer):
+            from .base import BaseOptimizer
+            class MySGD(BaseOptimizer):
                 def step(self, closure=None):
                     for group in self.param_groups:
                         for p in group["params"]:
@@ -121,6 +173,55 @@ class TensorDataAttribute(Rule):
             mean = bn.running_mean.data
             """
         ),
+        Valid(
+            """
+            # build-time writes: in __init__, in a function given to apply(), in a module converter
+            import torch
+            import torch.nn as nn
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(8, 2)
+                    self.fc.weight.data.normal_(0, 0.01)
+                    self.fc.bias.data = torch.zeros(2)
+                    self.apply(self._init)
+
+                def _init(self, module):
+                    if isinstance(module, nn.Linear):
+                        nn.init.xavier_uniform_(module.weight.data)
+                        module.bias.data.zero_()
+
+            def to_frozen(src: nn.BatchNorm2d) -> nn.BatchNorm2d:
+                out = nn.BatchNorm2d(src.num_features)
+                out.weight.data = src.weight.data.clone()
+                return out
+            """
+        ),
+        Valid(
+            """
+            # a gradient-scaling helper outside any training loop: it reads no other gradient
+            import torch
+            def scale_grads(model, c):
+                for p in model.parameters():
+                    if p.grad is not None:
+                        p.grad.data.mul_(c)
+            """
+        ),
+        Valid(
+            """
+            # reads while training: logging and checks change nothing
+            import torch
+            w = torch.randn(3, requires_grad=True)
+            opt = torch.optim.SGD([w], lr=0.1)
+            for x, y in loader:
+                loss = ((x @ w - y) ** 2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                print(loss.data, w.data.norm())
+                assert not torch.isnan(w.grad.data).any()
+            """
+        ),
     ]
     INVALID = [
         Invalid(
@@ -132,35 +233,32 @@ class TensorDataAttribute(Rule):
         ),
         Invalid(
             """
+            # weight clipping in a critic's training loop
             import torch
-            from torch import nn
-            class Net(nn.Module):
-                def __init__(self):
-                    super().__init__()
-                    self.fc = nn.Linear(8, 2)
-                    self.fc.weight.data.normal_(0, 0.01)  # BUG
-                    self.fc.bias.data = torch.zeros(2)  # BUG
-                    self.scale = nn.Parameter(torch.ones(1))
-
-                def reset(self):
-                    self.scale.data.fill_(1.0)  # BUG
+            opt_d = torch.optim.RMSprop(critic.parameters(), lr=5e-5)
+            for real in loader:
+                loss = -critic(real).mean()
+                opt_d.zero_grad()
+                loss.backward()
+                opt_d.step()
+                for p in critic.parameters():
+                    p.data.clamp_(-0.01, 0.01)  # BUG
             """
         ),
         Invalid(
             """
             import torch
             import torch.nn as nn
-            def init(model):
-                for m in model.modules():
-                    if isinstance(m, nn.Conv2d):
-                        m.weight.data.normal_(0, 0.02)  # BUG
-            class Net(nn.Module):
+            class Pruned(nn.Module):
                 def __init__(self):
                     super().__init__()
-                    self.apply(self._init)
+                    self.fc = nn.Linear(4, 4)
 
-                def _init(self, module):
-                    module.bias.data.zero_()  # BUG
+                def train_step(self, x, opt):
+                    self(x).sum().backward()
+                    opt.step()
+                    self.fc.weight.data.mul_(self.mask)  # BUG
+                    self.fc.weight.data = self.fc.weight.data * 2  # BUG
             """
         ),
         Invalid(
@@ -171,7 +269,7 @@ class TensorDataAttribute(Rule):
             for x, y in loader:
                 loss = F.mse_loss(x @ w, y)
                 loss.backward()
-                print(loss.data)  # BUG
+                print(loss.data)
                 w.data -= 0.1 * w.grad.data  # BUG
             """
         ),
@@ -195,7 +293,11 @@ class TensorDataAttribute(Rule):
         what = self._requires_grad(receiver)
         if what is None:
             return
+        if not _is_write(self.model, node):
+            return  # a read (logging, an assertion, a copy) changes nothing
         if self.model.in_no_grad(node) or self._in_optimizer_class(node):
+            return
+        if not self._while_training(node):
             return
         # One finding per statement: `p.data.add_(p.grad.data)` is one fix.
         stmt = next((a for a in self.model.ancestors(node)
@@ -311,6 +413,24 @@ class TensorDataAttribute(Rule):
         return False
 
     def _in_optimizer_class(self, node: cst.CSTNode) -> bool:
-        """Optimizer implementations update parameters in place by design."""
+        """Optimizer implementations update parameters in place by design; a ``step`` method is one
+        even when its base class (``Optimizer``, a project's ``BaseOptimizer``) is not visible here."""
         cls = enclosing_class(self.model, node)
-        return cls is not None and class_has_base(self.model, cls, N.is_optimizer_class)
+        if cls is None:
+            return False
+        fn = self.model.enclosing_function(node)
+        if isinstance(fn, cst.FunctionDef) and fn.name.value == "step":
+            return True
+        return class_has_base(self.model, cls, N.is_optimizer_class)
+
+    def _while_training(self, node: cst.CSTNode) -> bool:
+        """In a training loop, in a function that runs a training step, or an update that reads ``.grad``."""
+        model = self.model
+        facts = model.training
+        if any(facts.is_training_loop(loop) for loop in model.enclosing_loops(node)):
+            return True
+        fn = model.enclosing_function(node)
+        if fn is not None and any(model.enclosing_function(ev.node) is fn for ev in facts.events
+                                  if ev.kind in (BACKWARD, STEP)):
+            return True
+        return any(_reads_grad(v) for v in _written_values(model, node))

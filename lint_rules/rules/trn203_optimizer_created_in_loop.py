@@ -4,7 +4,7 @@ import libcst as cst
 
 from lint_rules.analysis.kinds import OPTIMIZER
 from lint_rules.analysis.model import ASSIGN, FOR, WITH, call_method, dotted, keyword_arg
-from lint_rules.rule import Invalid, Rule, Valid
+from lint_rules.rule import WARNING, Invalid, Rule, Valid
 from lint_rules.analysis.guards import is_rare_condition
 
 # Calls that read a model's parameters: a value built from them is not a new model.
@@ -72,6 +72,7 @@ class OptimizerCreatedInLoop(Rule):
     NAME = "optimizer-created-in-loop"
     MESSAGE = "Optimizer is constructed inside the training loop: its state (momentum, Adam moments) is reset every iteration"
     FIX_TITLE = "Construct the optimizer once before the loop; change its learning rate via param_groups"
+    SEVERITY = WARNING  # wrong on some paths only: not an error (see README, Severity)
 
     VALID = [
         Valid(

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from lint_rules.analysis.context import in_test
 from lint_rules.analysis.names import DATA_PARALLEL
 from lint_rules.rule import WARNING, Invalid, Rule, Valid
 
@@ -32,7 +33,11 @@ class DataParallel(Rule):
     launched with `torchrun --nproc_per_node=N train.py`.
 
     ## Known problems
-    `DataParallel` reached through `getattr` or a string is not seen.
+    `DataParallel` reached through `getattr` or a string is not seen. Tests
+    (`def test_*`, `unittest.TestCase` methods) are not reported: they build it on
+    purpose. Libraries that offer a DataParallel option to their users, and
+    single-process inference scripts, are still reported: the rule is in the
+    preview tier for that reason.
 
     ## References
     - https://pytorch.org/docs/stable/generated/torch.nn.DataParallel.html
@@ -46,6 +51,16 @@ class DataParallel(Rule):
     SEVERITY = WARNING
 
     VALID = [
+        Valid(
+            """
+            # a test of the DataParallel path itself
+            import torch
+            def test_wrapper_keeps_outputs():
+                net = torch.nn.Linear(2, 2)
+                wrapped = torch.nn.DataParallel(net)
+                assert wrapped.module is net
+            """
+        ),
         Valid(
             """
             import torch.nn as nn
@@ -107,7 +122,7 @@ class DataParallel(Rule):
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self.model.qualified_name(node.func) == DATA_PARALLEL:
+        if self.model.qualified_name(node.func) == DATA_PARALLEL and not in_test(self.model, node):
             self.report(node)
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:

@@ -4,7 +4,7 @@ import libcst as cst
 
 from lint_rules.analysis.model import ASSIGN, dotted, is_false, keyword_arg
 from lint_rules.analysis.names import DATA_LOADERS, DISTRIBUTED_SAMPLERS
-from lint_rules.rule import Invalid, Rule, Valid
+from lint_rules.rule import WARNING, Invalid, Rule, Valid
 
 _WRAPPERS = frozenset({"enumerate", "iter", "tqdm", "zip", "trange", "islice", "cycle"})
 
@@ -53,6 +53,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     NAME = "distributed-sampler-without-set-epoch"
     MESSAGE = "DistributedSampler is used across epochs but set_epoch() is never called: every epoch sees the same order"
     FIX_TITLE = "Call sampler.set_epoch(epoch) at the start of every epoch"
+    SEVERITY = WARNING  # wrong on some paths only: not an error (see README, Severity)
     NEEDS = (cst.Name, cst.Attribute)
 
     VALID = [

@@ -5,7 +5,7 @@ import re
 import libcst as cst
 
 from lint_rules.analysis.model import ASSIGN, dotted, keyword_arg
-from lint_rules.rule import Invalid, Rule, Valid
+from lint_rules.rule import WARNING, Invalid, Rule, Valid
 
 _INIT_PROCESS_GROUP = frozenset({
     "torch.distributed.init_process_group",
@@ -88,6 +88,7 @@ class CheckpointSavedOnEveryRank(Rule):
     NAME = "checkpoint-saved-on-every-rank"
     MESSAGE = "torch.save runs on every rank of the process group: all processes write the same checkpoint"
     FIX_TITLE = "Save only on global rank 0 (`if dist.get_rank() == 0:`) and barrier before loading"
+    SEVERITY = WARNING  # wrong on some paths only: not an error (see README, Severity)
 
     LOCAL_MESSAGE = ("torch.save is guarded by the local rank: on a multi-node run one process per node "
                      "writes the same checkpoint; guard on the global rank instead")

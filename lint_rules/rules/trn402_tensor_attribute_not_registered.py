@@ -5,7 +5,7 @@ import libcst as cst
 from lint_rules.analysis.model import ASSIGN, is_true, keyword_arg
 from lint_rules.analysis.names import NON_TENSOR_TORCH, PARAMETER, TENSOR_FACTORIES
 from lint_rules.rule import ERROR, WARNING, Invalid, Rule, Valid
-from lint_rules.analysis.modules import facts, mentions_name, self_attribute
+from lint_rules.analysis.modules import facts, self_attribute
 
 TENSOR = "tensor"
 LEAF = "leaf"  # requires_grad=True
@@ -160,6 +160,20 @@ class TensorAttributeNotRegistered(Rule):
                     if self.rel_indices.shape[1] != x.shape[1]:
                         self.rel_indices = self.get_rel_indices(x.shape[1])
                     return x
+            """
+        ),
+        Valid(
+            """
+            # state handed in by a setter whose parameter carries the attribute's name
+            import torch
+            from torch import nn
+            class Decoder(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.lengths = torch.zeros(1, dtype=torch.long)
+
+                def set_lengths(self, lengths):
+                    self.lengths = lengths
             """
         ),
         Valid(
@@ -340,4 +354,17 @@ def _recomputed(binding, attr: str) -> bool:
     fn = binding.scope.node
     if not isinstance(fn, cst.FunctionDef) or fn.name.value == "__init__" or binding.value is None:
         return False
-    return not mentions_name(binding.value, attr)
+    return not _reads_attribute(binding.value, attr)
+
+
+def _reads_attribute(expr: cst.CSTNode, attr: str) -> bool:
+    """``expr`` reads ``self.<attr>``: a setter's parameter named like the attribute
+    (``self.src_lengths = src_lengths``) does not."""
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Attribute) and node.attr.value == attr \
+                and isinstance(node.value, cst.Name) and node.value.value == "self":
+            return True
+        stack.extend(node.children)
+    return False

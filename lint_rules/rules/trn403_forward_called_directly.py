@@ -2,8 +2,10 @@ from __future__ import annotations
 
 import libcst as cst
 
+from lint_rules.analysis.autograd_flow import class_has_base, enclosing_class, is_torch_module_class
+from lint_rules.analysis.context import in_test, under_scripting_check
 from lint_rules.analysis.model import CLASS
-from lint_rules.rule import UNSAFE, Invalid, Replace, Rule, RuleFix, Valid
+from lint_rules.rule import UNSAFE, WARNING, Invalid, Replace, Rule, RuleFix, Valid
 from lint_rules.analysis.modules import facts
 
 
@@ -14,7 +16,11 @@ class ForwardCalledDirectly(Rule):
     `torch.nn` class or a module class of the same file, `self.<submodule>`,
     `self` inside a module class, a layer taken from an `nn.ModuleList`, or, as a
     last resort, a variable named like a model (`model`, `net`, `*_model`). Quiet
-    for `super().forward(x)` and for `Base.forward(self, x)` called on a class.
+    for `super().forward(x)` and for `Base.forward(self, x)` called on a class, for
+    `self.forward(x)` in the module's own methods (a `predict` or `training_step`:
+    the hooks of DDP and FSDP sit on the wrapper that called the outer method), in
+    either branch of `if torch.jit.is_scripting():` and in tests (`def test_*`,
+    `unittest.TestCase` methods).
 
     ## Why is this bad?
     `module(x)` runs `forward` through `nn.Module.__call__`, which also runs the
@@ -40,10 +46,9 @@ class ForwardCalledDirectly(Rule):
     ## Known problems
     A receiver whose construction is out of sight is recognised only by its name,
     so `self.remote.forward(x)` on an object that is not a module stays quiet, and
-    `model.forward(x)` on a non-module called `model` is flagged. Calling
-    `self.forward(x)` from another method of the module (`predict`, a custom
-    `train` step) is flagged too: hooks registered on the module do not run for
-    those calls. An unbound `Class.forward(obj, x)` is never flagged.
+    `model.forward(x)` on a non-module called `model` is flagged. Hooks registered
+    directly on the module itself do not run for `self.forward(x)` from its own
+    methods; that is not reported. An unbound `Class.forward(obj, x)` is never flagged.
 
     ## Fix safety
     The fix calls the module instead (`module.forward(x)` -> `module(x)`), with the
@@ -62,6 +67,7 @@ class ForwardCalledDirectly(Rule):
     NAME = "forward-called-directly"
     MESSAGE = "module.forward() called directly skips the module's hooks (DDP, FSDP, forward hooks)"
     FIX_TITLE = "Call the module itself: module(x)"
+    SEVERITY = WARNING  # wrong on some paths only: not an error (see README, Severity)
 
     VALID = [
         Valid(
@@ -90,6 +96,39 @@ class ForwardCalledDirectly(Rule):
             y = Square.forward(None, x)
             out = model(x)
             traced = torch.jit.trace(model.forward, x)
+            """
+        ),
+        Valid(
+            """
+            # self.forward in the module's own methods: the caller went through the wrapper
+            import torch
+            from torch import nn
+            class Classifier(nn.Module):
+                def forward(self, x):
+                    return x.mean(1)
+
+                def predict(self, x):
+                    return self.forward(x).argmax(1)
+
+                def features(self, x):
+                    if torch.jit.is_scripting():
+                        return self.body.forward(x)
+                    return self.body(x)
+            """
+        ),
+        Valid(
+            """
+            # a test of the module's forward itself
+            import unittest
+            import torch
+            def test_forward_shape():
+                net = torch.nn.Linear(4, 2)
+                assert net.forward(torch.ones(1, 4)).shape == (1, 2)
+
+            class TestNet(unittest.TestCase):
+                def check(self):
+                    model = torch.nn.Linear(4, 2)
+                    self.assertEqual(model.forward(torch.ones(1, 4)).shape[1], 2)
             """
         ),
         Valid(
@@ -167,11 +206,15 @@ class ForwardCalledDirectly(Rule):
             """
             from torch import nn
             class Classifier(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.head = nn.Linear(4, 2)
+
                 def forward(self, x):
                     return x.mean(1)
 
                 def predict(self, x):
-                    return self.forward(x).argmax(1)  # BUG
+                    return self.head.forward(x).argmax(1)  # BUG
 
             net = nn.parallel.DistributedDataParallel(Classifier())
             out = net.module.forward(x)  # BUG
@@ -179,11 +222,15 @@ class ForwardCalledDirectly(Rule):
             fixed="""
             from torch import nn
             class Classifier(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.head = nn.Linear(4, 2)
+
                 def forward(self, x):
                     return x.mean(1)
 
                 def predict(self, x):
-                    return self(x).argmax(1)  # BUG
+                    return self.head(x).argmax(1)  # BUG
 
             net = nn.parallel.DistributedDataParallel(Classifier())
             out = net.module(x)  # BUG
@@ -211,5 +258,14 @@ class ForwardCalledDirectly(Rule):
             bindings = self.model.bindings_of(receiver)
             if bindings and any(b.kind == CLASS for b in bindings):
                 return
-        if self._facts.is_module_value(receiver):
-            self.report(node, fix=RuleFix(UNSAFE, (Replace(func, receiver),)))
+        if isinstance(receiver, cst.Name) and receiver.value == "self" and self._in_module_class(node):
+            return  # the module's own method: the wrapper's hooks ran when its caller called it
+        if not self._facts.is_module_value(receiver):
+            return
+        if under_scripting_check(self.model, node) or in_test(self.model, node):
+            return
+        self.report(node, fix=RuleFix(UNSAFE, (Replace(func, receiver),)))
+
+    def _in_module_class(self, node: cst.CSTNode) -> bool:
+        cls = enclosing_class(self.model, node)
+        return cls is not None and class_has_base(self.model, cls, is_torch_module_class)

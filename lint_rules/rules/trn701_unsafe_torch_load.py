@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from lint_rules.analysis.context import in_test
 from lint_rules.analysis.edits import append_keyword
 from lint_rules.analysis.model import ASSIGN, is_false, keyword_arg
 from lint_rules.rule import ERROR, UNSAFE, WARNING, Invalid, Replace, Rule, RuleFix, Valid
@@ -15,12 +16,17 @@ class UnsafeTorchLoad(Rule):
     ## What it does
     Flags `torch.load(..., weights_only=False)`, and `torch.load(...)` without
     `weights_only` when the project supports a torch older than 2.6, where the
-    default is `False`. The oldest supported torch is read from the lower bound
-    of `torch` in `[project] dependencies` of the nearest `pyproject.toml`:
+    default is `False`. The oldest supported torch is the lower bound of `torch`
+    in the nearest project files: in each directory from the file's up to the
+    project root (a `pyproject.toml` or `.git`), `[project] dependencies` of
+    `pyproject.toml`, then every `requirements*.txt`; the first bound found wins.
 
     - `torch>=2.6` or newer: a bare `torch.load(path)` is safe, nothing is reported;
     - a lower bound below 2.6 (`torch>=2.0`): reported as an error;
-    - no `pyproject.toml`, or no lower bound on torch: reported as a warning.
+    - no lower bound on torch in those files: reported as a warning.
+
+    Loads in tests (`def test_*`, `unittest.TestCase` methods) are not reported:
+    they read files the test itself wrote.
 
     A bare `torch.load` in an `except TypeError:` fallback for old torch builds
     that do not accept `weights_only` is not flagged, nor is a call that passes
@@ -51,10 +57,10 @@ class UnsafeTorchLoad(Rule):
     whole modules or other Python objects; suppress the finding there with
     `# noqa: TRN701` and a comment saying why the file is trusted, or allow its
     classes with `torch.serialization.add_safe_globals`. A `weights_only=flag`
-    variable is not followed unless it is assigned a literal `False`. Only
-    `pyproject.toml` is read: a `torch>=2.6` pin in `requirements.txt` or
-    `setup.py` is not seen, so a bare `torch.load` there is still reported (as
-    a warning); declare the bound in `pyproject.toml` or pass `weights_only`. Other
+    variable is not followed unless it is assigned a literal `False`. A bound
+    stated only in `setup.py` or `setup.cfg` is not seen, so a bare `torch.load`
+    there is still reported (as a warning); declare the bound in `pyproject.toml`
+    or `requirements.txt`, or pass `weights_only`. Other
     loaders that unpickle (`torch.hub.load_state_dict_from_url`, `pickle.load`)
     are not checked.
 
@@ -78,6 +84,15 @@ class UnsafeTorchLoad(Rule):
     SEVERITY = ERROR
 
     VALID = [
+        Valid(
+            """
+            # a test reading back the file it has just written
+            import torch
+            def test_checkpoint_round_trip(tmp_path):
+                torch.save({"step": 3}, tmp_path / "ck.pt")
+                assert torch.load(tmp_path / "ck.pt")["step"] == 3
+            """
+        ),
         Valid(
             """
             import torch
@@ -182,6 +197,8 @@ class UnsafeTorchLoad(Rule):
         elif not isinstance(func, cst.Name):
             return
         if self.model.qualified_name(func) not in ("torch.load", "torch.serialization.load"):
+            return
+        if in_test(self.model, node):
             return
         arg = keyword_arg(node, "weights_only")
         if arg is not None:

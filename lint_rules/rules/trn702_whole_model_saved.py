@@ -3,6 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from lint_rules.rule import WARNING, Invalid, Rule, Valid
+from lint_rules.analysis.context import in_test
 from lint_rules.analysis.modules import facts
 
 _SAVE = "torch.save"
@@ -41,6 +42,7 @@ class WholeModelSaved(Rule):
     ```
 
     ## Known problems
+    Tests (`def test_*`, `unittest.TestCase` methods) are not reported.
     A variable whose value is out of sight is taken for a module only by its name
     (`model`, `net`, `*_model`), so `torch.save(model, path)` on something else
     called `model` is flagged. Saving a whole model on purpose (a
@@ -62,6 +64,17 @@ class WholeModelSaved(Rule):
     SEVERITY = WARNING
 
     VALID = [
+        Valid(
+            """
+            # a unittest case that pickles a module on purpose to check it survives the trip
+            import unittest
+            import torch
+            class TestPickling(unittest.TestCase):
+                def check_round_trip(self):
+                    net = torch.nn.Linear(2, 2)
+                    torch.save(net, "net.pt")
+            """
+        ),
         Valid(
             """
             import torch
@@ -149,7 +162,7 @@ class WholeModelSaved(Rule):
         for arg in node.args:
             if arg.keyword is not None and arg.keyword.value == "obj":
                 obj = arg.value
-        if self._holds_module(obj):
+        if self._holds_module(obj) and not in_test(self.model, node):
             self.report(node)
 
     def _holds_module(self, obj: cst.CSTNode, depth: int = 0) -> bool:

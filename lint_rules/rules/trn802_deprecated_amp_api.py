@@ -18,7 +18,10 @@ _REPLACEMENTS: dict[str, str] = {
     "torch.cpu.amp.autocast_mode.autocast": 'torch.autocast("cpu")',
 }
 _FALLBACK_ERRORS = re.compile(r"ImportError|ModuleNotFoundError|AttributeError|TypeError")
-_VERSION_TEST = re.compile(r"version|hasattr\(", re.I)
+# A torch version test: `torch.__version__`, `version.parse(...)`, `hasattr(torch.amp, ...)`, or a flag
+# named for one (`_TORCH_GE_2_4`, `is_torch_greater_or_equal(...)`, `TORCH_2_3_PLUS`).
+_VERSION_TEST = re.compile(r"version|hasattr\(|torch\w*_(?:ge|gt|le|lt|greater|less|older|newer|at_least|before)"
+                           r"(?:_|\b)|torch_?\d", re.I)
 _TYPE_CHECKS = frozenset({"builtins.isinstance", "builtins.issubclass"})
 _LEAVES = frozenset({"GradScaler", "autocast"})
 # The old autocast classes take (enabled, dtype, cache_enabled); torch.autocast takes
@@ -66,7 +69,8 @@ class DeprecatedAmpApi(Rule):
     (`torch>=2.0`); without that declaration it is flagged. Uses in an
     `except (ImportError, AttributeError, TypeError):` fallback or under a torch
     version test (`if TORCH_VERSION < (2, 4):`, `hasattr(torch.amp, "GradScaler")`)
-    are taken as deliberate support for old torch and stay quiet, and so are
+    are taken as deliberate support for old torch and stay quiet (no finding, so no
+    fix rewrites them), as are uses after an early `return` under such a test, and so are
     references that only recognise the old API (`func is torch.cuda.amp.autocast`,
     an element of a set or list of supported context managers,
     `isinstance(ctx, torch.cuda.amp.autocast)`). `torch.cuda.amp.custom_fwd`/`custom_bwd` are not
@@ -136,6 +140,28 @@ class DeprecatedAmpApi(Rule):
                 autocast = torch.autocast
             else:
                 autocast = torch.cuda.amp.autocast
+            """
+        ),
+        Valid(
+            """
+            # a helper that returns the new API where torch has it, the old one after that
+            import torch
+            from packaging import version
+            def mixed_precision(enabled):
+                if version.parse(torch.__version__) >= version.parse("2.4"):
+                    return torch.autocast("cuda", enabled=enabled)
+                return torch.cuda.amp.autocast(enabled=enabled)
+
+            def make_autocast():
+                if _TORCH_GE_2_4:
+                    return torch.autocast("cuda")
+                return torch.cuda.amp.autocast()
+
+            def make_scaler():
+                if not hasattr(torch.amp, "GradScaler"):
+                    from torch.cuda.amp import GradScaler
+                    return GradScaler()
+                return torch.amp.GradScaler("cuda")
             """
         ),
         Valid(
@@ -305,6 +331,18 @@ class DeprecatedAmpApi(Rule):
         if deprecated and not self._compatibility_fallback(node):
             self.report(node, _message(*deprecated))
 
+    def _after_version_return(self, block: cst.CSTNode, stmt: cst.CSTNode) -> bool:
+        """``stmt`` follows, in the same block, an ``if <torch version test>:`` that returns: the old
+        API is the fallback for the torch versions the test turned away."""
+        body = list(block.body)
+        if stmt not in body:
+            return False
+        for prior in body[:body.index(stmt)]:
+            if isinstance(prior, cst.If) and _returns(prior.body) \
+                    and _VERSION_TEST.search(self.model.module.code_for_node(prior.test)):
+                return True
+        return False
+
     def _compatibility_fallback(self, node: cst.CSTNode) -> bool:
         """Old torch support: `except (ImportError, AttributeError):` after trying the new
         API, or a branch on `torch.__version__` / `hasattr(torch.amp, ...)`."""
@@ -317,10 +355,18 @@ class DeprecatedAmpApi(Rule):
             elif isinstance(anc, (cst.If, cst.IfExp)) and child is not anc.test \
                     and _VERSION_TEST.search(model.module.code_for_node(anc.test)):
                 return True
+            elif isinstance(anc, (cst.IndentedBlock, cst.Module)) and self._after_version_return(anc, child):
+                return True
             elif isinstance(anc, (cst.FunctionDef, cst.ClassDef)):
                 return False
             child = anc
         return False
+
+
+def _returns(block: cst.CSTNode) -> bool:
+    return any(isinstance(small, (cst.Return, cst.Raise))
+               for stmt in getattr(block, "body", ())
+               for small in (stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ()))
 
 
 def _message(*names: str) -> str:

@@ -214,7 +214,7 @@ def test_crashing_rule_yields_internal_error_and_keeps_other_findings(tmp_path):
             raise ZeroDivisionError("kaput")
         m.DataParallel.visit_Call = boom
         from lint_rules.cli import main
-        sys.exit(main(["lint", "--format", "json", "t.py"]))
+        sys.exit(main(["lint", "--preview", "--format", "json", "t.py"]))
         """
     )
     r = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=60)

@@ -33,7 +33,34 @@ def test_flake8_matches_torchcheck(tmp_path):
     theirs = _run(sys.executable, "-m", "flake8", "--isolated", "--select", "TRN", "train.py", cwd=tmp_path)
     assert ours.returncode == 1 and theirs.returncode == 1, theirs.stderr
     assert theirs.stdout.splitlines() == ours.stdout.splitlines()
-    assert [line.split(": ")[1].split()[0] for line in theirs.stdout.splitlines()] == ["TRN301", "TRN101"]
+    assert [line.split(": ")[1].split()[0] for line in theirs.stdout.splitlines()] == ["TRN101"]  # TRN301: preview
+
+
+LOADS = "import torch\nstate = torch.load(path)\nmodel = torch.nn.DataParallel(model)\n"
+
+
+def test_flake8_applies_the_project_config_and_torch_bound(tmp_path):
+    """The nearest [tool.torchcheck] (here: preview on) and the project's torch bound apply through
+    flake8 as through `torchcheck lint`: TRN701 depends on whether torch < 2.6 is supported."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "train.py").write_text(LOADS)
+    for bound, expected in (("torch>=2.6", ["TRN301"]), ("torch>=2.1", ["TRN701", "TRN301"])):
+        (tmp_path / "pyproject.toml").write_text(
+            f'[project]\nname = "p"\ndependencies = ["{bound}"]\n[tool.torchcheck]\npreview = true\n')
+        ours = _run(sys.executable, "-m", "lint_rules", "lint", "--no-cache", "--format", "concise",
+                    "pkg/train.py", cwd=tmp_path)
+        theirs = _run(sys.executable, "-m", "flake8", "--isolated", "--select", "TRN", "pkg/train.py",
+                      cwd=tmp_path)
+        assert theirs.stdout.splitlines() == ours.stdout.splitlines(), (bound, theirs.stderr)
+        assert [line.split(": ")[1].split()[0] for line in theirs.stdout.splitlines()] == expected, bound
+
+
+def test_flake8_names_a_bad_configuration_instead_of_crashing(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.torchcheck]\npreview = "yes"\n')
+    (tmp_path / "train.py").write_text(LOADS)
+    r = _run(sys.executable, "-m", "flake8", "--isolated", "--select", "TRN", "train.py", cwd=tmp_path)
+    assert "Traceback" not in r.stderr
+    assert "TRN001 torchcheck configuration error" in r.stdout and "preview" in r.stdout and "'yes'" in r.stdout
 
 
 def test_flake8_select_other_codes_runs_nothing_of_ours(tmp_path):

@@ -50,3 +50,27 @@ def test_invalid_notebook_is_a_finding_not_a_traceback(tmp_path):
     r = _run("bad.ipynb", cwd=tmp_path)
     assert r.returncode == 1 and "TRN000" in r.stdout and "not a valid notebook" in r.stdout
     assert "Traceback" not in r.stderr
+
+
+def test_magics_as_a_blocks_only_statements_are_not_syntax_errors(tmp_path):
+    """An `elif` (or `for`, `with`, `def`) whose body is only magics and shell escapes is valid IPython:
+    no TRN000, and the later cells are still linted (their TRN101 is found)."""
+    cells = [
+        {"cell_type": "code", "source": ["import torch\n", "if mode == 'a':\n", "    x = 1\n",
+                                         "elif mode == 'b':\n", "    %time prepare()\n",
+                                         "    !nvidia-smi\n", "else:\n", "  %env X=1\n",
+                                         "files = !ls *.csv\n", "gpu, = %sx nvidia-smi -L\n",
+                                         "for f in files:\n", "    !cat $f\n", "def show():\n",
+                                         "    %matplotlib inline"]},
+        CELLS[1], CELLS[3],
+    ]
+    _write(tmp_path / "nb.ipynb", cells)
+    data = json.loads(_run("--format", "json", "nb.ipynb", cwd=tmp_path).stdout)
+    assert [(f["cell"], f["code"]) for f in data] == [(3, "TRN101")]
+
+
+def test_a_notebook_cell_that_is_not_python_is_still_a_syntax_error(tmp_path):
+    cells = [{"cell_type": "code", "source": ["import torch\n", "if x:\n", "print(1\n"]}]
+    _write(tmp_path / "nb.ipynb", cells)
+    data = json.loads(_run("--format", "json", "nb.ipynb", cwd=tmp_path).stdout)
+    assert [f["code"] for f in data] == ["TRN000"]

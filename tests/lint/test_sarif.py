@@ -122,7 +122,7 @@ def test_sarif_reports_failed_execution(tmp_path, validator):
             raise ZeroDivisionError("kaput")
         m.DataParallel.visit_Call = boom
         from lint_rules.cli import main
-        sys.exit(main(["lint", "--no-cache", "--format", "sarif", "t.py", "unreadable.py"]))
+        sys.exit(main(["lint", "--no-cache", "--preview", "--format", "sarif", "t.py", "unreadable.py"]))
         """
     )
     r = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=60)

@@ -8,7 +8,11 @@ BUGGY = "import torch\nmodel = torch.nn.DataParallel(model)\n"
 CLEAN = "import torch\n\ndef test_ok():\n    assert torch is not None\n"
 
 
+PREVIEW = '[tool.torchcheck]\npreview = true\n'  # TRN301 is a preview rule
+
+
 def test_lint_items_pass_and_fail(pytester, inner):
+    pytester.makefile(".toml", pyproject=PREVIEW)
     pytester.makepyfile(helper=BUGGY, test_a=CLEAN)
     result = inner.run("--torchcheck-lint")
     result.assert_outcomes(passed=2, failed=1)  # test_ok, lint(test_a.py) pass; lint(helper.py) fails
@@ -29,6 +33,7 @@ def test_ini_enables_and_config_applies(pytester, inner):
 
 
 def test_results_are_cached_and_torch_is_not_imported(pytester, inner):
+    pytester.makefile(".toml", pyproject=PREVIEW)
     pytester.makepyfile(helper=BUGGY, conftest=(
         "import sys\n"
         "def pytest_sessionfinish(session):\n"

@@ -1,0 +1,94 @@
+"""The preview tier, as Ruff's: off by default, on with --preview / preview = true, or by exact code."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from lint_rules import registry
+from lint_rules.config import load
+from lint_rules.errors import ConfigError
+
+# TRN301 (preview: real code builds DataParallel on purpose) and TRN101 (default).
+SOURCE = """\
+import torch
+model = torch.nn.DataParallel(model)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for x in loader:
+    loss = model(x)
+    loss.backward()
+    opt.zero_grad()
+    opt.step()
+"""
+
+
+def _codes(tmp_path, *args: str, config: str | None = None) -> list[str]:
+    (tmp_path / "train.py").write_text(SOURCE)
+    if config is not None:
+        (tmp_path / "pyproject.toml").write_text(config)
+    r = subprocess.run([sys.executable, "-m", "lint_rules", "lint", "--no-cache", "--format", "json", *args,
+                        "train.py"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert r.returncode in (0, 1), r.stderr
+    return [f["code"] for f in json.loads(r.stdout)]
+
+
+def test_trn301_is_a_preview_rule():
+    assert registry.is_preview("TRN301") and not registry.is_preview("TRN101")
+
+
+@pytest.mark.parametrize(("args", "config", "expected"), [
+    ((), None, ["TRN101"]),                                        # preview rules are off by default
+    (("--select", "ALL"), None, ["TRN101"]),                       # ALL means the default tier ...
+    (("--select", "TRN3"), None, []),                              # ... and so does a prefix
+    (("--preview",), None, ["TRN301", "TRN101"]),                  # --preview turns them on
+    (("--select", "TRN3", "--preview"), None, ["TRN301"]),
+    (("--select", "TRN301"), None, ["TRN301"]),                    # an exact code selects it anyway
+    (("--extend-select", "TRN301"), None, ["TRN301", "TRN101"]),
+    ((), "[tool.torchcheck]\npreview = true\n", ["TRN301", "TRN101"]),
+    (("--no-preview",), "[tool.torchcheck]\npreview = true\n", ["TRN101"]),  # the flag wins
+    ((), '[tool.torchcheck]\nextend-select = ["TRN301"]\n', ["TRN301", "TRN101"]),
+    (("--preview", "--ignore", "TRN301"), None, ["TRN101"]),
+])
+def test_preview_selection(tmp_path, args, config, expected):
+    assert _codes(tmp_path, *args, config=config) == expected
+
+
+def test_rules_lists_the_tier(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "lint_rules", "rules", "--format", "json"],
+                       capture_output=True, text=True, timeout=60)
+    tiers = {e["code"]: e["preview"] for e in json.loads(r.stdout)}
+    assert tiers["TRN301"] is True and tiers["TRN101"] is False
+    text = subprocess.run([sys.executable, "-m", "lint_rules", "rules"], capture_output=True, text=True,
+                          timeout=60).stdout
+    line = next(ln for ln in text.splitlines() if ln.startswith("TRN301"))
+    assert line.endswith("(preview)")
+
+
+@pytest.mark.parametrize("value", ['"yes"', "1", "[true]"])
+def test_bad_preview_value_is_named(tmp_path, value):
+    path = tmp_path / "pyproject.toml"
+    path.write_text(f"[tool.torchcheck]\npreview = {value}\n")
+    with pytest.raises(ConfigError) as e:
+        load(path)
+    assert "preview" in str(e.value) and "true or false" in str(e.value) and str(path) in str(e.value)
+
+
+def test_bad_preview_value_exits_2_without_traceback(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.torchcheck]\npreview = "on"\n')
+    (tmp_path / "train.py").write_text(SOURCE)
+    r = subprocess.run([sys.executable, "-m", "lint_rules", "lint", "train.py"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "preview" in r.stderr and "'on'" in r.stderr
+
+
+def test_text_output_shows_severity(tmp_path):
+    (tmp_path / "train.py").write_text(SOURCE)
+    r = subprocess.run([sys.executable, "-m", "lint_rules", "lint", "--no-cache", "--preview", "train.py"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    lines = r.stdout.splitlines()
+    assert lines[0] == "train.py:2:9: TRN301 [warning] nn.DataParallel is slow and unmaintained; use DistributedDataParallel"
+    assert lines[1].startswith("train.py:6:5: TRN101 [error] ") or lines[1].startswith("train.py:7:5: TRN101 [error] ")
