@@ -2,8 +2,8 @@
 
 A case is CAUGHT when the file before its fix is reported with the expected code, and AFTER-CLEAN
 when the file after the fix is not. Files are linted the way `torchcheck lint --isolated` lints them
-(`lint_rules.runner.lint_bytes`, the default rule selection, the project facts read from the file's
-folder), one case at a time.
+(`lint_rules.runner.lint_bytes`, every rule including the preview tier, since this measures what the
+rules can see; the project facts read from the file's folder), one case at a time.
 
     python benchmarks/realbugs/score.py --root /tmp/realbugs-data   # cases fetched by fetch_cases.py
     python benchmarks/realbugs/score.py --no-cases                  # only the reductions/ folder
@@ -51,7 +51,7 @@ def codes_reported(path: Path) -> tuple[str, ...] | None:
         data = path.read_bytes()
     except OSError:
         return None
-    codes = tuple(sorted(registry.default_codes()))
+    codes = tuple(sorted(registry.default_codes(preview=True)))  # recall of every rule, preview too
     result = lint_bytes(data, str(path), codes, project_for(str(path.parent)))
     return tuple(sorted({f.code for f in result.findings}))
 
