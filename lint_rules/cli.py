@@ -135,23 +135,42 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# What a shell reports for a process that SIGPIPE ended (128 + 13): `torchcheck ... | head` under
+# `set -o pipefail` fails as `yes | head` does, without a traceback.
+EXIT_BROKEN_PIPE = 141
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
     try:
-        if args.command == "lint":
-            return _lint(args)
-        if args.command == "rules":
-            return _rules(args)
-        if args.command == "explain":
-            return _explain(args)
+        args = parser.parse_args(argv)  # --help may meet the closed pipe too
+        code = _dispatch(args)
+        if code is not None:
+            sys.stdout.flush()  # here, not at interpreter exit, where a closed pipe prints a traceback
+            return code
     except TorchcheckError as e:
         print(f"torchcheck: error: {e}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader (`| head`) has gone. As CPython's signal docs recommend: point standard output at
+        # devnull so the interpreter's final flush has nowhere to fail, and stop quietly.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     parser.print_help(sys.stderr)
     return EXIT_ERROR
+
+
+def _dispatch(args: argparse.Namespace) -> int | None:
+    if args.command == "lint":
+        return _lint(args)
+    if args.command == "rules":
+        return _rules(args)
+    if args.command == "explain":
+        return _explain(args)
+    return None
 
 
 # ------------------------------------------------------------------- lint

@@ -32,8 +32,8 @@ CLEAN = "import torch\nx = torch.zeros(3)\n"
 
 
 def run(*args: str, cwd: Path, stdin: str | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
-    full_env = {**os.environ, **(env or {})}
-    full_env.pop("PYTHONPATH", None)
+    # This checkout's package, whatever is installed: the subprocess runs the code under test.
+    full_env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "lint_rules", *args],
         cwd=cwd, input=stdin, capture_output=True, text=True, timeout=120, env=full_env,
@@ -537,3 +537,26 @@ def test_unused_and_unknown_suppressions_are_opt_in(tmp_path):
     # a rule that is not enabled is not judged
     r = run("lint", "--format", "json", "--select", "TRN3,TRN002", "t.py", cwd=tmp_path)
     assert 7 not in [f["line"] for f in json.loads(r.stdout)]
+
+
+# ----------------------------------------------------------- closed pipes
+def _run_into_closed_pipe(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """Run the CLI with standard output a pipe whose reader is already gone, as `| head` leaves it
+    once head has its lines: every write fails with EPIPE, deterministically."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        return subprocess.run([sys.executable, "-m", "lint_rules", *args], cwd=cwd, stdout=write_end,
+                              stderr=subprocess.PIPE, text=True, timeout=120,
+                              env={**os.environ, "PYTHONPATH": str(REPO)})
+    finally:
+        os.close(write_end)
+
+
+@pytest.mark.parametrize("args", [("explain", "TRN101"), ("rules",), ("rules", "--format", "json"),
+                                  ("lint", "--no-cache", "t.py"), ("lint", "--no-cache", "--format", "json", "t.py")])
+def test_closed_pipe_ends_quietly(tmp_path, args):
+    write(tmp_path, {"t.py": BUGGY_LOOP + DATA_PARALLEL})
+    r = _run_into_closed_pipe(*args, cwd=tmp_path)
+    assert r.stderr == "", r.stderr  # no BrokenPipeError traceback, no "Exception ignored"
+    assert r.returncode == 141  # 128 + SIGPIPE, what the shell reports for `yes | head`
