@@ -124,6 +124,9 @@ def build_parser() -> argparse.ArgumentParser:
     lint.add_argument("--show-fixes", action="store_true", help="with --fix: list the fixes applied")
     lint.add_argument("--exit-non-zero-on-fix", action="store_true",
                       help="with --fix: exit 1 when anything was fixed, even if nothing is left")
+    lint.add_argument("--respect-gitignore", action=argparse.BooleanOptionalAction, default=True,
+                      help="when walking a directory, skip what git ignores (.gitignore, .git/info/exclude, the "
+                           "global excludes file), as Ruff does (default: on; files named explicitly are always linted)")
     lint.add_argument("--no-default-path", action="store_true",
                       help="with no PATH, lint nothing instead of '.' (for pre-commit hooks)")
 
@@ -237,7 +240,11 @@ def _lint(args: argparse.Namespace) -> int:
     unfixable = unfixable_codes(cfg)
     results: list[FileResult] = []
     read_errors: list[str] = []
-    file_paths = discover([p for p in paths if p != "-"], cfg.exclude, cfg.root)
+    notes: list[str] = []
+    file_paths = discover([p for p in paths if p != "-"], cfg.exclude, cfg.root,
+                          respect_gitignore=args.respect_gitignore, notes=notes)
+    for note in notes:
+        print(f"torchcheck: warning: {note}", file=sys.stderr)
     stdin_name = args.stdin_filename or "-"
     stdin_result: FileResult | None = None
     if "-" in paths:

@@ -9,7 +9,8 @@ from pathlib import Path
 from lint_rules import cache, notebook, registry
 from lint_rules.config import Config, find_pyproject, load
 from lint_rules.diagnostics import UNSAFE, FileResult, Finding, FixedSource
-from lint_rules.files import matches
+from lint_rules.errors import DecodeError, FileError
+from lint_rules.files import matches, undecodable
 from lint_rules.project import ProjectInfo, read_project
 
 
@@ -88,10 +89,18 @@ def cached_result(job: Job) -> FileResult | None:
 
 
 def lint_file(job: Job) -> FileResult | str:
-    """Lint one file (runs in a worker process); a read error comes back as its message.
+    """Lint one file (runs in a worker process); a file that cannot be read, decoded or parsed
+    comes back as its message.
 
     In a fix run the result carries the fixed text (``result.fixed``); writing it is the caller's.
     """
+    try:
+        return _lint_file(job)
+    except FileError as e:
+        return f"torchcheck: error: {e}"
+
+
+def _lint_file(job: Job) -> FileResult | str:
     path, shown, codes, cache_dir = job[:4]
     mode = _fix_mode(job)
     unfixable = _unfixable(job)
@@ -170,8 +179,7 @@ def _lint_python(data: bytes, shown: str, codes: tuple[str, ...], project: Proje
     try:
         source = decode(data)
     except (UnicodeDecodeError, SyntaxError, LookupError) as e:
-        return FileResult(shown, [Finding(shown, 1, 1, 1, 1, registry.SYNTAX_ERROR.CODE, registry.SYNTAX_ERROR.NAME,
-                                          f"cannot decode file: {e}", registry.SYNTAX_ERROR.SEVERITY)])
+        raise DecodeError(undecodable(shown, data, e)) from None
     from lint_rules.engine import lint_source
 
     return lint_source(source, shown, codes, project, unfixable)

@@ -197,11 +197,12 @@ def test_syntax_error_is_reported_and_other_files_still_linted(tmp_path):
     assert data[0]["column"] >= 1
 
 
-def test_undecodable_file_is_a_finding_not_a_traceback(tmp_path):
+def test_undecodable_file_is_an_error_naming_it_not_a_traceback(tmp_path):
     (tmp_path / "bin.py").write_bytes(b"import torch\nx = '\xff\xfe'\n")
     r = run("lint", "bin.py", cwd=tmp_path)
-    assert r.returncode == 1
-    assert "TRN000" in r.stdout and "Traceback" not in r.stderr
+    assert r.returncode == 2  # as an unreadable file: it was not checked
+    assert "torchcheck: error: cannot decode bin.py: byte 0xff at line 2, column 6" in r.stderr
+    assert "TRN000" not in r.stdout and "Traceback" not in r.stderr
 
 
 def test_crashing_rule_yields_internal_error_and_keeps_other_findings(tmp_path):
