@@ -332,7 +332,9 @@ def test_no_command_is_usage_error():
 def _hook_entry() -> list[str]:
     text = (REPO / ".pre-commit-hooks.yaml").read_text()
     assert re.search(r"^- id: torchcheck$", text, re.M)
-    assert re.search(r"^\s+types: \[python\]$", text, re.M)
+    # notebooks and stubs too, and one process for all files: one summary line, not one per batch
+    assert re.search(r"^\s+types_or: \[python, pyi, jupyter\]$", text, re.M)
+    assert re.search(r"^\s+require_serial: true$", text, re.M)
     entry = re.search(r"^\s+entry: (.+)$", text, re.M).group(1).split()
     assert entry[0] == "torchcheck"
     return entry[1:]
@@ -349,6 +351,18 @@ def test_precommit_entry_with_staged_files(tmp_path):
     r = run(*_hook_entry(), "a.py", "b.py", cwd=tmp_path)
     assert r.returncode == 1
     assert "a.py:2:9: TRN301" in r.stdout and "c.py" not in r.stdout
+
+
+def test_precommit_entry_lints_notebooks_and_stubs_with_one_summary(tmp_path):
+    notebook = {"cells": [{"cell_type": "code", "source": DATA_PARALLEL, "metadata": {}, "outputs": [],
+                           "execution_count": None}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (tmp_path / "nb.ipynb").write_text(json.dumps(notebook))
+    write(tmp_path, {"a.py": DATA_PARALLEL, "stubs.pyi": DATA_PARALLEL})
+    r = run(*_hook_entry(), "a.py", "stubs.pyi", "nb.ipynb", cwd=tmp_path)
+    assert r.returncode == 1
+    assert "nb.ipynb:cell 1:2:9: TRN301" in r.stdout and "stubs.pyi:2:9: TRN301" in r.stdout
+    assert [line for line in r.stdout.splitlines() if line.startswith("Found")] == [
+        "Found 3 findings in 3 files (3 files checked)."]
 
 
 def test_console_script_installed():
