@@ -365,6 +365,17 @@ def test_precommit_entry_lints_notebooks_and_stubs_with_one_summary(tmp_path):
         "Found 3 findings in 3 files (3 files checked)."]
 
 
+def test_readme_install_and_hook_snippets_name_things_that_exist():
+    """No `rev:` a user cannot fetch (there is no tag yet), and no install from a package index that
+    does not carry the distribution (an unrelated project owns the name `torchcheck` on PyPI)."""
+    readme = (REPO / "README.md").read_text()
+    tags = subprocess.run(["git", "-C", str(REPO), "tag"], capture_output=True, text=True, timeout=60).stdout.split()
+    for rev in re.findall(r"^\s*rev: (\S+)", readme, re.M):
+        assert rev.startswith("<") or rev in tags, f"README pins the hook to {rev!r}, which does not exist"
+    for spec in re.findall(r"pip install (?:-e )?\"(pytest-torchcheck[^\"]*|[^\"]*torchcheck[^\"]*)\"", readme):
+        assert "git+" in spec or spec.startswith(("/", ".")), f"README installs {spec!r} from a package index"
+
+
 def test_console_script_installed():
     exe = shutil.which("torchcheck")
     assert exe, "the torchcheck console script is not on PATH"
