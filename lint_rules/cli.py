@@ -15,7 +15,7 @@ from lint_rules import __version__, cache, registry
 from lint_rules.config import Config, find_pyproject, load
 from lint_rules.diagnostics import SAFE, UNSAFE, FileResult, Finding
 from lint_rules.errors import TorchcheckError, UsageError
-from lint_rules.files import discover, display
+from lint_rules.files import discover, display, undecodable
 from lint_rules.output import FORMATS, fix_summary, fixed_listing, summary_of_fixes, write_report
 from lint_rules.runner import (cached_result, configured_codes, decode_with_encoding, fix_text, lint_file,
                                per_file_codes, project_for)
@@ -271,7 +271,11 @@ def _lint(args: argparse.Namespace) -> int:
     stdin_name = args.stdin_filename or "-"
     stdin_result: FileResult | None = None
     if "-" in paths:
-        source, encoding = decode_with_encoding(sys.stdin.buffer.read())
+        data = sys.stdin.buffer.read()
+        try:
+            source, encoding = decode_with_encoding(data)
+        except (UnicodeDecodeError, SyntaxError, LookupError) as e:
+            raise UsageError(undecodable(stdin_name, data, e)) from None
         shown = Path(stdin_name)
         stdin_codes = per_file_codes(shown, codes, cfg)
         project = project_for(str(Path.cwd()))

@@ -106,6 +106,16 @@ def test_undecodable_bytes_are_exit_2_naming_the_file(tmp_path, data, message):
         assert "good.py" in r.stdout
 
 
+def test_undecodable_or_too_deep_standard_input_is_exit_2(tmp_path):
+    for data, message in ((b"import torch\nx = '\xff'\n", "cannot decode t.py: byte 0xff at line 2, column 6"),
+                          (NESTED["binary operators"][0].encode(), "cannot lint t.py: ")):
+        r = subprocess.run([sys.executable, "-m", "lint_rules", "lint", "--stdin-filename", "t.py", "-"],
+                           cwd=tmp_path, input=data, capture_output=True, timeout=60,
+                           env={**os.environ, "PYTHONPATH": str(REPO)})
+        assert r.returncode == 2, r.stderr
+        assert f"torchcheck: error: {message}".encode() in r.stderr and b"Traceback" not in r.stderr
+
+
 def test_a_coding_cookie_makes_the_same_bytes_fine(tmp_path):
     (tmp_path / "latin.py").write_bytes(b"# -*- coding: latin-1 -*-\nimport torch\nx = '\xe9'\n")
     r = lint("latin.py", cwd=tmp_path)
