@@ -186,9 +186,11 @@ def undecodable(shown: str, data: bytes, error: Exception) -> str:
     if isinstance(error, UnicodeDecodeError):
         line = data.count(b"\n", 0, error.start) + 1
         column = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
-        return (f"cannot decode {shown}: byte 0x{data[error.start]:02x} at line {line}, column {column} is not "
-                f"valid {error.encoding}; save the file as UTF-8, or declare its encoding in a comment on line 1 "
-                f"or 2 (PEP 263: # -*- coding: latin-1 -*-)")
+        what = f"cannot decode {shown}: byte 0x{data[error.start]:02x} at line {line}, column {column} is not " \
+               f"valid {error.encoding}; save the file as UTF-8"
+        if shown.endswith(".ipynb"):
+            return what + " (a notebook is JSON, always UTF-8)"
+        return what + ", or declare its encoding in a comment on line 1 or 2 (PEP 263: # -*- coding: latin-1 -*-)"
     reason = error.msg if isinstance(error, SyntaxError) else str(error)  # a bad or unknown coding cookie
     if data.startswith(b"\xef\xbb\xbf") and reason.startswith("encoding problem"):
         reason = "it starts with a UTF-8 byte-order mark, but its coding comment declares another encoding"

@@ -161,8 +161,12 @@ def lint_bytes(data: bytes, shown: str, codes: tuple[str, ...], project: Project
 def _lint_notebook(data: bytes, shown: str, codes: tuple[str, ...], project: ProjectInfo,
                    unfixable: tuple[str, ...]) -> FileResult:
     try:
-        cells = notebook.code_cells(data.decode("utf-8"))
-    except (UnicodeDecodeError, notebook.NotebookError) as e:
+        text = data.decode("utf-8")  # JSON: always UTF-8
+    except UnicodeDecodeError as e:
+        raise DecodeError(undecodable(shown, data, e)) from None
+    try:
+        cells = notebook.code_cells(text)
+    except notebook.NotebookError as e:
         return FileResult(shown, [Finding(shown, 1, 1, 1, 1, registry.SYNTAX_ERROR.CODE, registry.SYNTAX_ERROR.NAME,
                                           str(e), registry.SYNTAX_ERROR.SEVERITY)])
     source, where = notebook.to_source(cells)

@@ -116,6 +116,14 @@ def test_undecodable_or_too_deep_standard_input_is_exit_2(tmp_path):
         assert f"torchcheck: error: {message}".encode() in r.stderr and b"Traceback" not in r.stderr
 
 
+def test_an_undecodable_notebook_is_exit_2_naming_it(tmp_path):
+    (tmp_path / "nb.ipynb").write_bytes(b'{"cells": [{"cell_type": "code", "source": "import torch # \xe9"}]}')
+    r = lint("nb.ipynb", cwd=tmp_path)
+    assert r.returncode == 2 and "TRN000" not in r.stdout
+    assert "torchcheck: error: cannot decode nb.ipynb: byte 0xe9 at line 1, column 64 is not valid utf-8; save the " \
+           "file as UTF-8 (a notebook is JSON, always UTF-8)" in r.stderr
+
+
 def test_a_coding_cookie_makes_the_same_bytes_fine(tmp_path):
     (tmp_path / "latin.py").write_bytes(b"# -*- coding: latin-1 -*-\nimport torch\nx = '\xe9'\n")
     r = lint("latin.py", cwd=tmp_path)
