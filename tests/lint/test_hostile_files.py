@@ -120,7 +120,7 @@ def test_an_undecodable_notebook_is_exit_2_naming_it(tmp_path):
     (tmp_path / "nb.ipynb").write_bytes(b'{"cells": [{"cell_type": "code", "source": "import torch # \xe9"}]}')
     r = lint("nb.ipynb", cwd=tmp_path)
     assert r.returncode == 2 and "TRN000" not in r.stdout
-    assert "torchcheck: error: cannot decode nb.ipynb: byte 0xe9 at line 1, column 64 is not valid utf-8; save the " \
+    assert "torchcheck: error: cannot decode nb.ipynb: byte 0xe9 at line 1, column 60 is not valid utf-8; save the " \
            "file as UTF-8 (a notebook is JSON, always UTF-8)" in r.stderr
 
 
