@@ -65,3 +65,9 @@ def test_outside_a_git_work_tree_a_gitignore_file_changes_nothing(tmp_path):
     write(tmp_path, {".gitignore": "a.py\n", "a.py": DATA_PARALLEL})
     r = run("lint", "--format", "json", ".", cwd=tmp_path)
     assert _paths(r) == {"a.py"} and r.stderr == ""
+
+
+def test_show_files_applies_gitignore(tmp_path):
+    _git_repo(tmp_path)
+    r = run("lint", "--show-files", ".", cwd=tmp_path)
+    assert r.stdout.splitlines() == ["a.py", "keep_pb2.py", "sub/s.py"]
