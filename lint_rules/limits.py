@@ -21,6 +21,7 @@ MAX_FILE_BYTES = 10 * 1024 * 1024
 # Below these, LibCST parses in well under a second whatever the file holds (measured:
 # 1,000 nested brackets, elifs, attribute links or unary operators each parse in < 1 s).
 _DEPTH = 100  # bracket nesting (CPython's limit is 200)
+_SAFE_BRACKETS = 500  # LibCST parses 1,000 nested brackets; about 3,000 crash it
 _SPAN = 20_000  # characters inside one outermost bracket pair
 _LINE = 2_000  # characters on one line
 _CONTINUED = 200  # backslash-continued lines in a row
@@ -72,7 +73,12 @@ def check_depth(source: str, path: str) -> SyntaxError | None:
     try:
         tree = compile(source, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
     except SyntaxError as e:
-        return e
+        # Nesting CPython refuses is LibCST's crash; other syntax LibCST may know better (syntax newer
+        # than this interpreter), so it decides, as it did before this check, unless the brackets alone
+        # are deep enough to crash it.
+        if "too many" in (e.msg or "") or _bracket_depth(source) > _SAFE_BRACKETS:
+            return e
+        return None
     except (RecursionError, MemoryError) as e:
         raise TooDeep(f"cannot lint {path}: it is nested too deeply to parse (CPython's parser gives up too: "
                       f"{str(e) or type(e).__name__}); the file was not checked") from None
@@ -85,6 +91,12 @@ def check_depth(source: str, path: str) -> SyntaxError | None:
         raise TooDeep(f"cannot lint {path}: its syntax tree is {depth} levels deep, over the limit of {MAX_DEPTH} "
                       "that torchcheck's parser handles safely; the file was not checked")
     return None
+
+
+def _bracket_depth(source: str) -> int:
+    from itertools import accumulate
+
+    return max(accumulate(1 if b in _OPEN else -1 for b in _BRACKET.findall(source)), default=0)
 
 
 def _depth(tree: object) -> int:

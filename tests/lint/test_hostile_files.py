@@ -196,6 +196,15 @@ def test_deep_but_reasonable_nesting_is_linted(tmp_path):
     assert r.stdout.startswith("t.py:") and "TRN301" in r.stdout and r.stderr == ""
 
 
+def test_syntax_newer_than_the_interpreter_is_still_left_to_libcst(tmp_path):
+    """A long line makes the depth check ask CPython; where CPython (3.11) does not know a PEP 695 type
+    alias but LibCST does, the file is linted as it was without the check."""
+    source = "import torch\ntype X = int\nx = [" + "1, " * 1000 + "]\n" + DATA_PARALLEL.replace("import torch\n", "")
+    write(tmp_path, {"t.py": source})
+    r = lint("--format", "json", "t.py", cwd=tmp_path)
+    assert '"code": "TRN301"' in r.stdout and "TRN000" not in r.stdout, r.stdout
+
+
 # ---------------------------------------------------------- atomic fixes
 _SLOW_DISK = """
 import os, sys, time
