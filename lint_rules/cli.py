@@ -15,7 +15,7 @@ from lint_rules import __version__, cache, registry
 from lint_rules.config import Config, find_pyproject, load
 from lint_rules.diagnostics import SAFE, UNSAFE, FileResult, Finding
 from lint_rules.errors import TorchcheckError, UsageError
-from lint_rules.files import discover, display
+from lint_rules.files import discover, display, undecodable
 from lint_rules.output import FORMATS, fix_summary, fixed_listing, summary_of_fixes, write_report
 from lint_rules.runner import (cached_result, configured_codes, decode_with_encoding, fix_text, lint_file,
                                per_file_codes, project_for)
@@ -127,6 +127,21 @@ def build_parser() -> argparse.ArgumentParser:
     lint.add_argument("--show-fixes", action="store_true", help="with --fix: list the fixes applied")
     lint.add_argument("--exit-non-zero-on-fix", action="store_true",
                       help="with --fix: exit 1 when anything was fixed, even if nothing is left")
+    lint.add_argument("--respect-gitignore", action=argparse.BooleanOptionalAction, default=True,
+                      help="when walking a directory, skip what git ignores (.gitignore, .git/info/exclude, the "
+                           "global excludes file), as Ruff does (default: on; files named explicitly are always linted)")
+    lint.add_argument("--add-noqa", action="store_true",
+                      help="end every line that has a finding with '# noqa: CODE' (merged into a noqa comment "
+                           "already there), so a legacy codebase starts clean; then exit 0")
+    lint.add_argument("--baseline", metavar="FILE",
+                      help="do not report the findings recorded in FILE (matched by file, code and the line's text, "
+                           "not its number)")
+    lint.add_argument("--write-baseline", action="store_true",
+                      help="with --baseline FILE: record every current finding in FILE and exit 0")
+    lint.add_argument("--show-files", action="store_true", help="list the files that would be linted, and exit")
+    lint.add_argument("--show-settings", action="store_true",
+                      help="print the settings that apply to the first PATH (configuration file, rules, torch bound), "
+                           "and exit")
     lint.add_argument("--no-default-path", action="store_true",
                       help="with no PATH, lint nothing instead of '.' (for pre-commit hooks)")
 
@@ -138,23 +153,42 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# What a shell reports for a process that SIGPIPE ended (128 + 13): `torchcheck ... | head` under
+# `set -o pipefail` fails as `yes | head` does, without a traceback.
+EXIT_BROKEN_PIPE = 141
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
     try:
-        if args.command == "lint":
-            return _lint(args)
-        if args.command == "rules":
-            return _rules(args)
-        if args.command == "explain":
-            return _explain(args)
+        args = parser.parse_args(argv)  # --help may meet the closed pipe too
+        code = _dispatch(args)
+        if code is not None:
+            sys.stdout.flush()  # here, not at interpreter exit, where a closed pipe prints a traceback
+            return code
     except TorchcheckError as e:
         print(f"torchcheck: error: {e}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader (`| head`) has gone. As CPython's signal docs recommend: point standard output at
+        # devnull so the interpreter's final flush has nowhere to fail, and stop quietly.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     parser.print_help(sys.stderr)
     return EXIT_ERROR
+
+
+def _dispatch(args: argparse.Namespace) -> int | None:
+    if args.command == "lint":
+        return _lint(args)
+    if args.command == "rules":
+        return _rules(args)
+    if args.command == "explain":
+        return _explain(args)
+    return None
 
 
 # ------------------------------------------------------------------- lint
@@ -209,6 +243,11 @@ def _check_fix_flags(args: argparse.Namespace, paths: list[str]) -> None:
     if args.fix and not args.diff and "-" in paths and len(paths) > 1:
         raise UsageError("--fix with standard input ('-') writes the fixed source to standard output; "
                          "lint standard input on its own")
+    if args.add_noqa and (args.fix or args.diff or "-" in paths):
+        given = "--fix" if args.fix else "--diff" if args.diff else "standard input ('-')"
+        raise UsageError(f"--add-noqa edits files in place; it cannot be combined with {given}")
+    if args.write_baseline and not args.baseline:
+        raise UsageError("--write-baseline needs --baseline FILE: the file to write")
 
 
 def _lint(args: argparse.Namespace) -> int:
@@ -223,11 +262,25 @@ def _lint(args: argparse.Namespace) -> int:
     unfixable = unfixable_codes(cfg)
     results: list[FileResult] = []
     read_errors: list[str] = []
-    file_paths = discover([p for p in paths if p != "-"], cfg.exclude, cfg.root)
+    notes: list[str] = []
+    file_paths = discover([p for p in paths if p != "-"], cfg.exclude, cfg.root,
+                          respect_gitignore=args.respect_gitignore, notes=notes)
+    for note in notes:
+        print(f"torchcheck: warning: {note}", file=sys.stderr)
+    if args.show_files:
+        for path in file_paths:
+            print(display(path))
+        return EXIT_OK
+    if args.show_settings:
+        return _show_settings(args, cfg, codes, paths)
     stdin_name = args.stdin_filename or "-"
     stdin_result: FileResult | None = None
     if "-" in paths:
-        source, encoding = decode_with_encoding(sys.stdin.buffer.read())
+        data = sys.stdin.buffer.read()
+        try:
+            source, encoding = decode_with_encoding(data)
+        except (UnicodeDecodeError, SyntaxError, LookupError) as e:
+            raise UsageError(undecodable(stdin_name, data, e)) from None
         shown = Path(stdin_name)
         stdin_codes = per_file_codes(shown, codes, cfg)
         project = project_for(str(Path.cwd()))
@@ -306,6 +359,23 @@ def _lint(args: argparse.Namespace) -> int:
         except OSError:
             return None
 
+    if args.add_noqa:
+        return _add_noqa(results, sources, failed, args.quiet)
+    if args.baseline:
+        from lint_rules import baseline
+
+        line_text = _line_text(lines_of)
+        path = Path(args.baseline)
+        if args.write_baseline:
+            n = baseline.write(path, findings, line_text)
+            if not args.quiet:
+                print(f"Wrote {n} finding{'' if n == 1 else 's'} to the baseline {args.baseline}.", file=sys.stderr)
+            return EXIT_ERROR if failed else EXIT_OK
+        findings, hidden, stale = baseline.split(findings, baseline.load(path), path.resolve().parent, line_text)
+        if not args.quiet and (hidden or stale):
+            print(f"torchcheck: {hidden} finding{'' if hidden == 1 else 's'} in the baseline {args.baseline} not "
+                  f"shown" + (f"; {stale} baseline entr{'y' if stale == 1 else 'ies'} matched nothing (fixed, or "
+                              "the line changed): --write-baseline drops them" if stale else ""), file=sys.stderr)
     report = dict(quiet=args.quiet, show_source=args.show_source, source_lines=lines_of,
                   with_statistics=args.statistics, checked_paths=[r.path for r in results],
                   successful=not failed, errors=read_errors + fix_errors,
@@ -324,6 +394,95 @@ def _lint(args: argparse.Namespace) -> int:
     failing = [f for f in findings if SEVERITIES.index(f.severity) >= fail_on]
     if failing and not args.exit_zero:
         return EXIT_FINDINGS
+    return EXIT_OK
+
+
+def _line_text(lines_of: Callable[[str], list[str] | None]) -> Callable[[Finding], str | None]:
+    """The text of a finding's line (in its notebook cell, for a notebook), each file read once."""
+    seen: dict[tuple[str, int | None], list[str] | None] = {}
+
+    def text(f: Finding) -> str | None:
+        key = (f.path, f.cell)
+        if key not in seen:
+            if f.cell is None:
+                seen[key] = lines_of(f.path)
+            else:
+                from lint_rules import notebook
+
+                try:
+                    cells = dict(notebook.code_cells(Path(f.path).read_text(encoding="utf-8")))
+                except (OSError, ValueError):
+                    cells = {}
+                seen[key] = cells.get(f.cell, "").splitlines()
+        lines = seen[key]
+        return lines[f.line - 1] if lines and 1 <= f.line <= len(lines) else None
+
+    return text
+
+
+def _add_noqa(results: list[FileResult], sources: dict[str, str], failed: bool, quiet: bool) -> int:
+    """``--add-noqa``: suppress every current finding where it is, so only new code is held to the rules."""
+    from lint_rules.fixes import add_noqa, write_atomic
+    from lint_rules.runner import decode_with_encoding as decode
+
+    added = files = 0
+    for r in results:
+        wanted: dict[int, set[str]] = {}
+        for f in r.findings:
+            if f.code not in registry.BUILTINS:  # a syntax error or a crash is not to be silenced
+                wanted.setdefault(f.line, set()).add(f.code)
+        if not wanted:
+            continue
+        if r.path.endswith(".ipynb"):
+            print(f"torchcheck: warning: {r.path}: --add-noqa does not edit notebooks", file=sys.stderr)
+            continue
+        try:
+            where = sources.get(r.path, r.path)
+            source, encoding = decode(Path(where).read_bytes())
+            new, n, skipped = add_noqa(source, wanted)
+            if n:
+                write_atomic(where, new, encoding)
+        except OSError as e:
+            print(f"torchcheck: error: cannot add noqa comments to {r.path}: {e.strerror}", file=sys.stderr)
+            failed = True
+            continue
+        if skipped:
+            print(f"torchcheck: warning: {r.path}: no comment can end line {', '.join(map(str, skipped))} (inside "
+                  "a multi-line string or continued with a backslash); add a suppression there by hand",
+                  file=sys.stderr)
+        added += n
+        files += bool(n)
+    if not quiet:
+        print(f"Added {added} noqa code{'' if added == 1 else 's'} to {files} file{'' if files == 1 else 's'}.")
+    return EXIT_ERROR if failed else EXIT_OK
+
+
+def _show_settings(args: argparse.Namespace, cfg: Config, codes: set[str], paths: list[str]) -> int:
+    """``--show-settings``: what applies to the first path, and where each part comes from."""
+    target = Path(next((p for p in paths if p != "-"), "."))
+    here = per_file_codes(target, codes, cfg)
+    project = project_for(str(target if target.is_dir() else target.parent))
+    bound = (f">= {project.torch_min_version[0]}.{project.torch_min_version[1]} (from {project.source})"
+             if project.torch_min_version else "none stated (rules assume any torch version)")
+    unfixable = unfixable_codes(cfg)
+    rows = [
+        ("path", display(target)),
+        ("configuration", f"{cfg.path} [tool.torchcheck]" if cfg.path else
+         ("none (--isolated)" if args.isolated else "none found: the defaults")),
+        ("rules", f"{len(here)}: {', '.join(sorted(here))}" if here else "none"),
+        ("turned off here by per-file-ignores", ", ".join(sorted(codes - here)) or "none"),
+        ("torch lower bound", bound),
+        ("fail on", args.fail_on or cfg.fail_on or "warning"),
+        ("unsafe fixes", "on" if (cfg.unsafe_fixes if args.unsafe_fixes is None else args.unsafe_fixes) else "off"),
+        ("unfixable", ", ".join(unfixable) or "none"),
+        ("exclude", ", ".join(cfg.exclude) or "none"),
+        ("respect .gitignore", "yes" if args.respect_gitignore else "no"),
+        ("cache", "off" if args.no_cache else (args.cache_dir or str(cfg.root / cache.DEFAULT_DIR))),
+        ("baseline", args.baseline or "none"),
+    ]
+    width = max(len(k) for k, _ in rows) + 1
+    for key, value in rows:
+        print(f"{key + ':':<{width}}  {value}")
     return EXIT_OK
 
 

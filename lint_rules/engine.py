@@ -16,7 +16,7 @@ from typing import Iterable
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from lint_rules import registry, suppression
+from lint_rules import limits, registry, suppression
 from lint_rules.analysis.model import FileModel
 from lint_rules.positions import positions_and_extents
 from lint_rules.project import ProjectInfo
@@ -57,6 +57,11 @@ def _lint_source(source: str, path: str, codes: Iterable[str] | None,
         return result
     if suppression.is_skip_file(source):
         result.skipped = True
+        return result
+    rejected = limits.check_depth(source, path)  # raises limits.TooDeep; LibCST would crash on it
+    if rejected is not None:
+        result.findings.append(_builtin_finding(path, registry.SYNTAX_ERROR, rejected.lineno or 1,
+                                                max(rejected.offset or 1, 1), f"SyntaxError: {rejected.msg}"))
         return result
     try:
         module = cst.parse_module(source)

@@ -13,3 +13,12 @@ class UsageError(TorchcheckError):
 
 class ConfigError(TorchcheckError):
     pass
+
+
+class FileError(TorchcheckError):
+    """One file could not be linted (unreadable, undecodable, nested too deeply): the run goes on with
+    the other files and exits 2. The message names the file."""
+
+
+class DecodeError(FileError):
+    pass

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path, PurePosixPath
 
 from lint_rules.errors import UsageError
@@ -43,38 +44,119 @@ def matches(path: Path, patterns: list[str], root: Path) -> bool:
     return False
 
 
-def discover(paths: list[str], excludes: list[str], root: Path) -> list[Path]:
+def discover(paths: list[str], excludes: list[str], root: Path, *, respect_gitignore: bool = False,
+             notes: list[str] | None = None) -> list[Path]:
     """Python files under ``paths``, sorted, each once.
 
     Files named explicitly are linted even if they are not ``*.py`` (as pre-commit
-    passes them), unless a configured exclude matches them.
+    passes them), unless a configured exclude matches them. Walking a directory skips
+    what git ignores (``respect_gitignore``), never follows a symbolic link to a
+    directory (so a link loop cannot recurse), and skips, with a line in ``notes``,
+    anything that is not a regular file (a FIFO would block the read forever), a
+    dangling or looping link, and files over ``MAX_FILE_BYTES``.
     """
+    from lint_rules.limits import MAX_FILE_BYTES
+
+    notes = [] if notes is None else notes
     out: dict[str, Path] = {}
+
+    def take(path: str, st: os.stat_result) -> None:
+        path = str(Path(path))  # "./a.py" and "a.py" are one file
+        if not stat.S_ISREG(st.st_mode):
+            notes.append(f"skipping {path}: not a regular file ({_kind(st.st_mode)})")
+        elif st.st_size > MAX_FILE_BYTES:
+            notes.append(f"skipping {path}: {st.st_size / 2**20:.1f} MiB, over the limit of "
+                         f"{MAX_FILE_BYTES // 2**20} MiB for one file")
+        else:
+            out[path] = Path(path)
+
     for raw in paths:
-        p = Path(raw)
-        if not p.exists():
-            raise UsageError(f"path {raw!r} does not exist")
-        if p.is_file():
-            if not matches(p, excludes, root):
-                out[str(p)] = p
+        try:
+            st = os.stat(raw)
+        except OSError as e:
+            raise UsageError(f"path {raw!r} {_missing(raw, e)}") from None
+        if not stat.S_ISDIR(st.st_mode):
+            if not matches(Path(raw), excludes, root):
+                take(raw, st)
             continue
-        for dirpath, dirnames, filenames in os.walk(p):
-            d = Path(dirpath)
-            keep = []
-            for name in sorted(dirnames):
-                sub = d / name
-                if name in DEFAULT_EXCLUDES or (sub / "pyvenv.cfg").exists() or name.endswith(".egg-info"):
+        ignored = git_ignored(raw, notes) if respect_gitignore else frozenset()
+        stack = [raw]
+        while stack:
+            directory = stack.pop()
+            try:
+                with os.scandir(directory) as it:
+                    entries = sorted(it, key=lambda e: e.name)
+            except OSError as e:
+                notes.append(f"skipping {Path(directory)}: cannot list it: {e.strerror}")
+                continue
+            subdirs = []
+            for entry in entries:
+                name = entry.name
+                if ignored and os.path.normpath(entry.path) in ignored:
                     continue
-                if matches(sub, excludes, root):
-                    continue
-                keep.append(name)
-            dirnames[:] = keep
-            for name in sorted(filenames):
-                if name.endswith((".py", ".ipynb")):
-                    f = d / name
-                    if not matches(f, excludes, root):
-                        out[str(f)] = f
+                try:
+                    is_dir = entry.is_dir(follow_symlinks=False)
+                except OSError:
+                    is_dir = False
+                if is_dir:
+                    if name in DEFAULT_EXCLUDES or name.endswith(".egg-info") \
+                            or os.path.exists(os.path.join(entry.path, "pyvenv.cfg")):
+                        continue
+                    if not matches(Path(entry.path), excludes, root):
+                        subdirs.append(entry.path)
+                elif name.endswith((".py", ".ipynb")) and not matches(Path(entry.path), excludes, root):
+                    try:
+                        take(entry.path, entry.stat())  # follows a link to a file
+                    except OSError as e:
+                        notes.append(f"skipping {Path(entry.path)}: {_missing(entry.path, e)}")
+            stack += reversed(subdirs)
     return [out[k] for k in sorted(out)]
+
+
+def _kind(mode: int) -> str:
+    for test, kind in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory")):
+        if test(mode):
+            return kind
+    return "a special file"
+
+
+def _missing(path: str, error: OSError) -> str:
+    """Why ``os.stat(path)`` failed, in words."""
+    import errno
+
+    if error.errno == errno.ELOOP:
+        return "is a symbolic link loop"
+    if os.path.islink(path):
+        return f"is a symbolic link to {os.readlink(path)!r}, which does not exist"
+    if error.errno == errno.ENOENT:
+        return "does not exist"
+    return f"cannot be read: {error.strerror}"
+
+
+def git_ignored(directory: str, notes: list[str]) -> frozenset[str]:
+    """The paths under ``directory`` that git ignores, normalised as ``os.path.normpath(os.path.join(directory,
+    name))``; a wholly ignored directory is one entry. Empty outside a git work tree.
+
+    Git itself answers, so every source of ignore rules counts exactly as git counts it: nested
+    ``.gitignore`` files, ``.git/info/exclude``, the global ``core.excludesFile``, negations; and a
+    tracked file is never ignored, as in git.
+    """
+    import subprocess  # here: a run that walks no directory does not pay for it
+
+    try:
+        proc = subprocess.run(["git", "-C", directory, "ls-files", "-z", "--others", "--ignored",
+                               "--exclude-standard", "--directory"], capture_output=True, timeout=120)
+    except (OSError, subprocess.SubprocessError):
+        return frozenset()  # no git: nothing can be ignored by it
+    if proc.returncode != 0:
+        message = proc.stderr.decode(errors="replace").strip()
+        if "not a git repository" not in message:
+            first = message.splitlines()[0] if message else f"exit status {proc.returncode}"
+            notes.append(f".gitignore is not applied under {directory}: git says: {first}")
+        return frozenset()
+    return frozenset(os.path.normpath(os.path.join(directory, os.fsdecode(rel)))
+                     for rel in proc.stdout.split(b"\0") if rel)
 
 
 def display(path: Path) -> str:
@@ -97,3 +179,19 @@ def _real_cwd() -> str:
 
 
 _CWD: dict[str, str] = {}
+
+
+def undecodable(shown: str, data: bytes, error: Exception) -> str:
+    """Why ``data`` (the file ``shown``) cannot be decoded, where, and what to do about it."""
+    if isinstance(error, UnicodeDecodeError):
+        line = data.count(b"\n", 0, error.start) + 1
+        column = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
+        what = f"cannot decode {shown}: byte 0x{data[error.start]:02x} at line {line}, column {column} is not " \
+               f"valid {error.encoding}; save the file as UTF-8"
+        if shown.endswith(".ipynb"):
+            return what + " (a notebook is JSON, always UTF-8)"
+        return what + ", or declare its encoding in a comment on line 1 or 2 (PEP 263: # -*- coding: latin-1 -*-)"
+    reason = error.msg if isinstance(error, SyntaxError) else str(error)  # a bad or unknown coding cookie
+    if data.startswith(b"\xef\xbb\xbf") and reason.startswith("encoding problem"):
+        reason = "it starts with a UTF-8 byte-order mark, but its coding comment declares another encoding"
+    return f"cannot decode {shown}: {reason}"

@@ -128,3 +128,56 @@ def unified_diff(path: str, before: str, after: str) -> str:
     for line in lines:
         out.append(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n")
     return "".join(out)
+
+
+_NOQA_CODES = re.compile(r"(#\s*noqa:\s*)([A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*)", re.I)
+
+
+def add_noqa(source: str, codes_by_line: dict[int, set[str]]) -> tuple[str, int, list[int]]:
+    """``--add-noqa``: end each line in ``codes_by_line`` with ``# noqa: CODES``, merged into a
+    ``# noqa: ...`` comment already there, after any other comment.
+
+    Returns the new source, the number of codes added, and the lines left alone because no
+    comment can end them (inside a multi-line string, or continued with a backslash).
+    """
+    import io
+    import tokenize
+
+    commentable: set[int] = set()  # lines ended by a token after which a comment may follow
+    comments: dict[int, tuple[int, str]] = {}
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if tok.type in (tokenize.NEWLINE, tokenize.NL):
+                commentable.add(tok.start[0])
+            elif tok.type == tokenize.COMMENT:
+                comments[tok.start[0]] = (tok.start[1], tok.string)
+                commentable.add(tok.start[0])
+            elif tok.type == tokenize.ENDMARKER:
+                commentable.add(tok.start[0] - 1)  # a last line without a newline
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return source, 0, sorted(codes_by_line)
+    lines = source.splitlines(keepends=True)
+    added = 0
+    skipped = []
+    for number, codes in sorted(codes_by_line.items()):
+        if number not in commentable or not 1 <= number <= len(lines):
+            skipped.append(number)
+            continue
+        line = lines[number - 1]
+        body = line.rstrip("\r\n")
+        ending = line[len(body):]
+        comment = comments.get(number)
+        existing = _NOQA_CODES.search(comment[1]) if comment else None
+        if existing is not None:
+            have = [c for c in re.split(r"[\s,]+", existing.group(2)) if c]
+            new = [c for c in sorted(codes) if c.upper() not in {h.upper() for h in have}]
+            merged = existing.group(1) + ", ".join(have + new)
+            start = comment[0]
+            text = comment[1][:existing.start()] + merged + comment[1][existing.end():]
+            body = body[:start] + text + body[start + len(comment[1]):]
+        else:
+            new = sorted(codes)
+            body = f"{body.rstrip()}  # noqa: {', '.join(new)}" if body.strip() else body
+        added += len(new)
+        lines[number - 1] = body + ending
+    return "".join(lines), added, skipped

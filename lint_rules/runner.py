@@ -9,7 +9,8 @@ from pathlib import Path
 from lint_rules import cache, notebook, registry
 from lint_rules.config import Config, find_pyproject, load
 from lint_rules.diagnostics import UNSAFE, FileResult, Finding, FixedSource
-from lint_rules.files import matches
+from lint_rules.errors import DecodeError, FileError
+from lint_rules.files import matches, undecodable
 from lint_rules.project import ProjectInfo, read_project
 
 
@@ -90,10 +91,18 @@ def cached_result(job: Job) -> FileResult | None:
 
 
 def lint_file(job: Job) -> FileResult | str:
-    """Lint one file (runs in a worker process); a read error comes back as its message.
+    """Lint one file (runs in a worker process); a file that cannot be read, decoded or parsed
+    comes back as its message.
 
     In a fix run the result carries the fixed text (``result.fixed``); writing it is the caller's.
     """
+    try:
+        return _lint_file(job)
+    except FileError as e:
+        return f"torchcheck: error: {e}"
+
+
+def _lint_file(job: Job) -> FileResult | str:
     path, shown, codes, cache_dir = job[:4]
     mode = _fix_mode(job)
     unfixable = _unfixable(job)
@@ -154,8 +163,12 @@ def lint_bytes(data: bytes, shown: str, codes: tuple[str, ...], project: Project
 def _lint_notebook(data: bytes, shown: str, codes: tuple[str, ...], project: ProjectInfo,
                    unfixable: tuple[str, ...]) -> FileResult:
     try:
-        cells = notebook.code_cells(data.decode("utf-8"))
-    except (UnicodeDecodeError, notebook.NotebookError) as e:
+        text = data.decode("utf-8")  # JSON: always UTF-8
+    except UnicodeDecodeError as e:
+        raise DecodeError(undecodable(shown, data, e)) from None
+    try:
+        cells = notebook.code_cells(text)
+    except notebook.NotebookError as e:
         return FileResult(shown, [Finding(shown, 1, 1, 1, 1, registry.SYNTAX_ERROR.CODE, registry.SYNTAX_ERROR.NAME,
                                           str(e), registry.SYNTAX_ERROR.SEVERITY)])
     source, where = notebook.to_source(cells)
@@ -172,8 +185,7 @@ def _lint_python(data: bytes, shown: str, codes: tuple[str, ...], project: Proje
     try:
         source = decode(data)
     except (UnicodeDecodeError, SyntaxError, LookupError) as e:
-        return FileResult(shown, [Finding(shown, 1, 1, 1, 1, registry.SYNTAX_ERROR.CODE, registry.SYNTAX_ERROR.NAME,
-                                          f"cannot decode file: {e}", registry.SYNTAX_ERROR.SEVERITY)])
+        raise DecodeError(undecodable(shown, data, e)) from None
     from lint_rules.engine import lint_source
 
     return lint_source(source, shown, codes, project, unfixable)

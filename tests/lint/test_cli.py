@@ -32,8 +32,8 @@ CLEAN = "import torch\nx = torch.zeros(3)\n"
 
 
 def run(*args: str, cwd: Path, stdin: str | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
-    full_env = {**os.environ, **(env or {})}
-    full_env.pop("PYTHONPATH", None)
+    # This checkout's package, whatever is installed: the subprocess runs the code under test.
+    full_env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "lint_rules", *args],
         cwd=cwd, input=stdin, capture_output=True, text=True, timeout=120, env=full_env,
@@ -197,11 +197,12 @@ def test_syntax_error_is_reported_and_other_files_still_linted(tmp_path):
     assert data[0]["column"] >= 1
 
 
-def test_undecodable_file_is_a_finding_not_a_traceback(tmp_path):
+def test_undecodable_file_is_an_error_naming_it_not_a_traceback(tmp_path):
     (tmp_path / "bin.py").write_bytes(b"import torch\nx = '\xff\xfe'\n")
     r = run("lint", "bin.py", cwd=tmp_path)
-    assert r.returncode == 1
-    assert "TRN000" in r.stdout and "Traceback" not in r.stderr
+    assert r.returncode == 2  # as an unreadable file: it was not checked
+    assert "torchcheck: error: cannot decode bin.py: byte 0xff at line 2, column 6" in r.stderr
+    assert "TRN000" not in r.stdout and "Traceback" not in r.stderr
 
 
 def test_crashing_rule_yields_internal_error_and_keeps_other_findings(tmp_path):
@@ -331,7 +332,9 @@ def test_no_command_is_usage_error():
 def _hook_entry() -> list[str]:
     text = (REPO / ".pre-commit-hooks.yaml").read_text()
     assert re.search(r"^- id: torchcheck$", text, re.M)
-    assert re.search(r"^\s+types: \[python\]$", text, re.M)
+    # notebooks and stubs too, and one process for all files: one summary line, not one per batch
+    assert re.search(r"^\s+types_or: \[python, pyi, jupyter\]$", text, re.M)
+    assert re.search(r"^\s+require_serial: true$", text, re.M)
     entry = re.search(r"^\s+entry: (.+)$", text, re.M).group(1).split()
     assert entry[0] == "torchcheck"
     return entry[1:]
@@ -348,6 +351,29 @@ def test_precommit_entry_with_staged_files(tmp_path):
     r = run(*_hook_entry(), "a.py", "b.py", cwd=tmp_path)
     assert r.returncode == 1
     assert "a.py:2:9: TRN301" in r.stdout and "c.py" not in r.stdout
+
+
+def test_precommit_entry_lints_notebooks_and_stubs_with_one_summary(tmp_path):
+    notebook = {"cells": [{"cell_type": "code", "source": DATA_PARALLEL, "metadata": {}, "outputs": [],
+                           "execution_count": None}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (tmp_path / "nb.ipynb").write_text(json.dumps(notebook))
+    write(tmp_path, {"a.py": DATA_PARALLEL, "stubs.pyi": DATA_PARALLEL})
+    r = run(*_hook_entry(), "a.py", "stubs.pyi", "nb.ipynb", cwd=tmp_path)
+    assert r.returncode == 1
+    assert "nb.ipynb:cell 1:2:9: TRN301" in r.stdout and "stubs.pyi:2:9: TRN301" in r.stdout
+    assert [line for line in r.stdout.splitlines() if line.startswith("Found")] == [
+        "Found 3 findings in 3 files (3 files checked)."]
+
+
+def test_readme_install_and_hook_snippets_name_things_that_exist():
+    """No `rev:` a user cannot fetch (there is no tag yet), and no install from a package index that
+    does not carry the distribution (an unrelated project owns the name `torchcheck` on PyPI)."""
+    readme = (REPO / "README.md").read_text()
+    tags = subprocess.run(["git", "-C", str(REPO), "tag"], capture_output=True, text=True, timeout=60).stdout.split()
+    for rev in re.findall(r"^\s*rev: (\S+)", readme, re.M):
+        assert rev.startswith("<") or rev in tags, f"README pins the hook to {rev!r}, which does not exist"
+    for spec in re.findall(r"pip install (?:-e )?\"(pytest-torchcheck[^\"]*|[^\"]*torchcheck[^\"]*)\"", readme):
+        assert "git+" in spec or spec.startswith(("/", ".")), f"README installs {spec!r} from a package index"
 
 
 def test_console_script_installed():
@@ -537,3 +563,26 @@ def test_unused_and_unknown_suppressions_are_opt_in(tmp_path):
     # a rule that is not enabled is not judged
     r = run("lint", "--format", "json", "--select", "TRN3,TRN002", "t.py", cwd=tmp_path)
     assert 7 not in [f["line"] for f in json.loads(r.stdout)]
+
+
+# ----------------------------------------------------------- closed pipes
+def _run_into_closed_pipe(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """Run the CLI with standard output a pipe whose reader is already gone, as `| head` leaves it
+    once head has its lines: every write fails with EPIPE, deterministically."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        return subprocess.run([sys.executable, "-m", "lint_rules", *args], cwd=cwd, stdout=write_end,
+                              stderr=subprocess.PIPE, text=True, timeout=120,
+                              env={**os.environ, "PYTHONPATH": str(REPO)})
+    finally:
+        os.close(write_end)
+
+
+@pytest.mark.parametrize("args", [("explain", "TRN101"), ("rules",), ("rules", "--format", "json"),
+                                  ("lint", "--no-cache", "t.py"), ("lint", "--no-cache", "--format", "json", "t.py")])
+def test_closed_pipe_ends_quietly(tmp_path, args):
+    write(tmp_path, {"t.py": BUGGY_LOOP + DATA_PARALLEL})
+    r = _run_into_closed_pipe(*args, cwd=tmp_path)
+    assert r.stderr == "", r.stderr  # no BrokenPipeError traceback, no "Exception ignored"
+    assert r.returncode == 141  # 128 + SIGPIPE, what the shell reports for `yes | head`
