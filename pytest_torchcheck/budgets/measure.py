@@ -17,6 +17,7 @@ import re
 import statistics
 import sys
 import time
+import weakref
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, NamedTuple
@@ -36,13 +37,15 @@ _SKIP_DIRS = (os.path.dirname(torch.__file__) + os.sep, os.path.dirname(pytest_t
 class Site:
     file: str
     line: int
+    via: str = ""  # the torch function that made the call, when the user's line only led to it
 
     @property
     def source(self) -> str:  # read when a message is written, not on the measured path
         return linecache.getline(self.file, self.line).strip()
 
     def __str__(self) -> str:
-        return f"{short_path(self.file)}:{self.line}  {self.source}".rstrip()
+        text = f"{short_path(self.file)}:{self.line}  {self.source}".rstrip()
+        return f"{text} -> {self.via}" if self.via else text
 
 
 def short_path(path: str) -> str:
@@ -71,8 +74,7 @@ def call_site(depth: int = 2) -> Site:
 
 
 # ------------------------------------------------------------------ syncs
-# Calls that copy device data to the host or need a device result to size their output. Counted on every
-# device alike, so a CPU-only CI enforces the budget a GPU run would: a call is a sync wherever it runs.
+# Calls that copy device data to the host or need a device result to size their output.
 _SYNC_CALLS = {
     "item": ".item()", "tolist": ".tolist()", "numpy": ".numpy()", "cpu": ".cpu()",
     "__bool__": "bool(tensor) / if tensor", "__float__": "float(tensor)", "__int__": "int(tensor)",
@@ -82,6 +84,25 @@ _SYNC_CALLS = {
     "unique_consecutive": "unique_consecutive", "equal": "torch.equal", "allclose": "allclose",
     "is_nonzero": "is_nonzero",
 }
+# Which calls count on a CPU tensor, so that a CPU-only run counts what the same code syncs on a GPU:
+# a CPU tensor stands for a device tensor (model parameters, the batch, the loss all live on the CPU
+# only because the run has no GPU), except where it would be on the host in a GPU run too:
+# - torch's host-side machinery reads it: torch.optim (optimizers' step counters, which torch keeps on
+#   the host unless capturable or fused, and lr_scheduler) and torch.utils.data (samplers'
+#   randperm().tolist(), the worker seed). Those packages call .item()/.tolist() only on host tensors;
+#   their device-resident variants (capturable, fused) avoid the call altogether.
+# - it is a host scalar: a 0-dim tensor the region created with no device (torch.tensor(0.5),
+#   torch.full((), 2.0)) and did not move with .to()/.cuda(), or one computed from such scalars only.
+#   Only 0-dim: a CPU-only test creates its batch and model without a device too, and those stand
+#   for device tensors.
+# A tensor on an accelerator always counts. torch.amp's GradScaler is not host-side: its found_inf
+# lives on the device, and GradScaler.step reads it (one real sync per step, none with a fused optimizer).
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+_HOST_SIDE_DIRS = tuple(os.path.join(_TORCH_DIR, *d.split("/")) + os.sep for d in ("optim", "utils/data"))
+_FACTORIES = frozenset({
+    "tensor", "as_tensor", "scalar_tensor", "zeros", "ones", "full", "empty", "arange", "range", "linspace",
+    "logspace", "eye", "rand", "randn", "randint", "randperm"})
+_LITERAL_CPU = re.compile(r"""\.to\(\s*(?:device\s*=\s*)?(?:torch\.device\(\s*)?["']cpu["']""")
 
 
 def _is_mask(index: Any) -> bool:
@@ -101,12 +122,32 @@ def _to_cpu(args: tuple, kwargs: dict) -> bool:
     return False
 
 
+def _tensors(args: tuple, kwargs: dict) -> list:
+    found = []
+    for a in (*args, *kwargs.values()):
+        if isinstance(a, torch.Tensor):
+            found.append(a)
+        elif isinstance(a, (tuple, list)):
+            found.extend(t for t in a if isinstance(t, torch.Tensor))
+    return found
+
+
+def _torch_function_name(frame: Any) -> str:
+    """``torch.amp.grad_scaler.GradScaler._maybe_opt_step`` for a frame in torch's source."""
+    code = frame.f_code
+    qualname = getattr(code, "co_qualname", code.co_name).split(".<locals>")[0]
+    return f"{frame.f_globals.get('__name__', '?')}.{qualname}"
+
+
 class SyncCounter(TorchFunctionMode):
     """Counts host-device synchronisations by the Python call that forces them, with the call site."""
 
     def __init__(self) -> None:
         super().__init__()
         self.sites: Counter[tuple[str, Site]] = Counter()
+        # Tensors this region made on the host on purpose, by id. Not a WeakSet: its lookups compare
+        # tensors with ==, which is elementwise (and would itself be a counted call).
+        self.host: dict[int, weakref.ref] = {}
 
     @property
     def total(self) -> int:
@@ -123,9 +164,47 @@ class SyncCounter(TorchFunctionMode):
                 what = "torch.where(condition)"
             elif name == "to" and _to_cpu(args, kwargs):
                 what = ".to('cpu')"
-        if what is not None:
-            self.sites[(what, call_site())] += 1
+        if what is None:
+            out = func(*args, **kwargs)
+            if name in _FACTORIES:
+                if kwargs.get("device") is None and isinstance(out, torch.Tensor) and out.dim() == 0 \
+                        and not _tensors(args, kwargs):
+                    self._mark_host(out)
+            elif name in ("to", "cuda"):
+                self.host.pop(id(out), None)  # moved to "the device", even if that is the CPU it was on
+            elif self.host and isinstance(out, torch.Tensor):
+                inputs = _tensors(args, kwargs)
+                if inputs and all(self._is_host(t) for t in inputs):
+                    self._mark_host(out)
+            return out
+        if name == "to":
+            self.host.pop(id(args[0]), None)
+        tensors = _tensors(args, kwargs)
+        if tensors and all(t.device.type == "cpu" for t in tensors):
+            caller = sys._getframe(1)
+            if caller.f_code.co_filename.startswith(_HOST_SIDE_DIRS) or all(self._is_host(t) for t in tensors):
+                return func(*args, **kwargs)
+            if what == ".to('cpu')" and not _LITERAL_CPU.search(
+                    linecache.getline(caller.f_code.co_filename, caller.f_lineno)):
+                # x.to(device) with device == "cpu": a copy to the GPU, or nothing, in a GPU run; a
+                # read-back only when the line names the host itself (x.to("cpu")).
+                return func(*args, **kwargs)
+            site = call_site()
+        else:
+            caller = sys._getframe(1)
+            site = call_site()
+        if caller.f_code.co_filename.startswith(_TORCH_DIR):
+            site = Site(site.file, site.line, _torch_function_name(caller))
+        self.sites[(what, site)] += 1
         return func(*args, **kwargs)
+
+    def _mark_host(self, out: Any) -> None:
+        if isinstance(out, torch.Tensor):
+            self.host[id(out)] = weakref.ref(out)
+
+    def _is_host(self, t: torch.Tensor) -> bool:
+        ref = self.host.get(id(t))
+        return ref is not None and ref() is t
 
 
 # ------------------------------------------------------------------ CPU memory

@@ -72,7 +72,8 @@ def _syncs(m: Measurement, limit: int) -> Violation | None:
         lines.append(f"  {n}x {what} at {site}")
     lines.append("  likely cause: a value read back to the host in the region (.item(), .cpu(), .tolist(), printing, "
                  "nonzero, a boolean mask, a tensor in an `if`); keep it on the device (loss.detach()) and read it "
-                 "only when logging. Counted the same on CPU and GPU.")
+                 "only when logging. A CPU tensor counts as the device tensor it is in a GPU run; torch's "
+                 "reads of host tensors (optimizer step counters, samplers) and of host scalars do not count.")
     return Violation("syncs", f"syncs {total} > limit {limit}", lines)
 
 
