@@ -648,6 +648,7 @@ class Measurement:
     cpu_allocations: list[Allocation] = field(default_factory=list)  # the largest, by operator and call site
     cpu_sizes: list[tuple[int, int]] = field(default_factory=list)  # the largest allocation sizes, with counts
     cpu_remeasure: bool = False  # the allocator run outgrew pybind's instance table (see _grow_pybind_registry)
+    cpu_graphs: list[tuple[int, Site]] = field(default_factory=list)  # autograd nodes held, by the line that made them
     cuda_allocated: dict[int, int] = field(default_factory=dict)
     cuda_reserved: dict[int, int] = field(default_factory=dict)
     growth: dict[str, list[int]] = field(default_factory=dict)  # device -> bytes held after each repeated run
@@ -678,11 +679,76 @@ def attribute_cpu_memory(fn: Callable[[], Any], m: Measurement) -> None:
     if m.cpu_allocations or cpu_in_use is None:
         return
     counter = OpCounter(count=False, memory=True)
-    with counter:
+    keepers = GraphKeepers()
+    with counter, keepers:
         fn()
     counter.finish()
     m.runs += 1
     m.cpu_allocations = counter.largest()
+    m.cpu_graphs = keepers.largest
+
+
+class GraphKeepers(TorchFunctionMode):
+    """Which line's tensors hold the largest autograd graphs when the user's code returns from the region.
+
+    A tensor kept with its graph (``running_loss += loss``) keeps every step's graph alive: the saved
+    tensors while no backward ran, the nodes (host memory outside torch's allocator) after it. The
+    largest allocations then name kernels; this names the line whose result holds the graph. Every
+    tensor-producing call with a ``grad_fn`` is remembered by call site (weakly), and when the region's
+    outermost user frame returns (a profile hook, so its locals are still alive), the graphs reachable
+    from each site's live results are counted. Made only for a failing cpu_memory budget.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.outputs: dict[Site, list] = {}
+        self.largest: list[tuple[int, Site]] = []  # (autograd nodes, site), largest first
+        self._saved_profile: Any = None
+
+    def __enter__(self) -> GraphKeepers:
+        self._saved_profile = sys.getprofile()
+        sys.setprofile(self._on_event)
+        return super().__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        super().__exit__(*exc)
+        sys.setprofile(self._saved_profile)
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        if isinstance(out, torch.Tensor) and out.grad_fn is not None:
+            refs = self.outputs.setdefault(call_site(), [])
+            refs.append(weakref.ref(out))
+            if len(refs) > 4:
+                del refs[0]
+        return out
+
+    def _on_event(self, frame: Any, event: str, arg: Any) -> None:
+        if event != "return" or frame.f_back is None:
+            return
+        if frame.f_code.co_filename.startswith(_SKIP_DIRS) or not frame.f_back.f_code.co_filename.startswith(
+                os.path.dirname(pytest_torchcheck.__file__)):
+            return
+        # The region's outermost user frame is returning: its locals are still alive.
+        counted = []
+        for site, refs in self.outputs.items():
+            roots = [t.grad_fn for t in (r() for r in refs) if t is not None and t.grad_fn is not None]
+            if roots:
+                counted.append((_graph_size(roots), site))
+        counted.sort(key=lambda c: -c[0])
+        self.largest = counted[:3]
+
+
+def _graph_size(roots: list, limit: int = 1_000_000) -> int:
+    seen: set = set()
+    stack = list(roots)
+    while stack and len(seen) < limit:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        stack.extend(n for n, _ in node.next_functions)
+    return len(seen)
 
 
 def _memory_held(cuda: bool) -> dict[str, int]:
