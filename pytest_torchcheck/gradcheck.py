@@ -126,6 +126,8 @@ def assert_gradcheck(
 
     kwargs = dict(eps=eps, atol=atol, rtol=rtol, nondet_tol=nondet_tol, check_batched_grad=batched)
     complex_ = any(all_inputs[i].is_complex() for i in diff_idx) or any(o.is_complex() for o in outputs)
+    if complex_ and mode == "auto":
+        full = True  # the projections here are real-valued: complex functions get torch's slow mode at any size
     explainable = evaluations <= EXPLAIN_MAX_EVALUATIONS and not complex_
     line = _mode_line(mode, full, projections, evaluations)
     if full and not complex_:
