@@ -9,11 +9,10 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import pytest
+import torch
 
-torch = pytest.importorskip("torch")
-
-from pytest_torchcheck import gradcheck as G  # noqa: E402
-from pytest_torchcheck.errors import TorchcheckFailure  # noqa: E402
+from pytest_torchcheck import gradcheck as G
+from pytest_torchcheck.errors import TorchcheckFailure
 
 BETA = 1.5
 
