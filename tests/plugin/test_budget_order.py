@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import json
 
-import pytest
 
 ORDERED = '''
 import json
 
-import pytest
 import torch
 from torch import nn
 
