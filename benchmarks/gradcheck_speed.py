@@ -4,9 +4,9 @@
 Measures, side by side in one run, on the same float64 input and parameters:
 
 (a) a correct module, Linear(16,32)-Tanh-Linear(32,8), input 4x16:
-    - ``assert_gradcheck(module, x)`` (``pytest_torchcheck.gradcheck``: fast
-      mode first, the full check only if that fails, so a passing check is one
-      fast-mode run);
+    - ``assert_gradcheck(module, x)`` (``pytest_torchcheck.gradcheck``: this
+      Jacobian is under the line, so the full check, every entry, then torch's
+      fast mode for its other checks);
     - raw ``torch.autograd.gradcheck(f, (x, *params), fast_mode=False)``, the
       slow mode that issue 3 compares against, with ``f`` calling the module
       through ``torch.func.functional_call`` so that the parameters are checked
@@ -14,9 +14,7 @@ Measures, side by side in one run, on the same float64 input and parameters:
     - the same raw call with ``fast_mode=True``.
 (b) the failure path: the same shape of module with a custom
     ``autograd.Function`` tanh whose backward is wrong by a factor of 2:
-    - ``assert_gradcheck`` (fast mode fails, the full check runs, then it
-      computes full analytic and central-difference Jacobians itself to name
-      the worst element);
+    - ``assert_gradcheck`` (the full check finds the worst element);
     - raw slow and fast mode with ``raise_exception=False`` (they stop at
       returning False; no message).
 
@@ -161,6 +159,46 @@ def measure(cases: dict, repeat: int, log) -> tuple[dict, dict]:
     return samples, notes
 
 
+# ------------------------------------------------------------------ sweep
+def sweep(widths: list[int], repeat: int, log) -> list[dict]:
+    """Full check, raw slow mode and the projection path on growing MLPs; medians in seconds."""
+    from pytest_torchcheck import gradcheck as G
+
+    rows = []
+    for h in widths:
+        torch.manual_seed(0)
+        module = nn.Sequential(nn.Linear(16, h), nn.Tanh(), nn.Linear(h, 8)).double()
+        x = torch.randn(4, 16, dtype=torch.float64)
+        f, params = raw_target(module)
+        xg = x.detach().clone().requires_grad_(True)
+        n_in = x.numel() + sum(p.numel() for p in params)
+        evaluations = 2 * n_in + 4 * 8
+
+        def projected() -> None:
+            old = G.FULL_CHECK_MAX_EVALUATIONS
+            G.FULL_CHECK_MAX_EVALUATIONS = 0
+            try:
+                assert_gradcheck(module, x)
+            finally:
+                G.FULL_CHECK_MAX_EVALUATIONS = old
+
+        fns = {"full": lambda: assert_gradcheck(module, x, mode="full"),
+               "raw_slow": lambda: torch.autograd.gradcheck(f, (xg, *params), fast_mode=False),
+               "projections": projected}
+        times: dict = {k: [] for k in fns}
+        for k, fn in fns.items():
+            fn()
+            for _ in range(repeat):
+                t0 = time.perf_counter()
+                fn()
+                times[k].append(time.perf_counter() - t0)
+        row = {"hidden": h, "evaluations": evaluations, **{k: stat(v)["median"] for k, v in times.items()}}
+        log(f"  h={h}: {evaluations} evaluations, full {row['full'] * 1e3:.0f} ms, raw slow "
+            f"{row['raw_slow'] * 1e3:.0f} ms, projections {row['projections'] * 1e3:.0f} ms")
+        rows.append(row)
+    return rows
+
+
 # ----------------------------------------------------------------- report
 
 
@@ -173,6 +211,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (default 1)")
     ap.add_argument("--json", type=Path, metavar="PATH", help="also write the numbers to this JSON file")
     ap.add_argument("--quiet", "-q", action="store_true", help="no progress lines, only the report")
+    ap.add_argument("--sweep", type=int, nargs="*", metavar="H",
+                    help="also time the full check against the projection path on Linear(16,H)-Tanh-Linear(H,8) "
+                         "for these hidden widths (no value: 4 16 64 128 256)")
     args = ap.parse_args(argv)
     if args.repeat < 1 or args.threads < 1:
         ap.error("--repeat and --threads must be at least 1")
@@ -256,6 +297,21 @@ def main(argv: list[str] | None = None) -> int:
           f"({p['assert_over_raw_fast']:.2f}x raw fast mode); failure path {f['assert_over_raw_slow']:.2f}x "
           f"raw slow mode ({f['seconds']['assert_gradcheck']['median'] * 1e3:.0f} ms) -- no target in issue 3")
 
+    if args.sweep is not None:
+        from pytest_torchcheck.gradcheck import FULL_CHECK_MAX_EVALUATIONS, PROJECTIONS
+
+        widths = args.sweep or [4, 16, 64, 128, 256]
+        log(f"sweep over hidden widths {widths}, median of {max(3, args.repeat // 5)} runs ...")
+        result["sweep"] = sweep(widths, max(3, args.repeat // 5), log)
+        print()
+        print(f"(c) where the full check stops being affordable (auto mode's line: {FULL_CHECK_MAX_EVALUATIONS} "
+              f"evaluations; above it, fast mode + {PROJECTIONS} projections)")
+        rows = [["hidden", "evaluations", "full check ms", "raw slow ms", "projections ms", "us/evaluation (full)"]]
+        for r in result["sweep"]:
+            rows.append([str(r["hidden"]), str(r["evaluations"]), f"{r['full'] * 1e3:.0f}",
+                         f"{r['raw_slow'] * 1e3:.0f}", f"{r['projections'] * 1e3:.0f}",
+                         f"{r['full'] / r['evaluations'] * 1e6:.0f}"])
+        print(table(rows, {1, 2, 3, 4, 5}))
     if args.json:
         write_json(args.json, result, log)
     return 0

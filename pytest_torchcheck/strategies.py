@@ -2,15 +2,13 @@
 
 Values are finite and bounded by default (``-1e3..1e3`` for floats), so a
 property test fails for the code under test, not for an overflow in the test.
-Register the profile once (``conftest.py``)::
+The ``torchcheck`` profile (no deadline: the first torch call in a process can
+take far longer than Hypothesis's 200 ms default; no too-slow health check) is
+registered when Hypothesis is imported (``pytest_torchcheck.hypothesis_profile``,
+through Hypothesis's entry points), so a ``conftest.py`` needs only::
 
     from hypothesis import settings
-    import pytest_torchcheck.strategies  # registers the "torchcheck" profile
     settings.load_profile("torchcheck")
-
-The ``torchcheck`` profile disables the deadline (the first torch call in a
-process can take far longer than Hypothesis's 200 ms default) and suppresses
-the too-slow health check.
 """
 
 from __future__ import annotations
@@ -18,10 +16,11 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-settings.register_profile("torchcheck", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+from pytest_torchcheck.hypothesis_profile import register_profile
+
+register_profile()  # again, for a checkout used without installing (no entry point): it is idempotent
 
 _FLOAT_WIDTH = {"float16": 16, "bfloat16": 32, "float32": 32, "float64": 64}
 

@@ -17,6 +17,7 @@ import re
 import statistics
 import sys
 import time
+import weakref
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, NamedTuple
@@ -36,13 +37,15 @@ _SKIP_DIRS = (os.path.dirname(torch.__file__) + os.sep, os.path.dirname(pytest_t
 class Site:
     file: str
     line: int
+    via: str = ""  # the torch function that made the call, when the user's line only led to it
 
     @property
     def source(self) -> str:  # read when a message is written, not on the measured path
         return linecache.getline(self.file, self.line).strip()
 
     def __str__(self) -> str:
-        return f"{short_path(self.file)}:{self.line}  {self.source}".rstrip()
+        text = f"{short_path(self.file)}:{self.line}  {self.source}".rstrip()
+        return f"{text} -> {self.via}" if self.via else text
 
 
 def short_path(path: str) -> str:
@@ -71,8 +74,7 @@ def call_site(depth: int = 2) -> Site:
 
 
 # ------------------------------------------------------------------ syncs
-# Calls that copy device data to the host or need a device result to size their output. Counted on every
-# device alike, so a CPU-only CI enforces the budget a GPU run would: a call is a sync wherever it runs.
+# Calls that copy device data to the host or need a device result to size their output.
 _SYNC_CALLS = {
     "item": ".item()", "tolist": ".tolist()", "numpy": ".numpy()", "cpu": ".cpu()",
     "__bool__": "bool(tensor) / if tensor", "__float__": "float(tensor)", "__int__": "int(tensor)",
@@ -82,6 +84,25 @@ _SYNC_CALLS = {
     "unique_consecutive": "unique_consecutive", "equal": "torch.equal", "allclose": "allclose",
     "is_nonzero": "is_nonzero",
 }
+# Which calls count on a CPU tensor, so that a CPU-only run counts what the same code syncs on a GPU:
+# a CPU tensor stands for a device tensor (model parameters, the batch, the loss all live on the CPU
+# only because the run has no GPU), except where it would be on the host in a GPU run too:
+# - torch's host-side machinery reads it: torch.optim (optimizers' step counters, which torch keeps on
+#   the host unless capturable or fused, and lr_scheduler) and torch.utils.data (samplers'
+#   randperm().tolist(), the worker seed). Those packages call .item()/.tolist() only on host tensors;
+#   their device-resident variants (capturable, fused) avoid the call altogether.
+# - it is a host scalar: a 0-dim tensor the region created with no device (torch.tensor(0.5),
+#   torch.full((), 2.0)) and did not move with .to()/.cuda(), or one computed from such scalars only.
+#   Only 0-dim: a CPU-only test creates its batch and model without a device too, and those stand
+#   for device tensors.
+# A tensor on an accelerator always counts. torch.amp's GradScaler is not host-side: its found_inf
+# lives on the device, and GradScaler.step reads it (one real sync per step, none with a fused optimizer).
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+_HOST_SIDE_DIRS = tuple(os.path.join(_TORCH_DIR, *d.split("/")) + os.sep for d in ("optim", "utils/data"))
+_FACTORIES = frozenset({
+    "tensor", "as_tensor", "scalar_tensor", "zeros", "ones", "full", "empty", "arange", "range", "linspace",
+    "logspace", "eye", "rand", "randn", "randint", "randperm"})
+_LITERAL_CPU = re.compile(r"""\.to\(\s*(?:device\s*=\s*)?(?:torch\.device\(\s*)?["']cpu["']""")
 
 
 def _is_mask(index: Any) -> bool:
@@ -101,12 +122,32 @@ def _to_cpu(args: tuple, kwargs: dict) -> bool:
     return False
 
 
+def _tensors(args: tuple, kwargs: dict) -> list:
+    found = []
+    for a in (*args, *kwargs.values()):
+        if isinstance(a, torch.Tensor):
+            found.append(a)
+        elif isinstance(a, (tuple, list)):
+            found.extend(t for t in a if isinstance(t, torch.Tensor))
+    return found
+
+
+def _torch_function_name(frame: Any) -> str:
+    """``torch.amp.grad_scaler.GradScaler._maybe_opt_step`` for a frame in torch's source."""
+    code = frame.f_code
+    qualname = getattr(code, "co_qualname", code.co_name).split(".<locals>")[0]
+    return f"{frame.f_globals.get('__name__', '?')}.{qualname}"
+
+
 class SyncCounter(TorchFunctionMode):
     """Counts host-device synchronisations by the Python call that forces them, with the call site."""
 
     def __init__(self) -> None:
         super().__init__()
         self.sites: Counter[tuple[str, Site]] = Counter()
+        # Tensors this region made on the host on purpose, by id. Not a WeakSet: its lookups compare
+        # tensors with ==, which is elementwise (and would itself be a counted call).
+        self.host: dict[int, weakref.ref] = {}
 
     @property
     def total(self) -> int:
@@ -123,9 +164,47 @@ class SyncCounter(TorchFunctionMode):
                 what = "torch.where(condition)"
             elif name == "to" and _to_cpu(args, kwargs):
                 what = ".to('cpu')"
-        if what is not None:
-            self.sites[(what, call_site())] += 1
+        if what is None:
+            out = func(*args, **kwargs)
+            if name in _FACTORIES:
+                if kwargs.get("device") is None and isinstance(out, torch.Tensor) and out.dim() == 0 \
+                        and not _tensors(args, kwargs):
+                    self._mark_host(out)
+            elif name in ("to", "cuda"):
+                self.host.pop(id(out), None)  # moved to "the device", even if that is the CPU it was on
+            elif self.host and isinstance(out, torch.Tensor):
+                inputs = _tensors(args, kwargs)
+                if inputs and all(self._is_host(t) for t in inputs):
+                    self._mark_host(out)
+            return out
+        if name == "to":
+            self.host.pop(id(args[0]), None)
+        tensors = _tensors(args, kwargs)
+        if tensors and all(t.device.type == "cpu" for t in tensors):
+            caller = sys._getframe(1)
+            if caller.f_code.co_filename.startswith(_HOST_SIDE_DIRS) or all(self._is_host(t) for t in tensors):
+                return func(*args, **kwargs)
+            if what == ".to('cpu')" and not _LITERAL_CPU.search(
+                    linecache.getline(caller.f_code.co_filename, caller.f_lineno)):
+                # x.to(device) with device == "cpu": a copy to the GPU, or nothing, in a GPU run; a
+                # read-back only when the line names the host itself (x.to("cpu")).
+                return func(*args, **kwargs)
+            site = call_site()
+        else:
+            caller = sys._getframe(1)
+            site = call_site()
+        if caller.f_code.co_filename.startswith(_TORCH_DIR):
+            site = Site(site.file, site.line, _torch_function_name(caller))
+        self.sites[(what, site)] += 1
         return func(*args, **kwargs)
+
+    def _mark_host(self, out: Any) -> None:
+        if isinstance(out, torch.Tensor):
+            self.host[id(out)] = weakref.ref(out)
+
+    def _is_host(self, t: torch.Tensor) -> bool:
+        ref = self.host.get(id(t))
+        return ref is not None and ref() is t
 
 
 # ------------------------------------------------------------------ CPU memory
@@ -206,12 +285,35 @@ def _quiet_unknown_free_warning() -> None:
         _LEGACY.enable(_LEGACY.config)
         _LEGACY.record_function(False)
         del block
+        for _ in range(256):  # and some events of the profiler's own, so that its first-use state is not a region's
+            torch.empty(1)
         _LEGACY.record_function(True)
         _LEGACY.disable()
     finally:
         if saved is not None:
             os.dup2(saved, 2)
             os.close(saved)
+
+
+# pybind11 keeps every live bound object in one hash table (its registered instances) whose bucket array
+# grows with the most objects ever alive at once and never shrinks. The legacy profiler hands back one
+# bound object per memory event, all at once, so the first region with more events than any before grows
+# that table by about 11 bytes per event (1.3 MB for 120,000 events), and the malloc reading at the
+# region's end took that for memory the region kept: the first operator-heavy region of a process measured
+# about 1.2 MiB more than the same region later. The table is grown once, up front, for this many objects,
+# and a region that outgrows it is measured again (the table then fits it).
+_REGISTRY_START = 1 << 16
+_registry_capacity = 0
+
+
+def _grow_pybind_registry(n: int) -> None:
+    """Have ``n`` bound objects alive at once, so that pybind11's instance table holds that many."""
+    global _registry_capacity
+    from torch._C._profiler import _ExperimentalConfig
+
+    objects = [_ExperimentalConfig() for _ in range(n)]
+    del objects
+    _registry_capacity = max(_registry_capacity, n)
 
 
 class AllocatorPeak:
@@ -231,6 +333,7 @@ class AllocatorPeak:
     def __init__(self) -> None:
         self.peak = 0
         self.largest: list[tuple[int, int]] = []
+        self.outgrew_registry = False  # more events than pybind's table held: the malloc reading is off
 
     @staticmethod
     def usable() -> bool:
@@ -240,6 +343,8 @@ class AllocatorPeak:
     def __enter__(self) -> AllocatorPeak:
         if not _quieted:
             _quiet_unknown_free_warning()
+        if _registry_capacity < _REGISTRY_START:
+            _grow_pybind_registry(_REGISTRY_START)
         self.malloc_start = cpu_in_use()
         _LEGACY.enable(_LEGACY.config)
         _LEGACY.record_function(False)
@@ -264,8 +369,15 @@ class AllocatorPeak:
             elif size < 0 and live.get(-size):
                 live[-size] -= 1
                 held += size
+        events = sum(len(t) for t in per_thread)
         del per_thread, ordered
-        self.peak = max(peak, cpu_in_use() - self.malloc_start)
+        global _registry_capacity
+        self.outgrew_registry = events > _registry_capacity
+        if self.outgrew_registry:
+            _registry_capacity = events
+            self.peak = peak  # the end reading holds pybind's grown table: the caller measures again
+        else:
+            self.peak = max(peak, cpu_in_use() - self.malloc_start)
         self.largest = [(size, sizes[size]) for size in heapq.nlargest(8, sizes)]  # (bytes, how many)
 
 
@@ -535,6 +647,8 @@ class Measurement:
     cpu_method: str = ""  # ALLOCATOR or SAMPLED
     cpu_allocations: list[Allocation] = field(default_factory=list)  # the largest, by operator and call site
     cpu_sizes: list[tuple[int, int]] = field(default_factory=list)  # the largest allocation sizes, with counts
+    cpu_remeasure: bool = False  # the allocator run outgrew pybind's instance table (see _grow_pybind_registry)
+    cpu_graphs: list[tuple[int, Site]] = field(default_factory=list)  # autograd nodes held, by the line that made them
     cuda_allocated: dict[int, int] = field(default_factory=dict)
     cuda_reserved: dict[int, int] = field(default_factory=dict)
     growth: dict[str, list[int]] = field(default_factory=dict)  # device -> bytes held after each repeated run
@@ -565,11 +679,76 @@ def attribute_cpu_memory(fn: Callable[[], Any], m: Measurement) -> None:
     if m.cpu_allocations or cpu_in_use is None:
         return
     counter = OpCounter(count=False, memory=True)
-    with counter:
+    keepers = GraphKeepers()
+    with counter, keepers:
         fn()
     counter.finish()
     m.runs += 1
     m.cpu_allocations = counter.largest()
+    m.cpu_graphs = keepers.largest
+
+
+class GraphKeepers(TorchFunctionMode):
+    """Which line's tensors hold the largest autograd graphs when the user's code returns from the region.
+
+    A tensor kept with its graph (``running_loss += loss``) keeps every step's graph alive: the saved
+    tensors while no backward ran, the nodes (host memory outside torch's allocator) after it. The
+    largest allocations then name kernels; this names the line whose result holds the graph. Every
+    tensor-producing call with a ``grad_fn`` is remembered by call site (weakly), and when the region's
+    outermost user frame returns (a profile hook, so its locals are still alive), the graphs reachable
+    from each site's live results are counted. Made only for a failing cpu_memory budget.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.outputs: dict[Site, list] = {}
+        self.largest: list[tuple[int, Site]] = []  # (autograd nodes, site), largest first
+        self._saved_profile: Any = None
+
+    def __enter__(self) -> GraphKeepers:
+        self._saved_profile = sys.getprofile()
+        sys.setprofile(self._on_event)
+        return super().__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        super().__exit__(*exc)
+        sys.setprofile(self._saved_profile)
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        if isinstance(out, torch.Tensor) and out.grad_fn is not None:
+            refs = self.outputs.setdefault(call_site(), [])
+            refs.append(weakref.ref(out))
+            if len(refs) > 4:
+                del refs[0]
+        return out
+
+    def _on_event(self, frame: Any, event: str, arg: Any) -> None:
+        if event != "return" or frame.f_back is None:
+            return
+        if frame.f_code.co_filename.startswith(_SKIP_DIRS) or not frame.f_back.f_code.co_filename.startswith(
+                os.path.dirname(pytest_torchcheck.__file__)):
+            return
+        # The region's outermost user frame is returning: its locals are still alive.
+        counted = []
+        for site, refs in self.outputs.items():
+            roots = [t.grad_fn for t in (r() for r in refs) if t is not None and t.grad_fn is not None]
+            if roots:
+                counted.append((_graph_size(roots), site))
+        counted.sort(key=lambda c: -c[0])
+        self.largest = counted[:3]
+
+
+def _graph_size(roots: list, limit: int = 1_000_000) -> int:
+    seen: set = set()
+    stack = list(roots)
+    while stack and len(seen) < limit:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        stack.extend(n for n, _ in node.next_functions)
+    return len(seen)
 
 
 def _memory_held(cuda: bool) -> dict[str, int]:
@@ -618,6 +797,7 @@ def instruments(keys: set[str], m: Measurement) -> Iterator[None]:
         m.cpu_peak = allocator.peak
         m.cpu_sizes = allocator.largest
         m.cpu_method = ALLOCATOR
+        m.cpu_remeasure = allocator.outgrew_registry
     if flop_counter is not None:
         m.flops = int(flop_counter.get_total_flops())
         m.flops_by_op = {str(k): int(v) for k, v in flop_counter.get_flop_counts().get("Global", {}).items()}
@@ -638,6 +818,11 @@ def measure_function(fn: Callable[[], Any], keys: set[str], warmup: int, repeats
         with instruments(keys, m):
             fn()
         m.runs += 1
+        if m.cpu_remeasure:  # the first region this heavy in the process: once more, for a clean reading
+            with AllocatorPeak() as again:
+                fn()
+            m.runs += 1
+            m.cpu_peak, m.cpu_sizes, m.cpu_remeasure = again.peak, again.largest, again.outgrew_registry
         growth = "memory_growth" in keys
         if timed or growth:
             timer = Timer()

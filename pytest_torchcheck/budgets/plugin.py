@@ -14,7 +14,7 @@ from typing import Any, Iterator
 import pytest
 
 from pytest_torchcheck.budgets import SIGNATURE
-from pytest_torchcheck.errors import TorchcheckUsageError
+from pytest_torchcheck.errors import TorchcheckFailure, TorchcheckUsageError
 from pytest_torchcheck.plugin import Option, our_markers
 
 # spec, units and baseline load on first use (a budgeted test, a budget option): a suite without budgets
@@ -239,8 +239,18 @@ def _runtest_call(item: pytest.Item) -> Iterator[None]:
     ctx = _context(item)
 
     def budgeted_test(*args: Any, **kwargs: Any) -> None:
-        # Left visible: the one traceback entry of a budget failure (all-hidden tracebacks lose the E prefixes).
-        run_function(lambda: original(*args, **kwargs), budget, ctx, budget.name or "test body")
+        __tracebackhide__ = True
+
+        def body() -> Any:
+            __tracebackhide__ = True
+            return original(*args, **kwargs)
+
+        try:
+            run_function(body, budget, ctx, budget.name or "test body")
+        except TorchcheckFailure as e:
+            if e.check != "budget" or _raised_in(e, original):
+                raise  # the test body's own failure, with its own traceback
+            _raise_at_test(original, e)
 
     # Restored at teardown, after the report: pytest then cuts the traceback at this wrapper, so a budget
     # failure shows its message, not the hook frames it was raised through.
@@ -250,6 +260,45 @@ def _runtest_call(item: pytest.Item) -> Iterator[None]:
 
 
 _ORIGINAL = pytest.StashKey[Any]()
+
+
+def _raised_in(error: BaseException, fn: Any) -> bool:
+    code = getattr(fn, "__code__", None)
+    tb = error.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code is code:
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def _raise_at_test(test: Any, error: BaseException) -> None:
+    """Raise ``error`` from a frame that pytest shows as the test's ``def`` line, and no other.
+
+    A budget marker's failure is found after the body returned, so no frame of the test is left to end the
+    traceback at; the wrapper's own frame would print its arguments (the model, the batch) and its source.
+    This frame has the test's file and line and no locals: pytest shows the test's source and the message.
+    """
+    __tracebackhide__ = True
+    code = getattr(test, "__code__", None)
+    if code is None:
+        raise error.with_traceback(None)
+    line = code.co_firstlineno
+    try:
+        import linecache
+
+        while line < code.co_firstlineno + 50 and not linecache.getline(code.co_filename, line).lstrip().startswith(
+                ("def ", "async def ")):
+            line += 1  # past the decorators, to the def line
+        if not linecache.getline(code.co_filename, line).strip():
+            line = code.co_firstlineno
+    except Exception:  # a test whose source cannot be read: its first line is close enough
+        line = code.co_firstlineno
+    namespace: dict[str, Any] = {"__torchcheck_failure__": error.with_traceback(None)}
+    # The raise spans two lines so that pytest draws no column markers under the test's def line.
+    exec(compile("\n" * (line - 1) + f"def {code.co_name}(): raise (\n    __torchcheck_failure__)\n",
+                 code.co_filename, "exec"), namespace)
+    namespace[code.co_name]()
 
 
 def _runtest_teardown(item: pytest.Item) -> None:

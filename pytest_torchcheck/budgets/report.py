@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+from collections import Counter
 from dataclasses import dataclass
 from typing import Callable
 
 from pytest_torchcheck.budgets import units
-from pytest_torchcheck.budgets.measure import ALLOCATOR, Measurement
+from pytest_torchcheck.budgets.measure import ALLOCATOR, Measurement, short_path
 from pytest_torchcheck.budgets.spec import Budget
 from pytest_torchcheck.errors import TorchcheckFailure
 
@@ -72,7 +73,8 @@ def _syncs(m: Measurement, limit: int) -> Violation | None:
         lines.append(f"  {n}x {what} at {site}")
     lines.append("  likely cause: a value read back to the host in the region (.item(), .cpu(), .tolist(), printing, "
                  "nonzero, a boolean mask, a tensor in an `if`); keep it on the device (loss.detach()) and read it "
-                 "only when logging. Counted the same on CPU and GPU.")
+                 "only when logging. A CPU tensor counts as the device tensor it is in a GPU run; torch's "
+                 "reads of host tensors (optimizer step counters, samplers) and of host scalars do not count.")
     return Violation("syncs", f"syncs {total} > limit {limit}", lines)
 
 
@@ -98,6 +100,11 @@ def _flops(m: Measurement, limit: int) -> Violation | None:
         "a forward run twice)"])
 
 
+#: A result holding at least this many autograd nodes when the region returns is named as keeping a graph
+#: (one training step of a small model makes about ten; a kept loss adds a step's worth every step).
+GRAPH_KEPT_NODES = 200
+
+
 def _cpu_memory(m: Measurement, limit: int) -> Violation | None:
     if m.cpu_peak <= limit:
         return None
@@ -112,10 +119,18 @@ def _cpu_memory(m: Measurement, limit: int) -> Violation | None:
     else:
         how = " (one more run of the region, malloc read after each operator)" if m.cpu_method == ALLOCATOR else ""
         lines = [f"{head} largest allocations by an operator{how}:"]
-        lines += [f"  {units.format_bytes(a.size)} by {a.op} at {a.site}" for a in m.cpu_allocations[:TOP]]
+        same = Counter((a.size, a.op, a.site) for a in m.cpu_allocations)  # one line for repeats of one line
+        lines += [f"  {f'{n}x ' if n > 1 else ''}{units.format_bytes(size)} by {op} at {site}"
+                  for (size, op, site), n in sorted(same.items(), key=lambda kv: -kv[0][0])[:TOP]]
         if not m.cpu_allocations:
             lines.append("  (no single operator allocated 64 KiB or more: many small allocations, or memory "
                          "allocated outside torch operators)")
+    kept = [(n, site) for n, site in m.cpu_graphs if n >= GRAPH_KEPT_NODES]
+    if kept:
+        n, site = kept[0]
+        lines.append(f"  kept with its graph: `{site.source}` at {short_path(site.file)}:{site.line} holds {n:,} "
+                     "autograd nodes when the region returns (every step's graph: its saved tensors until backward, "
+                     "its nodes after); accumulate loss.detach() or loss.item() instead")
     lines.append("  likely cause: a full-size temporary (a dense one-hot, a copy, an expand(...).contiguous()), "
                  "activations kept for backward that are not needed, or a larger batch")
     return Violation("cpu_memory", f"cpu_memory {_fmt('cpu_memory', m.cpu_peak)} > limit "

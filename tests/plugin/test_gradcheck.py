@@ -85,6 +85,10 @@ def test_first_order_of_detached_square_passes():
 
 def test_gradgrad():
     assert_gradcheck(DetachedSquare.apply, torch.randn(3), gradgrad=True)
+
+
+def test_fast_mode_only():
+    assert_gradcheck(HalfSquare.apply, torch.rand(3, 2) + 1.0, mode="fast")
 """
 
 
@@ -99,6 +103,7 @@ def test_assert_gradcheck_names_the_worst_entry(pytester, inner):
         "test_float32_module_passes": "PASSED",
         "test_first_order_of_detached_square_passes": "PASSED",
         "test_gradgrad": "FAILED",
+        "test_fast_mode_only": "FAILED",
     }
     wrong = inner.message(result, "test_wrong_backward")
     wrong.fnmatch_lines([
@@ -110,6 +115,7 @@ def test_assert_gradcheck_names_the_worst_entry(pytester, inner):
         "  6 of 36 Jacobian entries (over all checked inputs and parameters) are out of tolerance; "
         "output shapes [[](3, 2)], input 0 shape (3, 2)",
         "  checked in float64 with eps=1e-06; outputs have 6 elements",
+        "  mode: full check (every Jacobian entry, as torch's slow mode)",
     ], consecutive=True)
     analytic, numerical = (float(line.split("=")[1].split()[0]) for line in wrong.lines[2:4])
     assert analytic == pytest.approx(numerical / 2, rel=1e-6)
@@ -127,9 +133,12 @@ def test_assert_gradcheck_names_the_worst_entry(pytester, inner):
     gradgrad.fnmatch_lines([
         "*TorchcheckFailure: assert_gradcheck: second-order gradients of DetachedSquare.apply are wrong "
         "(gradgradcheck): Jacobian mismatch*",
-        "  tolerance: atol=1e-05, rtol=0.001, eps=1e-06",
+        "  tolerance: atol=1e-05, rtol=0.001, eps=1e-06; full check",
     ], consecutive=True)
+    fast = inner.message(result, "test_fast_mode_only")
+    fast.fnmatch_lines(["*gradients of HalfSquare.apply are wrong", "  worst entry: *"], consecutive=True)
+    assert fast.lines[-1] == "  mode: fast mode only (mode='fast': one random projection)"
     # A worst entry, never a Jacobian: torch's own message prints every entry of both matrices.
-    for message in (wrong, param, gradgrad):
+    for message in (wrong, param, gradgrad, fast):
         assert len(message.lines) < 15
         assert not any("tensor(" in line for line in message.lines)

@@ -75,3 +75,67 @@ def test_strategies_in_a_real_given_test(pytester, inner):
     # Hypothesis says "Falsifying example:" (older) or "Failing test case:" (6.16x+).
     result.stdout.fnmatch_lines(["E   F* test_a_real_property_is_caught(", "E       t=tensor(*"])
     assert "HypothesisWarning" not in result.stdout.str()  # e.g. a strategy used where a value was meant
+
+
+def _declare_hypothesis_entry_point(pytester) -> None:
+    """A dist-info beside the inner tests declaring pyproject.toml's own ``hypothesis`` entry point.
+
+    The installed copy's metadata dates from its last ``pip install``; reading the entry point from
+    this checkout's pyproject.toml tests what this checkout ships (a second, identical registration
+    from an up-to-date install is harmless: registering a profile twice is idempotent).
+    """
+    import tomllib
+    from pathlib import Path
+
+    pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    group = pyproject["project"]["entry-points"]["hypothesis"]
+    assert group == {"torchcheck": "pytest_torchcheck.hypothesis_profile:register_profile"}
+    info = pytester.path / "torchcheck_profile_check-0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: torchcheck-profile-check\nVersion: 0\n")
+    (info / "entry_points.txt").write_text(
+        "[hypothesis]\n" + "".join(f"{k} = {v}\n" for k, v in group.items()))
+
+
+PROFILE_TESTS = """
+import sys
+
+from hypothesis import settings
+
+
+def test_profile_loaded_without_importing_torchcheck():
+    assert settings().deadline is None
+    assert settings.get_current_profile_name() == "torchcheck"
+    assert "pytest_torchcheck.strategies" not in sys.modules
+"""
+
+
+def test_profile_loads_from_conftest_before_anything_of_torchcheck(pytester, inner):
+    # The conftest is imported before any test module: no "import pytest_torchcheck.strategies" ran.
+    _declare_hypothesis_entry_point(pytester)
+    pytester.makeconftest("from hypothesis import settings\nsettings.load_profile('torchcheck')\n")
+    pytester.makepyfile(test_profile=PROFILE_TESTS)
+    result = inner.run(hypothesis=True)
+    assert inner.outcomes(result) == {"test_profile_loaded_without_importing_torchcheck": "PASSED"}, \
+        result.stdout.str()
+
+
+def test_profile_loads_from_the_command_line(pytester, inner):
+    _declare_hypothesis_entry_point(pytester)
+    pytester.makepyfile(test_profile=PROFILE_TESTS)
+    result = inner.run("--hypothesis-profile=torchcheck", hypothesis=True)
+    assert inner.outcomes(result) == {"test_profile_loaded_without_importing_torchcheck": "PASSED"}, \
+        result.stdout.str()
+
+
+def test_plugin_load_does_not_import_hypothesis(pytester, inner):
+    _declare_hypothesis_entry_point(pytester)
+    pytester.makepyfile(test_plain="""
+import sys
+
+def test_no_hypothesis():
+    assert "hypothesis" not in sys.modules
+    assert "pytest_torchcheck.hypothesis_profile" not in sys.modules
+""")
+    result = inner.run(hypothesis=True)  # Hypothesis's own pytest plugin loaded too: it imports lazily
+    assert inner.outcomes(result) == {"test_no_hypothesis": "PASSED"}, result.stdout.str()
