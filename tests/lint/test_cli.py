@@ -31,9 +31,18 @@ DATA_PARALLEL = "import torch\nmodel = torch.nn.DataParallel(model)\n"
 CLEAN = "import torch\nx = torch.zeros(3)\n"
 
 
+def with_preview(args: tuple[str, ...]) -> tuple[str, ...]:
+    """``lint`` with every rule: these CLI tests use preview rules (TRN301, TRN701) as their example
+    findings; which rules are on by default is tested in test_preview.py."""
+    if args and args[0] == "lint" and "--no-preview" not in args:
+        return (args[0], "--preview", *args[1:])
+    return args
+
+
 def run(*args: str, cwd: Path, stdin: str | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
     # This checkout's package, whatever is installed: the subprocess runs the code under test.
     full_env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
+    args = with_preview(args)
     return subprocess.run(
         [sys.executable, "-m", "lint_rules", *args],
         cwd=cwd, input=stdin, capture_output=True, text=True, timeout=120, env=full_env,

@@ -76,7 +76,7 @@ def test_fixable_and_unfixable_settings(tmp_path):
     run("lint", "t.py", cwd=tmp_path)  # caches the results with every fix in them
     write(tmp_path, {"pyproject.toml": '[tool.torchcheck]\nunfixable = ["TRN802"]\n'})
     shown = run("lint", "--unsafe-fixes", "t.py", cwd=tmp_path)
-    assert "TRN802 [*]" not in shown.stdout and "TRN701 [*]" in shown.stdout  # a cached result is not reused
+    assert "TRN802 [warning] [*]" not in shown.stdout and "TRN701 [error] [*]" in shown.stdout  # a cached result is not reused
     run("lint", "--fix", "--unsafe-fixes", "t.py", cwd=tmp_path)
     assert (tmp_path / "t.py").read_text() == MIXED.replace("weights_only=False", "weights_only=True")
     write(tmp_path, {"pyproject.toml": '[tool.torchcheck]\nfixable = ["TRN8"]\n', "u.py": MIXED})
@@ -91,11 +91,11 @@ def test_fixable_and_unfixable_settings(tmp_path):
 def test_unsafe_fixes_alone_only_shows_them(tmp_path):
     write(tmp_path, {"t.py": MIXED})
     plain = run("lint", "t.py", cwd=tmp_path)
-    assert "TRN802 [*] " in plain.stdout and "TRN701 [*]" not in plain.stdout
+    assert "TRN802 [warning] [*] " in plain.stdout and "TRN701 [error] [*]" not in plain.stdout
     assert "[*] 1 fixable with the `--fix` option (1 hidden fix can be enabled with the `--unsafe-fixes` option)." \
         in plain.stdout
     shown = run("lint", "--unsafe-fixes", "t.py", cwd=tmp_path)
-    assert "TRN701 [*] " in shown.stdout and "[*] 2 fixable with the `--fix` option." in shown.stdout
+    assert "TRN701 [error] [*] " in shown.stdout and "[*] 2 fixable with the `--fix` option." in shown.stdout
     assert (tmp_path / "t.py").read_text() == MIXED  # nothing written without --fix
 
 

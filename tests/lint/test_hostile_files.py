@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.lint.test_cli import DATA_PARALLEL, REPO, run, write
+from tests.lint.test_cli import DATA_PARALLEL, REPO, run, with_preview, write
 from tests.lint.test_fix_cli import MIXED, SAFE_FIXED
 
 
 def lint(*args: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "lint_rules", "lint", "--no-cache", *args], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "lint_rules", *with_preview(("lint", "--no-cache", *args))], cwd=cwd,
                           capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
 
@@ -76,7 +76,7 @@ def test_symlink_loops_neither_hang_nor_recurse(tmp_path):
 def test_an_unreadable_file_is_exit_2_naming_it_and_the_rest_is_linted(tmp_path):
     write(tmp_path, {"a.py": DATA_PARALLEL, "secret.py": DATA_PARALLEL})
     os.chmod(tmp_path / "secret.py", 0o000)
-    command = [sys.executable, "-m", "lint_rules", "lint", "--no-cache", "."]
+    command = [sys.executable, "-m", "lint_rules", "lint", "--preview", "--no-cache", "."]
     if os.geteuid() == 0:  # root reads every file: drop the capabilities that let it
         command = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search", "--", *command]
     r = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=60,
@@ -175,7 +175,7 @@ def test_10000_deep_nesting_is_reported_never_a_crash(tmp_path, kind):
     assert "a.py:2:9: TRN301" in r.stdout  # the other file is still linted
     if expected == "TRN000":
         assert r.returncode == 1, r.stderr
-        assert "deep.py:" in r.stdout and "TRN000 SyntaxError: too many" in r.stdout
+        assert "deep.py:" in r.stdout and "TRN000 [error] SyntaxError: too many" in r.stdout
     else:
         assert r.returncode == 2, (r.stdout, r.stderr)
         assert "torchcheck: error: cannot lint deep.py: " in r.stderr

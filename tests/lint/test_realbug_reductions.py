@@ -527,17 +527,25 @@ CAUGHT_TODAY = [
     ("forward-called-directly/pixyz", "TRN403", """
         import torch
 
-        class Density(torch.nn.Module):
-            def get_params(self, **inputs):
-                params = self.forward(**inputs)
-                return params
+        class Joint(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.p = torch.nn.Linear(4, 4)
+
+            def sample(self, x):
+                # the child's forward hooks never run (the fix calls self.p(...)); a bare
+                # self.forward(...) inside the module's own method is quiet since #14's triage
+                return self.p.forward(x)
         """, """
         import torch
 
-        class Density(torch.nn.Module):
-            def get_params(self, **inputs):
-                params = self(**inputs)
-                return params
+        class Joint(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.p = torch.nn.Linear(4, 4)
+
+            def sample(self, x):
+                return self.p(x)
         """),
     ("moved-after-ddp-wrap/pytorch-distributed-example", "TRN804", """
         import torch
