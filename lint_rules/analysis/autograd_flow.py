@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Callable, Iterator
 import libcst as cst
 
 from lint_rules.analysis import names as N
-from lint_rules.analysis.model import CLASS
+from lint_rules.analysis.scopes import CLASS
 
 if TYPE_CHECKING:
     from lint_rules.analysis.model import FileModel, Scope

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Iterator
 import libcst as cst
 
 from lint_rules.analysis.kinds import DISTRIBUTED_OPTIMIZER, LOADER, MODULE, OPTIMIZER, SCALER
-from lint_rules.analysis.model import dotted, is_false, keyword_arg
+from lint_rules.analysis.scopes import dotted, is_false, keyword_arg
 
 if TYPE_CHECKING:
     from lint_rules.analysis.model import FileModel

@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from lint_rules.analysis import names as N
-from lint_rules.analysis.model import (ASSIGN, CLASS, DEF, FOR, PARAM, WITH, call_method,
+from lint_rules.analysis.scopes import (ASSIGN, CLASS, DEF, FOR, PARAM, WITH, call_method,
                                        dotted, is_true, keyword_arg)
 
 if TYPE_CHECKING:
-    from lint_rules.analysis.model import FileModel
+    from lint_rules.analysis.scopes import ScopeModel as FileModel
 
 OPTIMIZER = "optimizer"
 SCALER = "scaler"

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from lint_rules.analysis.kinds import CRITERION, MODULE, kind_of
-from lint_rules.analysis.model import ASSIGN, CLASS, FOR, PARAM, WITH, call_method, dotted
+from lint_rules.analysis.scopes import ASSIGN, CLASS, FOR, PARAM, WITH, call_method, dotted
 
 if TYPE_CHECKING:
     from lint_rules.analysis.model import FileModel
