@@ -185,7 +185,8 @@ class ScopeModel:
         self._qual_cache: dict[int, str | None] = {}
         self._kind_cache: dict[int, str | None] = {}
         self._always = frozenset({cst.Call, cst.For, cst.While, cst.FunctionDef, cst.Lambda,
-                                  cst.With, cst.If, cst.Assign, cst.AugAssign, cst.ClassDef})
+                                  cst.With, cst.If, cst.Assign, cst.AugAssign, cst.ClassDef,
+                                  cst.Return})
         self._walk(interesting | self._always)
         self._facts: dict[Callable, object] = {}
         self._backward_names: set[tuple[int, str]] | None = None
@@ -548,12 +549,12 @@ class ScopeModel:
         """Inside ``torch.no_grad()``/``inference_mode()`` (block or decorator)."""
         for a in self.ancestors(node):
             if isinstance(a, cst.With):
-                mode = self._grad_mode_of_with(a)
+                mode = self.grad_mode_of_with(a)
                 if mode is not None:
                     return not mode
             elif isinstance(a, cst.FunctionDef):
                 for d in a.decorators:
-                    mode = self._grad_mode_of_expr(d.decorator)
+                    mode = self.grad_mode_of_expr(d.decorator)
                     if mode is not None:
                         return not mode
                 return False
@@ -561,14 +562,14 @@ class ScopeModel:
                 return False
         return False
 
-    def _grad_mode_of_with(self, node: cst.With) -> bool | None:
+    def grad_mode_of_with(self, node: cst.With) -> bool | None:
         for item in node.items:
-            mode = self._grad_mode_of_expr(item.item)
+            mode = self.grad_mode_of_expr(item.item)
             if mode is not None:
                 return mode
         return None
 
-    def _grad_mode_of_expr(self, expr: cst.CSTNode) -> bool | None:
+    def grad_mode_of_expr(self, expr: cst.CSTNode) -> bool | None:
         """False for a no-grad context/decorator, True for enable_grad, None otherwise."""
         call = expr if isinstance(expr, cst.Call) else None
         target = call.func if call is not None else expr
