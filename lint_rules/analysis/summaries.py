@@ -30,6 +30,7 @@ import libcst as cst
 from lint_rules.analysis import names as N
 from lint_rules.analysis.kinds import OPTIMIZER, SCALER, kind_of
 from lint_rules.analysis.scopes import DEF, dotted, keyword_arg
+from lint_rules.analysis.training import ANY, Event
 
 if TYPE_CHECKING:
     from lint_rules.analysis.scopes import ScopeModel
@@ -67,6 +68,7 @@ class Effect:
     node: cst.CSTNode  # the call in the function that has it (or the call of a helper)
     conditions: tuple[Condition, ...] = ()
     depth: int = 0  # how many helper calls below the function it happens
+    looped: bool = False  # inside a loop of the function (or of a helper): not once per call
 
 
 @dataclass
@@ -121,6 +123,7 @@ class Summaries:
         self._building: set[int] = set()
         self._body: dict[int, list[cst.CSTNode]] | None = None
         self._call_sites: dict[int, list[cst.Call]] | None = None
+        self._helper_events: list[tuple[cst.Call, list[Event]]] | None = None
 
     # ------------------------------------------------------------ lookup
     def local_function(self, func: cst.CSTNode) -> cst.FunctionDef | None:
@@ -208,7 +211,7 @@ class Summaries:
             own = self._own_effect(node, s.params)
             if own is not None:
                 kind, target = own
-                s.effects.append(Effect(kind, target, node, conds))
+                s.effects.append(Effect(kind, target, node, conds, 0, bool(self.model.enclosing_loops(node))))
                 if kind in (TRAIN, EVAL) and isinstance(node.func, cst.Attribute):
                     base = dotted(receiver_base(node.func.value))
                     if base is not None:
@@ -225,7 +228,8 @@ class Summaries:
                     continue  # the caller applying this summary is one more call up
                 target = self._relative(eff.target, s.params)
                 left = tuple(c for c in eff.conditions_left if c.param in s.params)
-                s.effects.append(Effect(eff.kind, target, node, conds + left, eff.depth + 1))
+                s.effects.append(Effect(eff.kind, target, node, conds + left, eff.depth + 1,
+                                        eff.looped or bool(self.model.enclosing_loops(node))))
 
     def _own_effect(self, call: cst.Call, params: tuple[str, ...]) -> tuple[str, str | None] | None:
         func = call.func
@@ -323,7 +327,43 @@ class Summaries:
                     taken = False
                     break
             if taken:
-                out.append(BoundEffect(eff.kind, _spell(eff.target, binding), call, tuple(left), eff.depth))
+                out.append(BoundEffect(eff.kind, _spell(eff.target, binding), call, tuple(left), eff.depth,
+                                       eff.looped))
+        return out
+
+    # ------------------------------------------------- training events
+    def helper_calls(self) -> list[tuple[cst.Call, list[Event]]]:
+        """Calls of local helpers that run backward/step/zero_grad, with those effects as
+        training events at the call (``key``: the optimizer's spelling at the call site,
+        ``ANY`` for a clear of unknown target)."""
+        if self._helper_events is None:
+            found = []
+            kinds = (BACKWARD, STEP, CLEAR)
+            for call in self.model.nodes(cst.Call):
+                # a helper's own loop is its own training loop, judged where it is
+                effects = [e for e in self.effects_at(call) if e.kind in kinds and not e.looped]
+                if effects:
+                    index = self.model.order[id(call)]
+                    found.append((call, [Event(e.kind, call, ANY if e.kind == CLEAR and e.target is None
+                                               else e.target, index) for e in effects]))
+            self._helper_events = found
+        return self._helper_events
+
+    def helper_events(self, region: cst.CSTNode) -> list[Event]:
+        """Training events of helper calls that run once per iteration of a loop, or in a
+        function's (or the module's) own body."""
+        model = self.model
+        out: list[Event] = []
+        if isinstance(region, (cst.For, cst.While)):
+            owner = model.enclosing_function(region)
+            for call, events in self.helper_calls():
+                if model.in_loop_body(call, region) and model.enclosing_function(call) is owner:
+                    out.extend(events)
+        else:
+            owner = None if region is model.module else region
+            for call, events in self.helper_calls():
+                if model.enclosing_function(call) is owner:
+                    out.extend(events)
         return out
 
     # ---------------------------------------------------------- grad mode
@@ -402,6 +442,7 @@ class BoundEffect:
     node: cst.Call  # the call site
     conditions_left: tuple[Condition, ...] = ()
     depth: int = 0
+    looped: bool = False
 
 
 def _spell(target: str | None, binding: dict[str, cst.CSTNode | None]) -> str | None:
