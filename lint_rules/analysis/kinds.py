@@ -83,21 +83,7 @@ def _kind_of(model: "FileModel", expr: cst.CSTNode, depth: int) -> str | None:
         if isinstance(expr, cst.Attribute) and expr.attr.value == "sampler":
             if kind_of(model, expr.value, depth + 1) == LOADER:
                 return SAMPLER
-        bindings = model.bindings_of(expr)
-        kinds = set()
-        if bindings:
-            for b in bindings:
-                kinds.add(_binding_kind(model, b, depth, expr))
-        kinds.discard(None)
-        if len(kinds) == 1:
-            return kinds.pop()
-        if not kinds:
-            if isinstance(expr, cst.Name) and model.is_backward_receiver(expr):
-                return LOSS
-            return name_hint(dotted(expr))
-        if kinds <= {LOSS, TENSOR}:
-            return LOSS
-        return None
+        return _kind_from_bindings(model, expr, model.bindings_of(expr), depth)
     if isinstance(expr, cst.Call):
         return _call_kind(model, expr, depth)
     if isinstance(expr, cst.BinaryOperation):
@@ -113,6 +99,32 @@ def _kind_of(model: "FileModel", expr: cst.CSTNode, depth: int) -> str | None:
     if isinstance(expr, cst.Subscript):
         inner = kind_of(model, expr.value, depth + 1)
         return TENSOR if inner in (TENSOR, LOSS, LEAF, PARAMETER) else None
+    return None
+
+
+def kind_at(model: "FileModel", expr: cst.CSTNode, at: cst.CSTNode) -> str | None:
+    """Kind of ``expr`` where ``at`` runs: for a Name, only the bindings that can reach
+    ``at`` count, so a later ``x = torch.zeros(3, requires_grad=True)`` does not make an
+    earlier ``x`` a leaf."""
+    if not isinstance(expr, cst.Name):
+        return kind_of(model, expr)
+    return _kind_from_bindings(model, expr, model.reaching_bindings(expr, at), 0)
+
+
+def _kind_from_bindings(model: "FileModel", expr: cst.CSTNode, bindings, depth: int) -> str | None:
+    kinds = set()
+    if bindings:
+        for b in bindings:
+            kinds.add(_binding_kind(model, b, depth, expr))
+    kinds.discard(None)
+    if len(kinds) == 1:
+        return kinds.pop()
+    if not kinds:
+        if isinstance(expr, cst.Name) and model.is_backward_receiver(expr):
+            return LOSS
+        return name_hint(dotted(expr))
+    if kinds <= {LOSS, TENSOR}:
+        return LOSS
     return None
 
 

@@ -507,6 +507,30 @@ class ScopeModel:
             return None
         return self.module_scope.attrs.get(text)
 
+    def reaching_bindings(self, name: cst.Name, at: cst.CSTNode) -> list[Binding] | None:
+        """The bindings of ``name`` that can hold its value at ``at`` (a statement or call
+        of this file): those of its own scope that come earlier, or later in a loop that
+        holds both (the next iteration sees them); bindings of other scopes all count."""
+        bindings = self.lookup(name.value, self.scope_at(name))
+        if not bindings:
+            return bindings
+        index = self.order.get(id(at))
+        if index is None:
+            return bindings
+        home = self.enclosing_function(at) or self.module
+        loops: list[cst.CSTNode] | None = None
+        out = []
+        for b in bindings:
+            b_index = self.order.get(id(b.node))
+            if b_index is None or b_index < index or b.scope.node is not home:
+                out.append(b)
+                continue
+            if loops is None:
+                loops = self.enclosing_loops(at)
+            if any(self.is_inside(b.node, loop) for loop in loops):
+                out.append(b)
+        return out
+
     def qualified_name(self, expr: cst.CSTNode, _depth: int = 0) -> str | None:
         """Canonical dotted name of what ``expr`` refers to, through imports and aliases."""
         key = id(expr)
