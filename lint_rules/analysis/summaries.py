@@ -316,20 +316,27 @@ class Summaries:
             left: list[Condition] = []
             taken = True
             for cond in eff.conditions:
-                arg = binding.get(cond.param)
-                value = _constant(arg) if arg is not None else _UNDECIDED
-                if value is _UNDECIDED:
+                verdict = _decide(cond, binding)
+                if verdict is None:
+                    arg = binding.get(cond.param)
                     if isinstance(arg, cst.Name):  # the caller's own parameter may decide it
                         left.append(Condition(arg.value, cond.value, cond.positive))
-                    continue
-                holds = bool(value) if cond.value == _TRUTHY else value == cond.value
-                if holds != cond.positive:
+                elif not verdict:
                     taken = False
                     break
             if taken:
                 out.append(BoundEffect(eff.kind, _spell(eff.target, binding), call, tuple(left), eff.depth,
                                        eff.looped))
         return out
+
+    def runs_at(self, node: cst.CSTNode, fn: cst.FunctionDef, call: cst.Call) -> bool:
+        """False when ``node`` of ``fn`` sits under an ``if`` on a parameter that the
+        constant arguments of ``call`` decide against."""
+        conditions = self._conditions(node, fn, self.of(fn).params)
+        if not conditions:
+            return True
+        binding = self.bind(call, fn)
+        return all(_decide(cond, binding) is not False for cond in conditions)
 
     # ------------------------------------------------- training events
     def helper_calls(self) -> list[tuple[cst.Call, list[Event]]]:
@@ -462,6 +469,16 @@ def _spell(target: str | None, binding: dict[str, cst.CSTNode | None]) -> str | 
         text = dotted(receiver)
         return None if text is None else f"{text}{target[4:]}"
     return target
+
+
+def _decide(cond: Condition, binding: dict[str, cst.CSTNode | None]) -> bool | None:
+    """Whether ``cond`` holds for the arguments of a call; None when they do not say."""
+    arg = binding.get(cond.param)
+    value = _constant(arg) if arg is not None else _UNDECIDED
+    if value is _UNDECIDED:
+        return None
+    holds = bool(value) if cond.value == _TRUTHY else value == cond.value
+    return holds == cond.positive
 
 
 def _param_test(test: cst.BaseExpression, params: tuple[str, ...]) -> Condition | None:

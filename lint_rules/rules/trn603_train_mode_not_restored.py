@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from lint_rules.analysis.model import dotted
+from lint_rules.analysis.summaries import Summaries
 from lint_rules.analysis.training import BACKWARD, STEP
 from lint_rules.rule import ERROR, Invalid, Rule, Valid
 from lint_rules.analysis.evaluation import EVAL, TRAIN, FileFacts, local_function, mode_call
@@ -78,6 +79,10 @@ class TrainModeNotRestored(Rule):
     flagged). Any `model.train()` on the same model counts as restoring the mode,
     even one under a condition. An evaluation on the last iteration only
     (`if epoch == epochs - 1:`) is still flagged unless it leaves the loop.
+    An `eval()` in one branch of an `if` whose other branch calls `train()` is
+    taken as a per-pass choice of mode and never flagged. Helpers of this file are
+    followed three calls deep, and a constant argument (`set_mode(model, "train")`)
+    selects the branch of `if mode == "train":` that runs.
 
     ## References
     - https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.train
@@ -92,6 +97,45 @@ class TrainModeNotRestored(Rule):
     SEVERITY = ERROR
 
     VALID = [
+        Valid(
+            """
+            # one if/else picks the mode on every pass: not an eval() after a train()
+            import torch
+            def run(model, loader, opt):
+                for epoch in range(3):
+                    for phase in ("train", "val"):
+                        if phase == "train":
+                            model.train()
+                        else:
+                            model.eval()
+                        for x, y in loader:
+                            loss = crit(model(x), y)
+                            if phase == "train":
+                                opt.zero_grad()
+                                loss.backward()
+                                opt.step()
+            """
+        ),
+        Valid(
+            """
+            # the helper's constant argument picks train() at the top of every epoch
+            import torch
+            def set_mode(model, mode):
+                if mode == "train":
+                    model.train()
+                else:
+                    model.eval()
+            def fit(model, loader, opt):
+                for epoch in range(3):
+                    set_mode(model, "train")
+                    for x, y in loader:
+                        loss = crit(model(x), y)
+                        loss.backward()
+                        opt.step()
+                    set_mode(model, "eval")
+                    evaluate(model)
+            """
+        ),
         Valid(
             """
             import torch
@@ -206,6 +250,26 @@ class TrainModeNotRestored(Rule):
     INVALID = [
         Invalid(
             """
+            # the helper's constant argument picks eval(); train() is only set once, before
+            import torch
+            def set_mode(model, mode):
+                if mode == "train":
+                    model.train()
+                else:
+                    model.eval()
+            def fit(model, loader, opt):
+                set_mode(model, "train")
+                for epoch in range(3):
+                    for x, y in loader:
+                        loss = crit(model(x), y)
+                        loss.backward()
+                        opt.step()
+                    set_mode(model, "eval")  # BUG
+                    evaluate(model)
+            """
+        ),
+        Invalid(
+            """
             import torch
             for epoch in range(epochs):
                 for x, y in train_loader:
@@ -277,14 +341,21 @@ class TrainModeNotRestored(Rule):
             return
         self._event_nodes = {id(e.node) for e in model.training.events if e.kind in (BACKWARD, STEP)}
         for loop in (*model.nodes(cst.For), *model.nodes(cst.While)):
-            events = self._events(loop, loop, {}, (), 0)
+            events = self._events(loop, loop, {}, (), 0, None)
             if not any(e.kind == EVAL for e in events) or not any(e.kind == _TRAINING for e in events):
                 continue
             trained = {e.receiver for e in events if e.kind == _CALL and e.receiver is not None}
             for i, ev in enumerate(events):
                 if ev.kind == EVAL and ev.receiver in trained and not self._leaves_loop(ev.anchor, loop) \
-                        and self._trains_before_restore(events, i):
+                        and not self._switched_by_branch(ev.anchor) and self._trains_before_restore(events, i):
                     self.report(ev.anchor)
+
+    def _switched_by_branch(self, node: cst.CSTNode) -> bool:
+        """``if phase == "train": model.train() else: model.eval()``: the two branches are
+        one per-pass choice of mode, not an eval() that follows a train()."""
+        model = self.model
+        return any(mode == TRAIN and model.mutually_exclusive(node, call)
+                   for _, call, mode in self._facts.mode_calls())
 
     @staticmethod
     def _trains_before_restore(events: list[_Event], i: int) -> bool:
@@ -298,14 +369,17 @@ class TrainModeNotRestored(Rule):
 
     # ------------------------------------------------------------ events
     def _events(self, container: cst.CSTNode, loop: cst.CSTNode, subst: dict[str, str | None],
-                stack: tuple[int, ...], depth: int) -> list[_Event]:
+                stack: tuple[int, ...], depth: int, entry: cst.Call | None) -> list[_Event]:
         """Mode, training and model-call events of one run of ``container``'s body, in order."""
         model = self.model
         facts = self._facts
+        helpers = model.fact(Summaries)
         out: list[_Event] = []
         for node in facts.body_nodes(container):
             if not isinstance(node, cst.Call):
                 continue
+            if entry is not None and not helpers.runs_at(node, container, entry):
+                continue  # set_mode(model, "train"): the other branch does not run
             # Events found in a helper are reported at its call in the loop.
             anchor = node if depth == 0 else None
             func = node.func
@@ -313,7 +387,7 @@ class TrainModeNotRestored(Rule):
             if callee is not None:
                 if depth < _MAX_DEPTH and id(callee) not in stack and callee is not container:
                     inner = self._events(callee, loop, self._bind(callee, node, subst), (*stack, id(callee)),
-                                         depth + 1)
+                                         depth + 1, node)
                     out.extend(_Event(e.kind, e.receiver, anchor or e.anchor) for e in inner)
                 continue
             mode = mode_call(node)
