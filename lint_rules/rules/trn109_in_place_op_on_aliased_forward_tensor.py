@@ -7,7 +7,7 @@ import libcst as cst
 
 from lint_rules.analysis.model import dotted, is_true, keyword_arg
 from lint_rules.rule import Invalid, Rule, Valid
-from lint_rules.analysis.autograd_flow import class_has_base, is_torch_module_class
+from lint_rules.analysis.modules import ModuleFacts
 
 # Tensor methods whose result shares storage with the receiver.
 _VIEW_METHODS = frozenset(
@@ -211,6 +211,21 @@ class InPlaceOpOnAliasedForwardTensor(Rule):
     INVALID = [
         Invalid(
             """
+            # a LightningModule is an nn.Module: its forward is checked too
+            import pytorch_lightning as pl
+            from torch import nn
+            class Classifier(pl.LightningModule):
+                def __init__(self):
+                    super().__init__()
+                    self.act = nn.ReLU(inplace=True)
+                def forward(self, x):
+                    skip = x
+                    x = self.act(x)  # BUG
+                    return x + skip
+            """
+        ),
+        Invalid(
+            """
             import torch
             from torch import nn
             class PreActBlock(nn.Module):
@@ -291,7 +306,7 @@ class InPlaceOpOnAliasedForwardTensor(Rule):
         if node.name.value != "forward":
             return
         classdef = self._owning_class(node)
-        if classdef is None or not class_has_base(self.model, classdef, is_torch_module_class):
+        if classdef is None or not self.model.fact(ModuleFacts).is_module_class(classdef):
             return
         _ForwardFlow(self, node).run()
 
