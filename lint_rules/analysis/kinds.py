@@ -48,6 +48,10 @@ _SCHED_HINT = re.compile(r"sched|lr_scheduler", re.I)
 _MODULE_HINT = re.compile(r"^(model|net|network|module)$|_(model|net)$|^(model|net)_", re.I)
 
 
+# The pre-0.4 wrapper: `Variable(t, requires_grad=True)` is a leaf that requires grad.
+_VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
+
+
 def name_hint(text: str | None) -> str | None:
     """Last-resort guess from a variable's spelling."""
     if not text:
@@ -117,11 +121,11 @@ def _kind_from_bindings(model: "FileModel", expr: cst.CSTNode, bindings, depth: 
         for b in bindings:
             kinds.add(_binding_kind(model, b, depth, expr))
     kinds.discard(None)
+    if (not kinds or kinds == {TENSOR}) and isinstance(expr, cst.Name) and model.is_backward_receiver(expr):
+        return LOSS  # whatever else it is, what backward() is called on is a loss
     if len(kinds) == 1:
         return kinds.pop()
     if not kinds:
-        if isinstance(expr, cst.Name) and model.is_backward_receiver(expr):
-            return LOSS
         return name_hint(dotted(expr))
     if kinds <= {LOSS, TENSOR}:
         return LOSS
@@ -214,7 +218,7 @@ def _call_kind(model: "FileModel", call: cst.Call, depth: int) -> str | None:
         k = _class_kind(model, q)
         if k is not None:
             return k
-        if q in N.TENSOR_FACTORIES:
+        if q in N.TENSOR_FACTORIES or q in _VARIABLE:
             arg = keyword_arg(call, "requires_grad")
             return LEAF if arg is not None and is_true(arg.value) else TENSOR
         if N.is_loss_function(q):

@@ -59,6 +59,15 @@ class InPlaceUpdateOfLeafRequiringGrad(Rule):
     VALID = [
         Valid(
             """
+            # a Variable without requires_grad is a plain tensor
+            import torch
+            from torch.autograd import Variable
+            w = Variable(torch.randn(3))
+            w += 0.1
+            """
+        ),
+        Valid(
+            """
             # the name becomes a leaf only after the in-place update
             import torch
             def make(data):
@@ -122,6 +131,15 @@ class InPlaceUpdateOfLeafRequiringGrad(Rule):
         ),
     ]
     INVALID = [
+        Invalid(
+            """
+            # the pre-0.4 spelling of a leaf that requires grad
+            import torch
+            from torch.autograd import Variable
+            w = Variable(torch.randn(3), requires_grad=True)
+            w += 0.1  # BUG
+            """
+        ),
         Invalid(
             """
             # in a loop, the rebinding at the end reaches the += of the next iteration
