@@ -79,7 +79,7 @@ class FileFacts:
 
     def is_model_call(self, call: cst.Call) -> bool:
         func = call.func
-        return isinstance(func, (cst.Name, cst.Attribute)) and self.model.kind_of(func) == MODULE
+        return isinstance(func, (cst.Name, cst.Attribute, cst.Subscript)) and self.model.kind_of(func) == MODULE
 
     def call_sites(self, fn: cst.FunctionDef) -> list[cst.Call]:
         """Calls of ``fn`` (by name, or ``self.<method>``) in this file."""
@@ -169,6 +169,8 @@ class FileFacts:
                 return any(a.keyword is None and not a.star and self._iterates_data(a.value, depth + 1)
                            for a in expr.args)
             return bool(leaf) and _DATA_NAME.search(leaf) is not None  # self.val_dataloader()
+        if isinstance(expr, cst.Subscript):
+            return self.model.kind_of(expr) == LOADER  # loaders["dev"]
         if isinstance(expr, (cst.Name, cst.Attribute)):
             if self.model.kind_of(expr) == LOADER:
                 return True

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from lint_rules.analysis import names as N
-from lint_rules.analysis.scopes import (ASSIGN, CLASS, DEF, FOR, PARAM, WITH, call_method,
+from lint_rules.analysis.scopes import (ASSIGN, CLASS, DEF, FOR, PARAM, WITH, call_method, is_none,
                                        dotted, is_true, keyword_arg)
 
 if TYPE_CHECKING:
@@ -101,8 +101,40 @@ def _kind_of(model: "FileModel", expr: cst.CSTNode, depth: int) -> str | None:
     if isinstance(expr, cst.UnaryOperation):
         return kind_of(model, expr.expression, depth + 1)
     if isinstance(expr, cst.Subscript):
+        item = _container_item(model, expr, depth)
+        if item is not None:
+            return kind_of(model, item, depth + 1)
         inner = kind_of(model, expr.value, depth + 1)
         return TENSOR if inner in (TENSOR, LOSS, LEAF, PARAMETER) else None
+    return None
+
+
+def _container_item(model: "FileModel", expr: cst.Subscript, depth: int) -> cst.CSTNode | None:
+    """The element that ``models["generator"]`` / ``pair[0]`` reads from a dict, list or tuple
+    literal bound once to the subscripted name."""
+    if len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index) \
+            or not isinstance(expr.value, (cst.Name, cst.Attribute)):
+        return None
+    key = expr.slice[0].slice.value
+    bindings = model.bindings_of(expr.value)
+    if not bindings or len(bindings) != 1 or bindings[0].kind != ASSIGN:
+        return None
+    container = bindings[0].value
+    if isinstance(container, cst.Call) and model.qualified_name(container.func) == "builtins.dict":
+        if isinstance(key, cst.SimpleString):
+            arg = keyword_arg(container, key.evaluated_value)
+            return arg.value if arg is not None else None
+        return None
+    if isinstance(container, cst.Dict) and isinstance(key, cst.SimpleString):
+        for el in container.elements:
+            if isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString) \
+                    and el.key.evaluated_value == key.evaluated_value:
+                return el.value
+        return None
+    if isinstance(container, (cst.List, cst.Tuple)) and isinstance(key, cst.Integer):
+        index = int(key.value)
+        if all(isinstance(el, cst.Element) for el in container.elements) and index < len(container.elements):
+            return container.elements[index].value
     return None
 
 
@@ -150,6 +182,8 @@ def _binding_kind(model: "FileModel", b, depth: int, expr: cst.CSTNode) -> str |
             q = model.qualified_name(param.annotation.annotation)
             if q is not None:
                 return _class_kind(model, q)
+        if isinstance(param, cst.Param) and param.default is not None and not is_none(param.default):
+            return kind_of(model, param.default, depth + 1)  # loss_fn=nn.CrossEntropyLoss()
         return None
     return None
 
@@ -161,6 +195,16 @@ def _iterated_kind(model: "FileModel", iterable: cst.CSTNode, depth: int) -> str
         return PARAMETER
     if method == "named_parameters":
         return PARAMETER  # the tuple's second element; targets are checked by the caller
+    if isinstance(iterable, (cst.List, cst.Tuple)) and iterable.elements:
+        # for m in [generator, discriminator]
+        kinds = {kind_of(model, el.value, depth + 1) if isinstance(el, cst.Element) else None
+                 for el in iterable.elements}
+        return kinds.pop() if len(kinds) == 1 else None
+    if isinstance(iterable, (cst.Name, cst.Attribute)):
+        inner = kind_of(model, iterable, depth + 1)
+        if inner in (TENSOR, LOSS, LEAF, PARAMETER):
+            return TENSOR  # for row in probabilities: the rows of a tensor
+        return None
     if isinstance(iterable, cst.Subscript):
         # for p in group["params"]
         for el in iterable.slice:

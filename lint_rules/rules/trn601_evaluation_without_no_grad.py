@@ -76,6 +76,19 @@ class EvaluationWithoutNoGrad(Rule):
     VALID = [
         Valid(
             """
+            # the same dicts, evaluated under no_grad
+            import torch
+            from torch.utils.data import DataLoader
+            loaders = {"train": DataLoader(train_set), "dev": DataLoader(dev_set)}
+            models = {"generator": torch.nn.Linear(8, 8)}
+            models["generator"].eval()
+            with torch.no_grad():
+                for x, y in loaders["dev"]:
+                    out = models["generator"](x)
+            """
+        ),
+        Valid(
+            """
             # no-grad entered through an ExitStack
             import contextlib
             import torch
@@ -197,6 +210,18 @@ class EvaluationWithoutNoGrad(Rule):
         ),
     ]
     INVALID = [
+        Invalid(
+            """
+            # models and loaders kept in dicts
+            import torch
+            from torch.utils.data import DataLoader
+            loaders = {"train": DataLoader(train_set), "dev": DataLoader(dev_set)}
+            models = {"generator": torch.nn.Linear(8, 8)}
+            models["generator"].eval()
+            for x, y in loaders["dev"]:  # BUG
+                out = models["generator"](x)
+            """
+        ),
         Invalid(
             """
             # the ExitStack enters no_grad only after the evaluation loop
