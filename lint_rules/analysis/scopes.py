@@ -189,6 +189,7 @@ class ScopeModel:
                                   cst.Return})
         self._walk(interesting | self._always)
         self._facts: dict[Callable, object] = {}
+        self._owner: dict[int, cst.CSTNode | None] = {}
         self._backward_names: set[tuple[int, str]] | None = None
 
     # ------------------------------------------------------------------ walk
@@ -416,10 +417,28 @@ class ScopeModel:
         return any(a is container for a in self.ancestors(node))
 
     def enclosing_function(self, node: cst.CSTNode) -> cst.CSTNode | None:
-        for a in self.ancestors(node):
-            if isinstance(a, _FUNC_TYPES):
-                return a
-        return None
+        """The innermost ``def``/``lambda`` around ``node``; memoised along the parent chain,
+        so asking for every node of a file costs one pass."""
+        cache = self._owner
+        parents = self.parents
+        chain: list[int] = []
+        key = id(node)
+        result: cst.CSTNode | None = None
+        while True:
+            if key in cache:
+                result = cache[key]
+                break
+            parent = parents.get(key)
+            chain.append(key)
+            if parent is None:
+                break
+            if isinstance(parent, _FUNC_TYPES):
+                result = parent
+                break
+            key = id(parent)
+        for k in chain:
+            cache[k] = result
+        return result
 
     def enclosing_loops(self, node: cst.CSTNode) -> list[cst.CSTNode]:
         """Loops around ``node`` within its own function, innermost first."""

@@ -30,7 +30,7 @@ import libcst as cst
 from lint_rules.analysis import names as N
 from lint_rules.analysis.kinds import OPTIMIZER, SCALER, kind_of
 from lint_rules.analysis.scopes import DEF, dotted, keyword_arg
-from lint_rules.analysis.training import ANY, Event
+from lint_rules.analysis.training import ANY, Event, TrainingFacts
 
 if TYPE_CHECKING:
     from lint_rules.analysis.scopes import ScopeModel
@@ -345,6 +345,10 @@ class Summaries:
         ``ANY`` for a clear of unknown target)."""
         if self._helper_events is None:
             found = []
+            # helpers of this file can only run the events this file has
+            if not self.model.fact(TrainingFacts).events:
+                self._helper_events = found
+                return found
             kinds = (BACKWARD, STEP, CLEAR)
             for call in self.model.nodes(cst.Call):
                 # a helper's own loop is its own training loop, judged where it is
