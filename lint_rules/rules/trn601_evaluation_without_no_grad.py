@@ -304,7 +304,7 @@ class EvaluationWithoutNoGrad(Rule):
 
     def __init__(self, model: "FileModel") -> None:
         super().__init__(model)
-        self._facts = FileFacts(model)
+        self._facts = model.fact(FileFacts)
         self._grad_disabled_at: list[tuple[int, cst.CSTNode | None]] | None = None
 
     def visit_For(self, node: cst.For) -> None:

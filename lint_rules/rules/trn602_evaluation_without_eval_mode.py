@@ -277,7 +277,7 @@ class EvaluationWithoutEvalMode(Rule):
 
     def __init__(self, model: "FileModel") -> None:
         super().__init__(model)
-        self._facts = FileFacts(model)
+        self._facts = model.fact(FileFacts)
         self._modules = model.fact(ModuleFacts)
 
     def visit_For(self, node: cst.For) -> None:
