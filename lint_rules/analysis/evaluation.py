@@ -10,8 +10,10 @@ from typing import TYPE_CHECKING, Iterator
 
 import libcst as cst
 
+from lint_rules.analysis import summaries as S
 from lint_rules.analysis.kinds import DISTRIBUTED_OPTIMIZER, LOADER, MODULE, OPTIMIZER, SCALER
 from lint_rules.analysis.scopes import dotted, is_false, keyword_arg
+from lint_rules.analysis.summaries import Summaries
 
 if TYPE_CHECKING:
     from lint_rules.analysis.model import FileModel
@@ -57,6 +59,7 @@ class FileFacts:
     def __init__(self, model: "FileModel") -> None:
         self.model = model
         self._evaluation_calls: dict[int, list[cst.Call]] = {}
+        self._helper_calls: dict[int, list[tuple[cst.Call, cst.Call]]] = {}
         self._fetches: dict[int, bool] = {}
         self._call_sites: dict[int, list[cst.Call]] = {}
         self._mode_calls: list[tuple[int, cst.Call, str]] | None = None
@@ -114,6 +117,36 @@ class FileFacts:
                 calls = []
         self._evaluation_calls[key] = calls
         return calls
+
+    def evaluation_helper_calls(self, loop: cst.For) -> list[tuple[cst.Call, cst.Call]]:
+        """For an evaluation loop whose model runs one helper call deep (``for batch in
+        val_loader: self.eval_step(batch)``): (the helper's call in the loop, the model call
+        in the helper) pairs. Empty when the loop calls the model itself (see
+        :meth:`evaluation_calls`) or a helper trains."""
+        key = id(loop)
+        if key in self._helper_calls:
+            return self._helper_calls[key]
+        out: list[tuple[cst.Call, cst.Call]] = []
+        model = self.model
+        if not self.evaluation_calls(loop) and (self._iterates_data(loop.iter) or self._fetches_data(loop)):
+            helpers = model.fact(Summaries)
+            for node in self.body_nodes(loop):
+                if not isinstance(node, cst.Call) or self._innermost_data_loop(node) is not loop \
+                        or not isinstance(node.func, (cst.Name, cst.Attribute)):
+                    continue
+                fn = helpers.local_function(node.func)
+                if fn is None:
+                    continue
+                if any(e.kind in (S.BACKWARD, S.STEP, S.CLEAR) for e in helpers.of(fn).effects):
+                    out = []
+                    break  # a training step in a helper: not an evaluation loop
+                out.extend((node, inner) for inner in helpers.own_nodes(fn)
+                           if isinstance(inner, cst.Call) and self.is_model_call(inner)
+                           and not model.enclosing_loops(inner))  # a helper's own loop is judged there
+            if out and not self._is_evaluation(loop):
+                out = []
+        self._helper_calls[key] = out
+        return out
 
     def _innermost_data_loop(self, call: cst.Call) -> cst.For | None:
         for lp in self.model.enclosing_loops(call):

@@ -76,6 +76,36 @@ class EvaluationWithoutNoGrad(Rule):
     VALID = [
         Valid(
             """
+            # the helper disables gradients itself
+            import torch
+            class Runner:
+                @torch.no_grad()
+                def eval_step(self, batch):
+                    x, y = batch
+                    return (self.model(x).argmax(1) == y).float().mean()
+                def validate(self, val_loader):
+                    self.model.eval()
+                    for batch in val_loader:
+                        self.eval_step(batch)
+            """
+        ),
+        Valid(
+            """
+            # a helper that trains: a training loop, not an evaluation
+            import torch
+            class Runner:
+                def train_step(self, batch):
+                    x, y = batch
+                    self.opt.zero_grad()
+                    self.crit(self.model(x), y).backward()
+                    self.opt.step()
+                def fit(self, train_loader):
+                    for batch in train_loader:
+                        self.train_step(batch)
+            """
+        ),
+        Valid(
+            """
             # the same dicts, evaluated under no_grad
             import torch
             from torch.utils.data import DataLoader
@@ -212,6 +242,20 @@ class EvaluationWithoutNoGrad(Rule):
     INVALID = [
         Invalid(
             """
+            # the model call sits in a self.eval_step(batch) helper
+            import torch
+            class Runner:
+                def eval_step(self, batch):
+                    x, y = batch
+                    return (self.model(x).argmax(1) == y).float().mean()
+                def validate(self, val_loader):
+                    self.model.eval()
+                    for batch in val_loader:  # BUG
+                        self.eval_step(batch)
+            """
+        ),
+        Invalid(
+            """
             # models and loaders kept in dicts
             import torch
             from torch.utils.data import DataLoader
@@ -308,8 +352,18 @@ class EvaluationWithoutNoGrad(Rule):
         self._grad_disabled_at: list[tuple[int, cst.CSTNode | None]] | None = None
 
     def visit_For(self, node: cst.For) -> None:
-        if any(not self._grad_managed(call, node) for call in self._facts.evaluation_calls(node)):
+        if any(not self._grad_managed(call, node) for call in self._facts.evaluation_calls(node)) \
+                or any(not self._grad_managed_in_helper(site, inner, node)
+                       for site, inner in self._facts.evaluation_helper_calls(node)):
             self.report(node)
+
+    def _grad_managed_in_helper(self, site: cst.Call, inner: cst.Call, loop: cst.For) -> bool:
+        """The model call in a helper: grad is off around the helper's call, or inside it."""
+        model = self.model
+        helper = model.enclosing_function(inner)
+        return self._grad_managed(site, loop) or model.in_no_grad(inner) \
+            or self._under_set_grad_enabled(inner) \
+            or isinstance(helper, cst.FunctionDef) and model.fact(Summaries).of(helper).no_grad
 
     def _grad_managed(self, call: cst.Call, loop: cst.For) -> bool:
         model = self.model

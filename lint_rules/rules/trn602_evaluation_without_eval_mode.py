@@ -75,6 +75,21 @@ class EvaluationWithoutEvalMode(Rule):
     VALID = [
         Valid(
             """
+            # the same helper, after model.eval()
+            import torch
+            class Runner:
+                def eval_step(self, batch):
+                    x, y = batch
+                    return (self.model(x).argmax(1) == y).float().mean()
+                @torch.no_grad()
+                def validate(self, val_loader):
+                    self.model.eval()
+                    for batch in val_loader:
+                        self.eval_step(batch)
+            """
+        ),
+        Valid(
+            """
             # no layer of this MLP depends on the mode: eval() would change nothing
             import torch
             import torch.nn as nn
@@ -190,6 +205,20 @@ class EvaluationWithoutEvalMode(Rule):
     INVALID = [
         Invalid(
             """
+            # the model call sits in a self.eval_step(batch) helper
+            import torch
+            class Runner:
+                def eval_step(self, batch):
+                    x, y = batch
+                    return (self.model(x).argmax(1) == y).float().mean()
+                @torch.no_grad()
+                def validate(self, val_loader):
+                    for batch in val_loader:  # BUG
+                        self.eval_step(batch)
+            """
+        ),
+        Invalid(
+            """
             # a model of this file with dropout, evaluated in training mode
             import torch
             import torch.nn as nn
@@ -281,7 +310,8 @@ class EvaluationWithoutEvalMode(Rule):
         self._modules = model.fact(ModuleFacts)
 
     def visit_For(self, node: cst.For) -> None:
-        calls = self._facts.evaluation_calls(node)
+        calls = self._facts.evaluation_calls(node) or [
+            inner for _, inner in self._facts.evaluation_helper_calls(node)]  # self.eval_step(batch)
         if calls and not self._mode_set(node) and any(
                 self._modules.mode_dependent(call.func) is not False for call in calls):
             self.report(node)
