@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Iterator
 
 import libcst as cst
 
-from lint_rules.analysis import summaries as S
 from lint_rules.analysis.kinds import DISTRIBUTED_OPTIMIZER, LOADER, MODULE, OPTIMIZER, SCALER
-from lint_rules.analysis.scopes import dotted, is_false, keyword_arg
-from lint_rules.analysis.summaries import Summaries
+from lint_rules.analysis.scopes import dotted
+from lint_rules.analysis.summaries import BACKWARD, CLEAR, EVAL, STEP, TRAIN, Summaries  # noqa: F401
+from lint_rules.analysis.summaries import mode_of_call as mode_call
 
 if TYPE_CHECKING:
     from lint_rules.analysis.model import FileModel
@@ -28,24 +28,6 @@ _FUNCTIONS = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
 _STEPPERS = frozenset({OPTIMIZER, DISTRIBUTED_OPTIMIZER, SCALER})
 # A batch fetched inside a counting loop: `X, Y = get_batch("val")`, `next(val_iter)`.
 _FETCH_NAME = re.compile(r"(^|_)(batch|batches|sample)($|_)|^next$", re.I)
-EVAL = "eval"
-TRAIN = "train"
-
-
-def mode_call(call: cst.Call) -> str | None:
-    """``EVAL`` for ``m.eval()`` / ``m.train(False)``, ``TRAIN`` for ``m.train()`` / ``m.train(<expr>)``."""
-    func = call.func
-    if not isinstance(func, cst.Attribute):
-        return None
-    method = func.attr.value
-    if method == "eval":
-        return EVAL if not call.args else None
-    if method == "train":
-        arg = keyword_arg(call, "mode") or (call.args[0] if call.args else None)
-        if arg is not None and is_false(arg.value):
-            return EVAL
-        return TRAIN  # train() / train(True) / train(flag): the author sets the mode
-    return None
 
 
 def local_function(model: "FileModel", expr: cst.CSTNode) -> cst.FunctionDef | None:
@@ -137,7 +119,7 @@ class FileFacts:
                 fn = helpers.local_function(node.func)
                 if fn is None:
                     continue
-                if any(e.kind in (S.BACKWARD, S.STEP, S.CLEAR) for e in helpers.of(fn).effects):
+                if any(e.kind in (BACKWARD, STEP, CLEAR) for e in helpers.of(fn).effects):
                     out = []
                     break  # a training step in a helper: not an evaluation loop
                 out.extend((node, inner) for inner in helpers.own_nodes(fn)

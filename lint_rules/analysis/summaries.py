@@ -29,7 +29,7 @@ import libcst as cst
 
 from lint_rules.analysis import names as N
 from lint_rules.analysis.kinds import OPTIMIZER, SCALER, kind_of
-from lint_rules.analysis.scopes import DEF, dotted, keyword_arg
+from lint_rules.analysis.scopes import dotted, keyword_arg
 from lint_rules.analysis.training import ANY, Event, TrainingFacts
 
 if TYPE_CHECKING:
@@ -128,20 +128,7 @@ class Summaries:
     # ------------------------------------------------------------ lookup
     def local_function(self, func: cst.CSTNode) -> cst.FunctionDef | None:
         """The one ``def`` of this file that a Name or ``self.<method>`` calls."""
-        model = self.model
-        if isinstance(func, cst.Name):
-            bindings = model.bindings_of(func)
-        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
-            cls = model.scope_at(func)
-            while cls is not None and cls.kind != "class":
-                cls = cls.parent
-            bindings = cls.bindings.get(func.attr.value) if cls is not None else None
-        else:
-            return None
-        if bindings and len(bindings) == 1 and bindings[0].kind == DEF \
-                and isinstance(bindings[0].value, cst.FunctionDef):
-            return bindings[0].value
-        return None
+        return self.model.fact(TrainingFacts).local_function(func)
 
     def own_nodes(self, fn: cst.FunctionDef) -> list[cst.CSTNode]:
         """Ordered nodes that run in ``fn``'s own body (not in nested functions or classes)."""
