@@ -121,7 +121,7 @@ class Summaries:
         self.model = model
         self._summaries: dict[int, Summary] = {}
         self._building: set[int] = set()
-        self._body: dict[int, list[cst.CSTNode]] | None = None
+        self._body: dict[int, list[cst.CSTNode]] = {}
         self._call_sites: dict[int, list[cst.Call]] | None = None
         self._helper_events: list[tuple[cst.Call, list[Event]]] | None = None
 
@@ -132,14 +132,25 @@ class Summaries:
 
     def own_nodes(self, fn: cst.FunctionDef) -> list[cst.CSTNode]:
         """Ordered nodes that run in ``fn``'s own body (not in nested functions or classes)."""
-        if self._body is None:
-            body: dict[int, list[cst.CSTNode]] = {}
-            for node in self.model.ordered:
-                owner = self.model.enclosing_function(node)
-                if owner is not None:
-                    body.setdefault(id(owner), []).append(node)
-            self._body = body
-        return self._body.get(id(fn), [])
+        found = self._body.get(id(fn))
+        if found is None:
+            model = self.model
+            ordered = model.ordered
+            found = []
+            start = model.order.get(id(fn))
+            # the nodes inside fn follow it in document order, one run
+            for i in range(start + 1 if start is not None else len(ordered), len(ordered)):
+                node = ordered[i]
+                owner = model.enclosing_function(node)
+                if owner is fn:
+                    found.append(node)
+                    continue
+                while owner is not None and owner is not fn:
+                    owner = model.enclosing_function(owner)
+                if owner is None:
+                    break
+            self._body[id(fn)] = found
+        return found
 
     def call_sites(self, fn: cst.FunctionDef) -> list[cst.Call]:
         """The calls in this file that call ``fn``."""
@@ -194,10 +205,10 @@ class Summaries:
                 continue
             if not isinstance(node, cst.Call):
                 continue
-            conds = self._conditions(node, fn, s.params)
             own = self._own_effect(node, s.params)
             if own is not None:
                 kind, target = own
+                conds = self._conditions(node, fn, s.params)
                 s.effects.append(Effect(kind, target, node, conds, 0, bool(self.model.enclosing_loops(node))))
                 if kind in (TRAIN, EVAL) and isinstance(node.func, cst.Attribute):
                     base = dotted(receiver_base(node.func.value))
@@ -210,6 +221,9 @@ class Summaries:
             inner = self.of(callee)
             if isinstance(node.func, cst.Attribute):
                 s.creates.update(inner.creates)
+            if not inner.effects:
+                continue
+            conds = self._conditions(node, fn, s.params)
             for eff in self.effects_at(node, callee):
                 if eff.depth + 1 >= MAX_DEPTH:
                     continue  # the caller applying this summary is one more call up
