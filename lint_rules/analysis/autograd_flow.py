@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Callable, Iterator
 
 import libcst as cst
 
-from lint_rules.analysis import names as N
-from lint_rules.analysis.model import CLASS
+from lint_rules.analysis.modules import is_torch_module_class_name
+from lint_rules.analysis.scopes import CLASS
 
 if TYPE_CHECKING:
     from lint_rules.analysis.model import FileModel, Scope
@@ -47,9 +47,11 @@ def binding_scope(model: "FileModel", name: cst.Name) -> "Scope":
 
 
 def is_torch_module_class(qualname: str) -> bool:
-    """``torch.nn.Module`` and the ``torch.nn`` layer classes (not ``nn.Parameter``)."""
-    return qualname.startswith("torch.nn.") and qualname.rsplit(".", 1)[1][:1].isupper() \
-        and qualname != N.PARAMETER
+    """A canonical name of a module base class: ``torch.nn.Module``, the ``torch.nn``
+    layers (not ``nn.Parameter``), and the framework bases that subclass it
+    (``LightningModule``, ``PreTrainedModel``). The same answer as
+    :meth:`ModuleFacts.is_module_class` gives for a known base."""
+    return is_torch_module_class_name(qualname)
 
 
 def class_has_base(model: "FileModel", classdef: cst.ClassDef, accept: Callable[[str], bool],

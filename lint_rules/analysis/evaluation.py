@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING, Iterator
 import libcst as cst
 
 from lint_rules.analysis.kinds import DISTRIBUTED_OPTIMIZER, LOADER, MODULE, OPTIMIZER, SCALER
-from lint_rules.analysis.model import dotted, is_false, keyword_arg
+from lint_rules.analysis.scopes import dotted
+from lint_rules.analysis.summaries import BACKWARD, CLEAR, EVAL, STEP, TRAIN, Summaries  # noqa: F401
+from lint_rules.analysis.summaries import mode_of_call as mode_call
 
 if TYPE_CHECKING:
     from lint_rules.analysis.model import FileModel
@@ -26,24 +28,6 @@ _FUNCTIONS = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
 _STEPPERS = frozenset({OPTIMIZER, DISTRIBUTED_OPTIMIZER, SCALER})
 # A batch fetched inside a counting loop: `X, Y = get_batch("val")`, `next(val_iter)`.
 _FETCH_NAME = re.compile(r"(^|_)(batch|batches|sample)($|_)|^next$", re.I)
-EVAL = "eval"
-TRAIN = "train"
-
-
-def mode_call(call: cst.Call) -> str | None:
-    """``EVAL`` for ``m.eval()`` / ``m.train(False)``, ``TRAIN`` for ``m.train()`` / ``m.train(<expr>)``."""
-    func = call.func
-    if not isinstance(func, cst.Attribute):
-        return None
-    method = func.attr.value
-    if method == "eval":
-        return EVAL if not call.args else None
-    if method == "train":
-        arg = keyword_arg(call, "mode") or (call.args[0] if call.args else None)
-        if arg is not None and is_false(arg.value):
-            return EVAL
-        return TRAIN  # train() / train(True) / train(flag): the author sets the mode
-    return None
 
 
 def local_function(model: "FileModel", expr: cst.CSTNode) -> cst.FunctionDef | None:
@@ -57,6 +41,7 @@ class FileFacts:
     def __init__(self, model: "FileModel") -> None:
         self.model = model
         self._evaluation_calls: dict[int, list[cst.Call]] = {}
+        self._helper_calls: dict[int, list[tuple[cst.Call, cst.Call]]] = {}
         self._fetches: dict[int, bool] = {}
         self._call_sites: dict[int, list[cst.Call]] = {}
         self._mode_calls: list[tuple[int, cst.Call, str]] | None = None
@@ -79,7 +64,7 @@ class FileFacts:
 
     def is_model_call(self, call: cst.Call) -> bool:
         func = call.func
-        return isinstance(func, (cst.Name, cst.Attribute)) and self.model.kind_of(func) == MODULE
+        return isinstance(func, (cst.Name, cst.Attribute, cst.Subscript)) and self.model.kind_of(func) == MODULE
 
     def call_sites(self, fn: cst.FunctionDef) -> list[cst.Call]:
         """Calls of ``fn`` (by name, or ``self.<method>``) in this file."""
@@ -114,6 +99,36 @@ class FileFacts:
                 calls = []
         self._evaluation_calls[key] = calls
         return calls
+
+    def evaluation_helper_calls(self, loop: cst.For) -> list[tuple[cst.Call, cst.Call]]:
+        """For an evaluation loop whose model runs one helper call deep (``for batch in
+        val_loader: self.eval_step(batch)``): (the helper's call in the loop, the model call
+        in the helper) pairs. Empty when the loop calls the model itself (see
+        :meth:`evaluation_calls`) or a helper trains."""
+        key = id(loop)
+        if key in self._helper_calls:
+            return self._helper_calls[key]
+        out: list[tuple[cst.Call, cst.Call]] = []
+        model = self.model
+        if not self.evaluation_calls(loop) and (self._iterates_data(loop.iter) or self._fetches_data(loop)):
+            helpers = model.fact(Summaries)
+            for node in self.body_nodes(loop):
+                if not isinstance(node, cst.Call) or self._innermost_data_loop(node) is not loop \
+                        or not isinstance(node.func, (cst.Name, cst.Attribute)):
+                    continue
+                fn = helpers.local_function(node.func)
+                if fn is None:
+                    continue
+                if any(e.kind in (BACKWARD, STEP, CLEAR) for e in helpers.of(fn).effects):
+                    out = []
+                    break  # a training step in a helper: not an evaluation loop
+                out.extend((node, inner) for inner in helpers.own_nodes(fn)
+                           if isinstance(inner, cst.Call) and self.is_model_call(inner)
+                           and not model.enclosing_loops(inner))  # a helper's own loop is judged there
+            if out and not self._is_evaluation(loop):
+                out = []
+        self._helper_calls[key] = out
+        return out
 
     def _innermost_data_loop(self, call: cst.Call) -> cst.For | None:
         for lp in self.model.enclosing_loops(call):
@@ -169,6 +184,8 @@ class FileFacts:
                 return any(a.keyword is None and not a.star and self._iterates_data(a.value, depth + 1)
                            for a in expr.args)
             return bool(leaf) and _DATA_NAME.search(leaf) is not None  # self.val_dataloader()
+        if isinstance(expr, cst.Subscript):
+            return self.model.kind_of(expr) == LOADER  # loaders["dev"]
         if isinstance(expr, (cst.Name, cst.Attribute)):
             if self.model.kind_of(expr) == LOADER:
                 return True

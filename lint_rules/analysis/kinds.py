@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from lint_rules.analysis import names as N
-from lint_rules.analysis.model import (ASSIGN, CLASS, DEF, FOR, PARAM, WITH, call_method,
+from lint_rules.analysis.scopes import (ASSIGN, CLASS, DEF, FOR, PARAM, WITH, call_method, is_none,
                                        dotted, is_true, keyword_arg)
 
 if TYPE_CHECKING:
-    from lint_rules.analysis.model import FileModel
+    from lint_rules.analysis.scopes import ScopeModel as FileModel
 
 OPTIMIZER = "optimizer"
 SCALER = "scaler"
@@ -46,6 +46,10 @@ _OPT_HINT = re.compile(r"(^|[._])(optim|optimizer|optimiser|opt)(s?)([_\d]|$)|op
 _SCALER_HINT = re.compile(r"(^|[._])(grad_)?scaler([_\d]|$)", re.I)
 _SCHED_HINT = re.compile(r"sched|lr_scheduler", re.I)
 _MODULE_HINT = re.compile(r"^(model|net|network|module)$|_(model|net)$|^(model|net)_", re.I)
+
+
+# The pre-0.4 wrapper: `Variable(t, requires_grad=True)` is a leaf that requires grad.
+_VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
 
 
 def name_hint(text: str | None) -> str | None:
@@ -83,21 +87,7 @@ def _kind_of(model: "FileModel", expr: cst.CSTNode, depth: int) -> str | None:
         if isinstance(expr, cst.Attribute) and expr.attr.value == "sampler":
             if kind_of(model, expr.value, depth + 1) == LOADER:
                 return SAMPLER
-        bindings = model.bindings_of(expr)
-        kinds = set()
-        if bindings:
-            for b in bindings:
-                kinds.add(_binding_kind(model, b, depth, expr))
-        kinds.discard(None)
-        if len(kinds) == 1:
-            return kinds.pop()
-        if not kinds:
-            if isinstance(expr, cst.Name) and model.is_backward_receiver(expr):
-                return LOSS
-            return name_hint(dotted(expr))
-        if kinds <= {LOSS, TENSOR}:
-            return LOSS
-        return None
+        return _kind_from_bindings(model, expr, model.bindings_of(expr), depth)
     if isinstance(expr, cst.Call):
         return _call_kind(model, expr, depth)
     if isinstance(expr, cst.BinaryOperation):
@@ -111,8 +101,66 @@ def _kind_of(model: "FileModel", expr: cst.CSTNode, depth: int) -> str | None:
     if isinstance(expr, cst.UnaryOperation):
         return kind_of(model, expr.expression, depth + 1)
     if isinstance(expr, cst.Subscript):
+        item = _container_item(model, expr, depth)
+        if item is not None:
+            return kind_of(model, item, depth + 1)
         inner = kind_of(model, expr.value, depth + 1)
         return TENSOR if inner in (TENSOR, LOSS, LEAF, PARAMETER) else None
+    return None
+
+
+def _container_item(model: "FileModel", expr: cst.Subscript, depth: int) -> cst.CSTNode | None:
+    """The element that ``models["generator"]`` / ``pair[0]`` reads from a dict, list or tuple
+    literal bound once to the subscripted name."""
+    if len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index) \
+            or not isinstance(expr.value, (cst.Name, cst.Attribute)):
+        return None
+    key = expr.slice[0].slice.value
+    bindings = model.bindings_of(expr.value)
+    if not bindings or len(bindings) != 1 or bindings[0].kind != ASSIGN:
+        return None
+    container = bindings[0].value
+    if isinstance(container, cst.Call) and model.qualified_name(container.func) == "builtins.dict":
+        if isinstance(key, cst.SimpleString):
+            arg = keyword_arg(container, key.evaluated_value)
+            return arg.value if arg is not None else None
+        return None
+    if isinstance(container, cst.Dict) and isinstance(key, cst.SimpleString):
+        for el in container.elements:
+            if isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString) \
+                    and el.key.evaluated_value == key.evaluated_value:
+                return el.value
+        return None
+    if isinstance(container, (cst.List, cst.Tuple)) and isinstance(key, cst.Integer):
+        index = int(key.value)
+        if all(isinstance(el, cst.Element) for el in container.elements) and index < len(container.elements):
+            return container.elements[index].value
+    return None
+
+
+def kind_at(model: "FileModel", expr: cst.CSTNode, at: cst.CSTNode) -> str | None:
+    """Kind of ``expr`` where ``at`` runs: for a Name, only the bindings that can reach
+    ``at`` count, so a later ``x = torch.zeros(3, requires_grad=True)`` does not make an
+    earlier ``x`` a leaf."""
+    if not isinstance(expr, cst.Name):
+        return kind_of(model, expr)
+    return _kind_from_bindings(model, expr, model.reaching_bindings(expr, at), 0)
+
+
+def _kind_from_bindings(model: "FileModel", expr: cst.CSTNode, bindings, depth: int) -> str | None:
+    kinds = set()
+    if bindings:
+        for b in bindings:
+            kinds.add(_binding_kind(model, b, depth, expr))
+    kinds.discard(None)
+    if (not kinds or kinds == {TENSOR}) and isinstance(expr, cst.Name) and model.is_backward_receiver(expr):
+        return LOSS  # whatever else it is, what backward() is called on is a loss
+    if len(kinds) == 1:
+        return kinds.pop()
+    if not kinds:
+        return name_hint(dotted(expr))
+    if kinds <= {LOSS, TENSOR}:
+        return LOSS
     return None
 
 
@@ -134,6 +182,8 @@ def _binding_kind(model: "FileModel", b, depth: int, expr: cst.CSTNode) -> str |
             q = model.qualified_name(param.annotation.annotation)
             if q is not None:
                 return _class_kind(model, q)
+        if isinstance(param, cst.Param) and param.default is not None and not is_none(param.default):
+            return kind_of(model, param.default, depth + 1)  # loss_fn=nn.CrossEntropyLoss()
         return None
     return None
 
@@ -145,6 +195,16 @@ def _iterated_kind(model: "FileModel", iterable: cst.CSTNode, depth: int) -> str
         return PARAMETER
     if method == "named_parameters":
         return PARAMETER  # the tuple's second element; targets are checked by the caller
+    if isinstance(iterable, (cst.List, cst.Tuple)) and iterable.elements:
+        # for m in [generator, discriminator]
+        kinds = {kind_of(model, el.value, depth + 1) if isinstance(el, cst.Element) else None
+                 for el in iterable.elements}
+        return kinds.pop() if len(kinds) == 1 else None
+    if isinstance(iterable, (cst.Name, cst.Attribute)):
+        inner = kind_of(model, iterable, depth + 1)
+        if inner in (TENSOR, LOSS, LEAF, PARAMETER):
+            return TENSOR  # for row in probabilities: the rows of a tensor
+        return None
     if isinstance(iterable, cst.Subscript):
         # for p in group["params"]
         for el in iterable.slice:
@@ -202,7 +262,7 @@ def _call_kind(model: "FileModel", call: cst.Call, depth: int) -> str | None:
         k = _class_kind(model, q)
         if k is not None:
             return k
-        if q in N.TENSOR_FACTORIES:
+        if q in N.TENSOR_FACTORIES or q in _VARIABLE:
             arg = keyword_arg(call, "requires_grad")
             return LEAF if arg is not None and is_true(arg.value) else TENSOR
         if N.is_loss_function(q):

@@ -11,13 +11,12 @@ to nothing known (imported from elsewhere) counts only when its name ends in
 from __future__ import annotations
 
 import re
-import weakref
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from lint_rules.analysis.kinds import CRITERION, MODULE, kind_of
-from lint_rules.analysis.model import ASSIGN, CLASS, FOR, PARAM, WITH, call_method, dotted
+from lint_rules.analysis.scopes import ASSIGN, CLASS, FOR, PARAM, WITH, call_method, dotted
 
 if TYPE_CHECKING:
     from lint_rules.analysis.model import FileModel
@@ -42,6 +41,9 @@ _REGISTERING = frozenset({
     "torch.nn.ParameterList", "torch.nn.ParameterDict",
 })
 _UNKNOWN_MODULE_BASE = re.compile(r"Module$")
+# torch.nn layers whose forward depends on train/eval mode.
+_MODE_DEPENDENT = re.compile(r"Dropout|BatchNorm|InstanceNorm|RNN|LSTM|GRU|Transformer|MultiheadAttention|RReLU")
+_SAME_MODULE_METHODS = frozenset({"to", "cuda", "cpu", "float", "half", "double", "eval", "train"})
 # Names that kinds.name_hint() takes for a model but that hold something about one.
 _NOT_A_MODULE_NAME = re.compile(
     r"state|dict|path|file|name|dir|cfg|config|ckpt|checkpoint|weight|param|args|kwargs|type|cls|"
@@ -108,6 +110,76 @@ class ModuleFacts:
         if text is not None and _UNKNOWN_MODULE_BASE.search(text):
             return True
         return None
+
+    # ------------------------------------------------------ mode dependence
+    def mode_dependent(self, expr: cst.CSTNode, _depth: int = 0) -> bool | None:
+        """Does the module ``expr`` holds behave differently in train and eval mode?
+
+        True: it has dropout, batch norm, ... (or reads ``self.training``); False: every
+        layer is known and none is (``nn.Linear``, an MLP of this file); None: unknown."""
+        if _depth > 6:
+            return None
+        model = self.model
+        if isinstance(expr, cst.Call):
+            q = model.qualified_name(expr.func)
+            if q is not None and is_torch_module_class_name(q):
+                if _MODE_DEPENDENT.search(q):
+                    return True
+                if q in _REGISTERING:
+                    verdicts = [self.mode_dependent(a.value, _depth + 1) for a in expr.args]
+                    return _combine(verdicts)
+                return False
+            if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _SAME_MODULE_METHODS:
+                return self.mode_dependent(expr.func.value, _depth + 1)
+            if isinstance(expr.func, cst.Name):
+                bindings = model.bindings_of(expr.func)
+                if bindings and len(bindings) == 1 and bindings[0].kind == CLASS:
+                    return self.class_mode_dependent(bindings[0].value, _depth + 1)
+            return None
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            bindings = model.bindings_of(expr)
+            if bindings and all(b.kind == ASSIGN and b.value is not None for b in bindings):
+                return _combine([self.mode_dependent(b.value, _depth + 1) for b in bindings])
+        return None
+
+    def class_mode_dependent(self, classdef: cst.ClassDef, _depth: int = 0) -> bool | None:
+        model = self.model
+        for base in classdef.bases:
+            q = model.qualified_name(base.value)
+            if q in ("torch.nn.Module", "torch.nn.modules.module.Module"):
+                continue
+            if isinstance(base.value, cst.Name):
+                bindings = model.bindings_of(base.value)
+                if bindings and len(bindings) == 1 and bindings[0].kind == CLASS and _depth < 6:
+                    if self.class_mode_dependent(bindings[0].value, _depth + 1) is not False:
+                        return None if q is None else True
+                    continue
+            return None  # a base out of sight may hold any layer
+        verdicts: list[bool | None] = []
+        for node in model.nodes(cst.Attribute):
+            if node.attr.value == "training" and isinstance(node.value, cst.Name) \
+                    and node.value.value == "self" and model.is_inside(node, classdef):
+                return True
+        for call in model.nodes(cst.Call):
+            if not model.is_inside(call, classdef):
+                continue
+            q = model.qualified_name(call.func)
+            if q is not None:
+                if q.startswith("torch.nn.functional.") and "dropout" in q:
+                    return True
+                if is_torch_module_class_name(q):
+                    verdicts.append(bool(_MODE_DEPENDENT.search(q)))
+                elif not q.startswith(("torch.", "builtins.", "math.", "typing.")):
+                    verdicts.append(None)  # an imported layer class or factory
+                continue
+            if isinstance(call.func, cst.Name):
+                bindings = model.bindings_of(call.func)
+                if bindings and len(bindings) == 1 and bindings[0].kind == CLASS:
+                    if bindings[0].value is not classdef:
+                        verdicts.append(self.class_mode_dependent(bindings[0].value, _depth + 1))
+                else:
+                    verdicts.append(None)  # a layer class or factory from elsewhere
+        return _combine(verdicts)
 
     def method_of(self, func: cst.CSTNode) -> cst.ClassDef | None:
         """The class whose body defines ``func`` directly, else None."""
@@ -294,6 +366,12 @@ class ModuleFacts:
         return scope.attrs.get(f"self.{attr}", [])
 
 
+def _combine(verdicts: list[bool | None]) -> bool | None:
+    if any(v is True for v in verdicts):
+        return True
+    return None if any(v is None for v in verdicts) else False
+
+
 def defines(classdef: cst.ClassDef, name: str) -> bool:
     body = classdef.body
     if not isinstance(body, cst.IndentedBlock):
@@ -341,15 +419,6 @@ def _not_a_module(value: cst.CSTNode | None) -> bool:
     return False
 
 
-_FACTS: "weakref.WeakKeyDictionary[FileModel, ModuleFacts]" = weakref.WeakKeyDictionary()
-
-
 def facts(model: "FileModel") -> ModuleFacts:
     """The file's shared :class:`ModuleFacts` (built once, used by every rule that asks)."""
-    found = _FACTS.get(model)
-    if found is None:
-        found = ModuleFacts(model)
-        _FACTS[model] = found
-    return found
-
-
+    return model.fact(ModuleFacts)

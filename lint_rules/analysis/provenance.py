@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from lint_rules.analysis.model import ASSIGN, CLASS, PARAM, dotted, keyword_arg
+from lint_rules.analysis.scopes import ASSIGN, CLASS, PARAM, dotted, keyword_arg
 
 if TYPE_CHECKING:
     from lint_rules.analysis.model import Binding, FileModel

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from lint_rules.analysis.model import IMPORT, FileModel
+from lint_rules.analysis.scopes import IMPORT, ScopeModel as FileModel
 
 
 def spelling(model: FileModel, node: cst.CSTNode, target: str) -> str | None:

@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from lint_rules.analysis.kinds import OPTIMIZER, SCALER, kind_of
-from lint_rules.analysis.model import DEF, dotted, is_none
+from lint_rules.analysis.scopes import DEF, dotted, is_none
 
 if TYPE_CHECKING:
-    from lint_rules.analysis.model import FileModel
+    from lint_rules.analysis.scopes import ScopeModel as FileModel
 
 BACKWARD = "backward"
 STEP = "step"

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from lint_rules.analysis.summaries import Summaries
 from lint_rules.analysis.training import ANY, BACKWARD, CLEAR, STEP, Event
 from lint_rules.rule import Invalid, Rule, Valid
 
@@ -13,7 +14,9 @@ class ZeroGradBetweenBackwardAndStep(Rule):
     `p.grad = None`, `p.grad.zero_()`) after a `backward()` and before the `step()`
     of the same optimizer, with no other `backward()` in between. Statement order is
     read within one loop iteration (wrapping around to the top of the loop) or
-    within one function body.
+    within one function body. Calls of helpers of the same file count with what
+    they do (three calls deep): a `reset_grad()` helper is a clear at its call, a
+    `compute_loss_and_backward()` helper a backward.
 
     ## Why is this bad?
     `backward()` writes the gradients, `zero_grad()` erases them, and `step()` then
@@ -55,6 +58,34 @@ class ZeroGradBetweenBackwardAndStep(Rule):
     FIX_TITLE = "Move zero_grad() before backward() or after step()"
 
     VALID = [
+        Valid(
+            """
+            # the reset_grad() helper before backward(): the right order
+            import torch
+            class Solver:
+                def reset_grad(self):
+                    self.optimizer.zero_grad()
+                def train(self, loader):
+                    for x, y in loader:
+                        self.reset_grad()
+                        self.criterion(self.net(x), y).backward()
+                        self.optimizer.step()
+            """
+        ),
+        Valid(
+            """
+            # a helper that runs a whole step in the right order, after a clear of the caller
+            import torch
+            def train_step(model, optimizer, x, y):
+                optimizer.zero_grad()
+                criterion(model(x), y).backward()
+                optimizer.step()
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in loader:
+                train_step(model, opt, x, y)
+                opt.zero_grad()
+            """
+        ),
         Valid(
             """
             import torch
@@ -141,6 +172,35 @@ class ZeroGradBetweenBackwardAndStep(Rule):
     INVALID = [
         Invalid(
             """
+            # a same-file reset_grad() helper called between backward() and step()
+            import torch
+            class Solver:
+                def reset_grad(self):
+                    self.optimizer.zero_grad()
+                def train(self, loader):
+                    for x, y in loader:
+                        self.criterion(self.net(x), y).backward()
+                        self.reset_grad()  # BUG
+                        self.optimizer.step()
+            """
+        ),
+        Invalid(
+            """
+            # backward() and step() one helper call deep, zero_grad() between the calls
+            import torch
+            def compute(model, x, y):
+                criterion(model(x), y).backward()
+            def apply(optimizer):
+                optimizer.step()
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in loader:
+                compute(model, x, y)
+                opt.zero_grad()  # BUG
+                apply(opt)
+            """
+        ),
+        Invalid(
+            """
             import torch
             opt = torch.optim.SGD(model.parameters(), lr=0.1)
             for x, y in loader:
@@ -189,20 +249,27 @@ class ZeroGradBetweenBackwardAndStep(Rule):
 
     def finish(self) -> None:
         facts = self.model.training
-        if not facts.events:
+        helpers = self.model.fact(Summaries)
+        helper_calls = helpers.helper_calls()
+        if not facts.events and not helper_calls:
             return
-        regions: list[cst.CSTNode] = [facts.loops[k] for k in facts.loops]
-        seen_functions = set()
-        for ev in facts.events:
+        # only a helper that just clears is reported at its call; one that also runs
+        # backward()/step() is judged in its own body
+        clear_only = {id(call) for call, evs in helper_calls if all(e.kind == CLEAR for e in evs)}
+        judged_inside = {id(call) for call, _ in helper_calls} - clear_only
+        regions: dict[int, cst.CSTNode] = {k: facts.loops[k] for k in facts.loops}
+        for ev in (*facts.events, *(e for _, evs in helper_calls for e in evs)):
+            for loop in self.model.enclosing_loops(ev.node):
+                regions.setdefault(id(loop), loop)
             fn = facts._region_of_function(ev.node)
-            if id(fn) not in seen_functions:
-                seen_functions.add(id(fn))
-                regions.append(fn)
-        for region in regions:
-            events = facts.region_events(region)
+            regions.setdefault(id(fn), fn)
+        for region in regions.values():
+            events = sorted((*facts.region_events(region), *helpers.helper_events(region)),
+                            key=lambda e: e.index)
             cyclic = isinstance(region, (cst.For, cst.While))
             for i, ev in enumerate(events):
-                if ev.kind == CLEAR and self._clears_before_step(events, i, cyclic):
+                if ev.kind == CLEAR and id(ev.node) not in judged_inside \
+                        and self._clears_before_step(events, i, cyclic):
                     self.report(ev.node)
 
     def _clears_before_step(self, events: list[Event], i: int, cyclic: bool) -> bool:

@@ -3,6 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from lint_rules.analysis.kinds import OPTIMIZER
+from lint_rules.analysis.summaries import Summaries
 from lint_rules.analysis.training import ANY, BACKWARD, CLEAR, STEP
 from lint_rules.rule import Invalid, Rule, Valid
 
@@ -38,10 +39,15 @@ class MissingZeroGrad(Rule):
         optimizer.step()
     ```
 
+    Helpers of the same file called from the loop are followed (three calls deep,
+    arguments bound to parameters): a `train_step(model, opt, x)` that runs
+    `backward()` and `step()` is a step at its call, and a `reset_grad()` helper
+    that calls `zero_grad()` clears.
+
     ## Known problems
-    Clearing done inside a helper function called from the loop is not followed;
-    write the `zero_grad()` in the loop or suppress the finding. Clearing inside a
-    closure defined in the loop (the LBFGS pattern) is seen.
+    Helpers imported from another file are not followed. A `zero_grad()` in a
+    helper counts whatever it is called on. Clearing inside a closure defined in
+    the loop (the LBFGS pattern) is seen.
 
     ## References
     - https://pytorch.org/tutorials/recipes/recipes/zeroing_out_gradients.html
@@ -54,6 +60,35 @@ class MissingZeroGrad(Rule):
     FIX_TITLE = "Call optimizer.zero_grad() once per step"
 
     VALID = [
+        Valid(
+            """
+            # the same helpers, with the gradients cleared by a reset_grad() helper each step
+            import torch
+            class Solver:
+                def reset_grad(self):
+                    self.g_optimizer.zero_grad()
+                def update(self, loss):
+                    loss.backward()
+                    self.g_optimizer.step()
+                def train(self, loader):
+                    for x, y in loader:
+                        self.reset_grad()
+                        self.update(criterion(self.g(x), y))
+            """
+        ),
+        Valid(
+            """
+            # a helper that runs a whole epoch with its own zero_grad() in its loop
+            import torch
+            def train_epoch(model, optimizer, loader):
+                for x, y in loader:
+                    optimizer.zero_grad()
+                    criterion(model(x), y).backward()
+                    optimizer.step()
+            for epoch in range(10):
+                train_epoch(model, opt, loader)
+            """
+        ),
         Valid(
             """
             import torch
@@ -156,6 +191,21 @@ class MissingZeroGrad(Rule):
     INVALID = [
         Invalid(
             """
+            # zero_grad() once, before the loop; backward and step run in helpers
+            import torch
+            def update(loss, optimizer):
+                loss.backward()
+                optimizer.step()
+            def train_step(model, optimizer, x, y):
+                update(criterion(model(x), y), optimizer)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            opt.zero_grad()
+            for x, y in loader:
+                train_step(model, opt, x, y)  # BUG
+            """
+        ),
+        Invalid(
+            """
             import torch
             opt = torch.optim.SGD(model.parameters(), lr=0.1)
             opt.zero_grad()
@@ -195,20 +245,22 @@ class MissingZeroGrad(Rule):
 
     def finish(self) -> None:
         facts = self.model.training
-        for ev in facts.events:
-            if ev.kind != STEP:
+        helpers = self.model.fact(Summaries)
+        direct = [ev for ev in facts.events if ev.kind == STEP]
+        through_helpers = [ev for _, evs in helpers.helper_calls() for ev in evs if ev.kind == STEP]
+        for ev in direct + through_helpers:
+            loop = self._training_loop_of(ev, helpers)
+            if loop is None or (ev in direct and self._built_in(ev, loop)):
                 continue
-            loop = self._training_loop_of(ev)
-            if loop is None or self._built_in(ev, loop):
-                continue
-            if not self._clears(loop, ev.key):
+            if not self._clears(loop, ev.key, helpers):
                 self.report(ev.node)
 
-    def _training_loop_of(self, step) -> cst.CSTNode | None:
-        """Innermost loop around the step that also holds a backward."""
+    def _training_loop_of(self, step, helpers: Summaries) -> cst.CSTNode | None:
+        """Innermost loop around the step that also runs a backward (itself or in a helper)."""
         facts = self.model.training
         for loop in self.model.enclosing_loops(step.node):
-            if any(e.kind == BACKWARD for e in facts.loop_events.get(id(loop), ())):
+            if any(e.kind == BACKWARD for e in facts.loop_events.get(id(loop), ())) \
+                    or any(e.kind == BACKWARD for e in helpers.helper_events(loop)):
                 return loop
         return None
 
@@ -223,10 +275,11 @@ class MissingZeroGrad(Rule):
         bindings = self.model.bindings_of(receiver) or []
         return any(self.model.is_inside(b.node, loop) for b in bindings)
 
-    def _clears(self, loop: cst.CSTNode, key: str | None) -> bool:
+    def _clears(self, loop: cst.CSTNode, key: str | None, helpers: Summaries) -> bool:
         facts = self.model.training
         for ev in facts.events:
             if ev.kind == CLEAR and (ev.key == ANY or ev.key == key) \
                     and self.model.is_inside(ev.node, loop):
                 return True
-        return False
+        # a helper's zero_grad() counts whatever it clears: its target's kind is out of sight
+        return any(ev.kind == CLEAR for ev in helpers.helper_events(loop))

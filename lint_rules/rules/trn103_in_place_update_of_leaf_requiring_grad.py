@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from lint_rules.analysis.kinds import LEAF, PARAMETER
+from lint_rules.analysis.kinds import LEAF, PARAMETER, kind_at
 from lint_rules.rule import Invalid, Rule, Valid
 
 # In-place tensor methods end in "_"; these few are not data updates.
@@ -59,6 +59,26 @@ class InPlaceUpdateOfLeafRequiringGrad(Rule):
     VALID = [
         Valid(
             """
+            # a Variable without requires_grad is a plain tensor
+            import torch
+            from torch.autograd import Variable
+            w = Variable(torch.randn(3))
+            w += 0.1
+            """
+        ),
+        Valid(
+            """
+            # the name becomes a leaf only after the in-place update
+            import torch
+            def make(data):
+                w = data.clone()
+                w += 1
+                w = torch.tensor(w.tolist(), requires_grad=True)
+                return w
+            """
+        ),
+        Valid(
+            """
             import torch
             with torch.no_grad():
                 for p in model.parameters():
@@ -113,6 +133,25 @@ class InPlaceUpdateOfLeafRequiringGrad(Rule):
     INVALID = [
         Invalid(
             """
+            # the pre-0.4 spelling of a leaf that requires grad
+            import torch
+            from torch.autograd import Variable
+            w = Variable(torch.randn(3), requires_grad=True)
+            w += 0.1  # BUG
+            """
+        ),
+        Invalid(
+            """
+            # in a loop, the rebinding at the end reaches the += of the next iteration
+            import torch
+            w = data.clone()
+            for step in range(10):
+                w += 0.1  # BUG
+                w = torch.zeros(3, requires_grad=True)
+            """
+        ),
+        Invalid(
+            """
             import torch
             for p in model.parameters():
                 p -= lr * p.grad  # BUG
@@ -165,16 +204,16 @@ class InPlaceUpdateOfLeafRequiringGrad(Rule):
     def _check(self, node: cst.CSTNode, target: cst.CSTNode) -> None:
         if isinstance(target, cst.Subscript):
             target = target.value
-        if not self._is_leaf(target):
+        if not self._is_leaf(target, node):
             return
         if self.model.in_no_grad(node):
             return
         self.report(node)
 
-    def _is_leaf(self, expr: cst.CSTNode) -> bool:
+    def _is_leaf(self, expr: cst.CSTNode, at: cst.CSTNode) -> bool:
         model = self.model
         if not isinstance(expr, (cst.Name, cst.Attribute)):
             return False
         if isinstance(expr, cst.Attribute) and expr.attr.value in ("grad", "data"):
             return False
-        return model.kind_of(expr) in _LEAF_KINDS
+        return kind_at(model, expr, at) in _LEAF_KINDS

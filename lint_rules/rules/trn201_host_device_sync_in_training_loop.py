@@ -4,6 +4,7 @@ from __future__ import annotations
 import libcst as cst
 
 from lint_rules.analysis.kinds import LEAF, LOSS, MODULE, PARAMETER, TENSOR
+from lint_rules.analysis.frequency import iteration_context
 from lint_rules.analysis.guards import is_rare_condition, loop_counters
 from lint_rules.analysis.training import STEP
 from lint_rules.rule import WARNING, Invalid, Rule, Valid
@@ -281,25 +282,13 @@ class HostDeviceSyncInTrainingLoop(Rule):
         """Whether ``node`` runs once (or more) per training step."""
         model = self.model
         facts = model.training
-        child = node
-        for anc in model.ancestors(node):
-            if isinstance(anc, cst.FunctionDef):
-                if id(anc) in facts.step_closures():
-                    child = anc
-                    continue  # opt.step(closure): the closure runs inside the step
-                return id(anc) in facts.per_iteration_step_functions()
-            if isinstance(anc, (cst.Lambda, cst.ClassDef)):
-                return False
-            if isinstance(anc, (cst.If, cst.IfExp)) and child is anc.body \
-                    and is_rare_condition(anc.test, loop_counters(model, anc)) \
-                    and not self._holds_step(anc):
-                return False
-            if isinstance(anc, (cst.For, cst.While)):
-                if not model.in_loop_body(child, anc):
-                    return False
-                return facts.is_step_loop(anc)
-            child = anc
-        return False
+        ctx = iteration_context(
+            model, node,
+            lambda guard: is_rare_condition(guard.test, loop_counters(model, guard)) and not self._holds_step(guard),
+            branches=(cst.If, cst.IfExp), walk_through=facts.step_closures())  # opt.step(closure)
+        if ctx.loops:
+            return facts.is_step_loop(ctx.loops[0])
+        return isinstance(ctx.stop, cst.FunctionDef) and id(ctx.stop) in facts.per_iteration_step_functions()
 
     def _holds_step(self, guard: cst.CSTNode) -> bool:
         """`if (i + 1) % accum == 0: opt.step()` marks the step boundary, not a logging interval."""

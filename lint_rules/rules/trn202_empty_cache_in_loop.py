@@ -5,6 +5,7 @@ import re
 import libcst as cst
 
 from lint_rules.rule import WARNING, Invalid, Rule, Valid
+from lint_rules.analysis.frequency import iteration_context
 from lint_rules.analysis.guards import is_rare_condition
 
 _EMPTY_CACHE = frozenset({"torch.cuda.empty_cache", "torch.cuda.memory.empty_cache"})
@@ -198,23 +199,13 @@ class EmptyCacheInLoop(Rule):
         """Whether ``node`` runs at least once per training step."""
         model = self.model
         facts = model.training
-        child = node
-        for anc in model.ancestors(node):
-            if isinstance(anc, cst.FunctionDef):
-                return id(anc) in facts.per_iteration_step_functions()
-            if isinstance(anc, (cst.Lambda, cst.ClassDef, cst.ExceptHandler)):
-                return False
-            if isinstance(anc, cst.If) and child is anc.body and _is_occasional(anc.test):
-                return False
-            if isinstance(anc, (cst.For, cst.While)):
-                if not model.in_loop_body(child, anc):
-                    return False
-                if facts.is_step_loop(anc):
-                    return True
-                # An epoch loop (or a loop that does not train) runs it less often than
-                # every step; an outer step loop around an inner loop would not.
-            child = anc
-        return False
+        ctx = iteration_context(model, node, lambda guard: _is_occasional(guard.test),
+                                stop_at=(cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.ExceptHandler))
+        # An epoch loop (or a loop that does not train) runs it less often than every
+        # step; an outer step loop around an inner loop would not.
+        if any(facts.is_step_loop(loop) for loop in ctx.loops):
+            return True
+        return isinstance(ctx.stop, cst.FunctionDef) and id(ctx.stop) in facts.per_iteration_step_functions()
 
 
 def _is_occasional(test: cst.BaseExpression) -> bool:

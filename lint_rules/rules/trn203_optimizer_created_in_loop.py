@@ -5,6 +5,7 @@ import libcst as cst
 from lint_rules.analysis.kinds import OPTIMIZER
 from lint_rules.analysis.model import ASSIGN, FOR, WITH, call_method, dotted, keyword_arg
 from lint_rules.rule import WARNING, Invalid, Rule, Valid
+from lint_rules.analysis.frequency import iteration_context
 from lint_rules.analysis.guards import is_rare_condition
 
 # Calls that read a model's parameters: a value built from them is not a new model.
@@ -243,24 +244,15 @@ class OptimizerCreatedInLoop(Rule):
         if not loops or model.kind_of(node) != OPTIMIZER or self._stateless(node):
             return
         facts = model.training
-        child: cst.CSTNode = node
-        sources = _parameter_sources(node)
-        for anc in model.ancestors(node):
-            if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-                return
-            if isinstance(anc, cst.If) and child is anc.body and _is_one_off(anc.test):
-                return
-            if isinstance(anc, (cst.For, cst.While)):
-                if not model.in_loop_body(child, anc):
-                    return
-                if facts.is_training_loop(anc):
-                    if self._fresh_in(sources, anc, 0):
-                        return  # a new model every iteration: a new run, not a reset
-                    if self._changes_trainable_set(anc, node):
-                        return  # gradual unfreezing: a new parameter set needs a new optimizer
-                    self.report(node)
-                    return
-            child = anc
+        ctx = iteration_context(model, node, lambda guard: _is_one_off(guard.test))
+        loop = next((lp for lp in ctx.loops if facts.is_training_loop(lp)), None)
+        if loop is None:
+            return
+        if self._fresh_in(_parameter_sources(node), loop, 0):
+            return  # a new model every iteration: a new run, not a reset
+        if self._changes_trainable_set(loop, node):
+            return  # gradual unfreezing: a new parameter set needs a new optimizer
+        self.report(node)
 
     def _changes_trainable_set(self, loop: cst.CSTNode, call: cst.Call) -> bool:
         """`p.requires_grad = True`, `p.requires_grad_()`, `model.unfreeze(...)` in the loop

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from lint_rules.analysis.model import ASSIGN, dotted, is_false, keyword_arg
+from lint_rules.analysis.model import ASSIGN, PARAM, dotted, is_false, keyword_arg
+from lint_rules.analysis.summaries import Summaries
 from lint_rules.analysis.names import DATA_LOADERS, DISTRIBUTED_SAMPLERS
 from lint_rules.rule import WARNING, Invalid, Rule, Valid
 
@@ -15,7 +16,12 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     Flags a `DistributedSampler` (one that shuffles: not `shuffle=False`) whose
     `DataLoader` is used inside an epoch loop, when nothing in the file calls
     `set_epoch` on it (`sampler.set_epoch(epoch)` or
-    `loader.sampler.set_epoch(epoch)`).
+    `loader.sampler.set_epoch(epoch)`). Names are resolved by binding: a
+    `sampler.set_epoch()` in one function does not count for another function's
+    `sampler`; a helper's parameter counts when a call of this file passes the
+    sampler (or loader) to it. What an unknown call returns when given the loader
+    (`accelerator.prepare(loader)`, `model, opt, dl = prepare(model, opt, loader)`)
+    is taken to be fed by the same sampler.
 
     ## Why is this bad?
     `DistributedSampler` seeds its shuffle with `seed + epoch`. Without
@@ -57,6 +63,34 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     NEEDS = (cst.Name, cst.Attribute)
 
     VALID = [
+        Valid(
+            """
+            # set_epoch() through the loader a framework returns
+            from torch.utils.data import DataLoader, DistributedSampler
+            sampler = DistributedSampler(ds)
+            loader = DataLoader(ds, sampler=sampler)
+            model, optimizer, train_dl = accelerator.prepare(model, optimizer, loader)
+            for epoch in range(10):
+                train_dl.sampler.set_epoch(epoch)
+                for x in train_dl:
+                    step(x)
+            """
+        ),
+        Valid(
+            """
+            # a helper of this file sets the epoch on the sampler it is given
+            from torch.utils.data import DataLoader, DistributedSampler
+            def start_epoch(s, epoch):
+                s.set_epoch(epoch)
+            def train(ds):
+                sampler = DistributedSampler(ds)
+                loader = DataLoader(ds, sampler=sampler)
+                for epoch in range(10):
+                    start_epoch(sampler, epoch)
+                    for x in loader:
+                        step(x)
+            """
+        ),
         Valid(
             """
             from torch.utils.data import DataLoader, DistributedSampler
@@ -117,6 +151,55 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     INVALID = [
         Invalid(
             """
+            # set_epoch() on another function's sampler does not fix this one
+            from torch.utils.data import DataLoader, DistributedSampler
+            def train_a(ds):
+                sampler = DistributedSampler(ds)
+                loader = DataLoader(ds, sampler=sampler)
+                for epoch in range(10):
+                    sampler.set_epoch(epoch)
+                    for x in loader:
+                        step(x)
+            def train_b(ds):
+                sampler = DistributedSampler(ds)  # BUG
+                loader = DataLoader(ds, sampler=sampler)
+                for epoch in range(10):
+                    for x in loader:
+                        step(x)
+            """
+        ),
+        Invalid(
+            """
+            # the helper's loader.sampler.set_epoch() is called for another loader only
+            from torch.utils.data import DataLoader, DistributedSampler
+            def run_epoch(loader, epoch):
+                loader.sampler.set_epoch(epoch)
+                for x in loader:
+                    step(x)
+            def train(ds, other_ds):
+                sampler = DistributedSampler(ds)  # BUG
+                loader = DataLoader(ds, sampler=sampler)
+                other = DataLoader(other_ds, sampler=DistributedSampler(other_ds))
+                for epoch in range(10):
+                    run_epoch(other, epoch)
+                    for x in loader:
+                        step(x)
+            """
+        ),
+        Invalid(
+            """
+            # the loader a framework returns is still fed by the same sampler
+            from torch.utils.data import DataLoader, DistributedSampler
+            sampler = DistributedSampler(ds)  # BUG
+            loader = DataLoader(ds, sampler=sampler)
+            model, optimizer, train_dl = accelerator.prepare(model, optimizer, loader)
+            for epoch in range(10):
+                for x in train_dl:
+                    step(x)
+            """
+        ),
+        Invalid(
+            """
             from torch.utils.data import DataLoader, DistributedSampler
             sampler = DistributedSampler(ds)  # BUG
             loader = DataLoader(ds, batch_size=32, sampler=sampler)
@@ -175,10 +258,41 @@ class DistributedSamplerWithoutSetEpoch(Rule):
                         loader_vars.append(target)
             if not loader_vars:
                 continue
-            if self._epoch_set(set_epoch_receivers, sampler):
+            loader_vars = self._derived(loader_vars)
+            if self._epoch_set(set_epoch_receivers, sampler, sampler_var, loader_vars):
                 continue
             if any(self._used_across_epochs(var) for var in loader_vars):
                 self.report(sampler)
+
+    def _derived(self, loader_vars: list[cst.CSTNode]) -> list[cst.CSTNode]:
+        """The loader variables plus what an unknown call returns for them:
+        ``loader = accelerator.prepare(loader)``, ``m, opt, dl = prepare(m, opt, loader)``."""
+        out = list(loader_vars)
+        for _ in range(3):
+            grown = False
+            for assign in self.model.nodes(cst.Assign):
+                call = assign.value
+                if not isinstance(call, cst.Call):
+                    continue
+                args = [a.value for a in call.args]
+                hits = [i for i, a in enumerate(args) if any(self._same_var(a, v) for v in out)]
+                if not hits:
+                    continue
+                for t in assign.targets:
+                    target = t.target
+                    if isinstance(target, (cst.Tuple, cst.List)):
+                        if len(target.elements) != len(args):
+                            continue
+                        picked = [target.elements[i].value for i in hits]
+                    else:
+                        picked = [target]
+                    for p in picked:
+                        if dotted(p) is not None and not any(p is v for v in out):
+                            out.append(p)
+                            grown = True
+            if not grown:
+                break
+        return out
 
     def _assigned_to(self, value: cst.CSTNode) -> cst.CSTNode | None:
         """The Name/attribute that ``value`` is assigned to (through a ternary)."""
@@ -205,21 +319,45 @@ class DistributedSamplerWithoutSetEpoch(Rule):
             return bool(ba) and bool(bb) and ba[0].scope is bb[0].scope
         return True
 
-    def _epoch_set(self, receivers: list[cst.CSTNode], sampler: cst.Call) -> bool:
-        """Whether some set_epoch() call may be on this sampler.
-
-        Only a receiver provably bound to something else (another sampler) is
-        ruled out: helpers that take the loader or sampler as a parameter count.
-        """
-        model = self.model
+    def _epoch_set(self, receivers: list[cst.CSTNode], sampler: cst.Call, sampler_var: cst.CSTNode | None,
+                   loader_vars: list[cst.CSTNode]) -> bool:
+        """Whether some set_epoch() call may be on this sampler: ``sampler.set_epoch()`` or
+        ``loader.sampler.set_epoch()`` on its variables (same binding, not the same name in
+        another function), or on a parameter that a call of this file binds to them. A
+        helper that no call of this file reaches may get them from anywhere: it counts."""
         for recv in receivers:
             if isinstance(recv, cst.Attribute) and recv.attr.value == "sampler":
-                return True  # <loader>.sampler.set_epoch(...)
-            bindings = model.bindings_of(recv) if dotted(recv) is not None else None
-            if not bindings or any(b.kind != ASSIGN or b.value is None for b in bindings):
+                if self._refers_to(recv.value, loader_vars, sampler=None):
+                    return True
+            elif self._refers_to(recv, [sampler_var] if sampler_var is not None else [], sampler):
                 return True
-            if any(b.value is sampler or model.is_inside(sampler, b.value) for b in bindings):
-                return True
+        return False
+
+    def _refers_to(self, expr: cst.CSTNode, variables: list[cst.CSTNode], sampler: cst.Call | None,
+                   depth: int = 0) -> bool:
+        model = self.model
+        if dotted(expr) is None:
+            return True  # get_sampler().set_epoch(): out of sight
+        if any(self._same_var(expr, v) for v in variables):
+            return True
+        bindings = model.bindings_of(expr)
+        if not bindings:
+            return True  # bound elsewhere (a global set in another module)
+        for b in bindings:
+            if b.kind == ASSIGN and b.value is not None:
+                if sampler is not None and (b.value is sampler or model.is_inside(sampler, b.value)):
+                    return True
+            elif b.kind == PARAM and isinstance(b.value, cst.FunctionDef) and isinstance(expr, cst.Name):
+                helpers = model.fact(Summaries)
+                sites = helpers.call_sites(b.value)
+                if not sites or depth >= 3:
+                    return True
+                for site in sites:
+                    arg = helpers.bind(site, b.value).get(expr.value)
+                    if arg is None or self._refers_to(arg, variables, sampler, depth + 1):
+                        return True
+            elif b.kind != ASSIGN:
+                return True  # a loop variable, a with target, ...: out of sight
         return False
 
     def _used_across_epochs(self, var: cst.CSTNode) -> bool:

@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from lint_rules.analysis.model import is_true
+from lint_rules.analysis.summaries import Summaries
 from lint_rules.analysis.names import SET_GRAD_ENABLED
 from lint_rules.analysis.evaluation import FileFacts, _FUNCTIONS
 from lint_rules.rule import WARNING, Invalid, Rule, Valid
@@ -22,8 +23,10 @@ class EvaluationWithoutNoGrad(Rule):
     hands over an optimizer, nor asks for input gradients. It is quiet
     under `torch.no_grad()`, `torch.inference_mode()` (as a block or a decorator),
     `torch.set_grad_enabled(...)` (as a block, or called with `False` earlier in
-    the function or module), and in a function that this file calls from inside
-    such a block.
+    the function or module), after `stack.enter_context(torch.no_grad())` in a
+    `with contextlib.ExitStack() as stack:`, under a decorator of this file that
+    wraps one of those, and in a function that this file calls from inside such a
+    block (up to three calls up).
 
     ## Why is this bad?
     With autograd on, every forward pass records its graph and keeps every
@@ -71,6 +74,92 @@ class EvaluationWithoutNoGrad(Rule):
     SEVERITY = WARNING
 
     VALID = [
+        Valid(
+            """
+            # the helper disables gradients itself
+            import torch
+            class Runner:
+                @torch.no_grad()
+                def eval_step(self, batch):
+                    x, y = batch
+                    return (self.model(x).argmax(1) == y).float().mean()
+                def validate(self, val_loader):
+                    self.model.eval()
+                    for batch in val_loader:
+                        self.eval_step(batch)
+            """
+        ),
+        Valid(
+            """
+            # a helper that trains: a training loop, not an evaluation
+            import torch
+            class Runner:
+                def train_step(self, batch):
+                    x, y = batch
+                    self.opt.zero_grad()
+                    self.crit(self.model(x), y).backward()
+                    self.opt.step()
+                def fit(self, train_loader):
+                    for batch in train_loader:
+                        self.train_step(batch)
+            """
+        ),
+        Valid(
+            """
+            # the same dicts, evaluated under no_grad
+            import torch
+            from torch.utils.data import DataLoader
+            loaders = {"train": DataLoader(train_set), "dev": DataLoader(dev_set)}
+            models = {"generator": torch.nn.Linear(8, 8)}
+            models["generator"].eval()
+            with torch.no_grad():
+                for x, y in loaders["dev"]:
+                    out = models["generator"](x)
+            """
+        ),
+        Valid(
+            """
+            # no-grad entered through an ExitStack
+            import contextlib
+            import torch
+            def evaluate(model, val_loader):
+                with contextlib.ExitStack() as stack:
+                    stack.enter_context(torch.no_grad())
+                    for x, y in val_loader:
+                        acc = (model(x).argmax(1) == y).float().mean()
+            """
+        ),
+        Valid(
+            """
+            # a project decorator of this file that wraps torch.inference_mode
+            import functools
+            import torch
+            def evaluation(fn):
+                @functools.wraps(fn)
+                def wrapper(*args, **kwargs):
+                    with torch.inference_mode():
+                        return fn(*args, **kwargs)
+                return wrapper
+            @evaluation
+            def evaluate(model, val_loader):
+                for x, y in val_loader:
+                    acc = (model(x).argmax(1) == y).float().mean()
+            """
+        ),
+        Valid(
+            """
+            # the caller's caller disables gradients, two calls up
+            import torch
+            def evaluate(model, val_loader):
+                for x, y in val_loader:
+                    acc = (model(x).argmax(1) == y).float().mean()
+            def run_eval(model, loader):
+                evaluate(model, loader)
+            def main(model, loader):
+                with torch.no_grad():
+                    run_eval(model, loader)
+            """
+        ),
         Valid(
             """
             import torch
@@ -153,6 +242,61 @@ class EvaluationWithoutNoGrad(Rule):
     INVALID = [
         Invalid(
             """
+            # the model call sits in a self.eval_step(batch) helper
+            import torch
+            class Runner:
+                def eval_step(self, batch):
+                    x, y = batch
+                    return (self.model(x).argmax(1) == y).float().mean()
+                def validate(self, val_loader):
+                    self.model.eval()
+                    for batch in val_loader:  # BUG
+                        self.eval_step(batch)
+            """
+        ),
+        Invalid(
+            """
+            # models and loaders kept in dicts
+            import torch
+            from torch.utils.data import DataLoader
+            loaders = {"train": DataLoader(train_set), "dev": DataLoader(dev_set)}
+            models = {"generator": torch.nn.Linear(8, 8)}
+            models["generator"].eval()
+            for x, y in loaders["dev"]:  # BUG
+                out = models["generator"](x)
+            """
+        ),
+        Invalid(
+            """
+            # the ExitStack enters no_grad only after the evaluation loop
+            import contextlib
+            import torch
+            def evaluate(model, val_loader):
+                with contextlib.ExitStack() as stack:
+                    for x, y in val_loader:  # BUG
+                        acc = (model(x).argmax(1) == y).float().mean()
+                    stack.enter_context(torch.no_grad())
+            """
+        ),
+        Invalid(
+            """
+            # a project decorator that only logs does not disable gradients
+            import functools
+            import torch
+            def logged(fn):
+                @functools.wraps(fn)
+                def wrapper(*args, **kwargs):
+                    print("running", fn.__name__)
+                    return fn(*args, **kwargs)
+                return wrapper
+            @logged
+            def evaluate(model, val_loader):
+                for x, y in val_loader:  # BUG
+                    acc = (model(x).argmax(1) == y).float().mean()
+            """
+        ),
+        Invalid(
+            """
             import torch
             def evaluate(model, val_loader):
                 model.eval()
@@ -204,22 +348,33 @@ class EvaluationWithoutNoGrad(Rule):
 
     def __init__(self, model: "FileModel") -> None:
         super().__init__(model)
-        self._facts = FileFacts(model)
+        self._facts = model.fact(FileFacts)
         self._grad_disabled_at: list[tuple[int, cst.CSTNode | None]] | None = None
 
     def visit_For(self, node: cst.For) -> None:
-        if any(not self._grad_managed(call, node) for call in self._facts.evaluation_calls(node)):
+        if any(not self._grad_managed(call, node) for call in self._facts.evaluation_calls(node)) \
+                or any(not self._grad_managed_in_helper(site, inner, node)
+                       for site, inner in self._facts.evaluation_helper_calls(node)):
             self.report(node)
+
+    def _grad_managed_in_helper(self, site: cst.Call, inner: cst.Call, loop: cst.For) -> bool:
+        """The model call in a helper: grad is off around the helper's call, or inside it."""
+        model = self.model
+        helper = model.enclosing_function(inner)
+        return self._grad_managed(site, loop) or model.in_no_grad(inner) \
+            or self._under_set_grad_enabled(inner) \
+            or isinstance(helper, cst.FunctionDef) and model.fact(Summaries).of(helper).no_grad
 
     def _grad_managed(self, call: cst.Call, loop: cst.For) -> bool:
         model = self.model
-        if model.in_no_grad(call) or self._under_set_grad_enabled(call):
+        grad = model.fact(Summaries)
+        if grad.in_no_grad(call) or self._under_set_grad_enabled(call):
             return True
         fn = model.enclosing_function(loop)
         if self._grad_disabled_before(loop, fn):
             return True
         if isinstance(fn, cst.FunctionDef):
-            return any(model.in_no_grad(site) or self._under_set_grad_enabled(site)
+            return any(grad.in_no_grad(site) or self._under_set_grad_enabled(site)
                        for site in self._facts.call_sites(fn))
         return False
 

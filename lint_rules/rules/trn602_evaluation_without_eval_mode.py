@@ -7,6 +7,7 @@ import libcst as cst
 from lint_rules.analysis.training import BACKWARD, STEP
 from lint_rules.rule import WARNING, Invalid, Rule, Valid
 from lint_rules.analysis.evaluation import EVAL, TRAIN, FileFacts, local_function, mode_call
+from lint_rules.analysis.modules import ModuleFacts
 
 if TYPE_CHECKING:
     from lint_rules.analysis.model import FileModel
@@ -50,9 +51,11 @@ class EvaluationWithoutEvalMode(Rule):
     ```
 
     ## Known problems
-    Models without dropout or batch norm give the same results in either mode;
-    the rule cannot see a model's layers when it is built in another module, so
-    it flags those loops too. Any `.eval()` call counts, whichever module it is
+    Models without dropout or batch norm give the same results in either mode:
+    the rule stays quiet when every layer of the model is known and none depends
+    on the mode (`nn.Linear`, an MLP class of this file). A model built in
+    another module, or from a layer class it cannot see, is unknown and flagged.
+    Any `.eval()` call counts, whichever module it is
     called on. An evaluation function called only from another module is judged
     by its own body. Loops are recognised as in TRN601: `while` loops and
     comprehensions are not checked.
@@ -70,6 +73,74 @@ class EvaluationWithoutEvalMode(Rule):
     SEVERITY = WARNING  # wrong on some paths only: not an error (see README, Severity)
 
     VALID = [
+        Valid(
+            """
+            # the same helper, after model.eval()
+            import torch
+            class Runner:
+                def eval_step(self, batch):
+                    x, y = batch
+                    return (self.model(x).argmax(1) == y).float().mean()
+                @torch.no_grad()
+                def validate(self, val_loader):
+                    self.model.eval()
+                    for batch in val_loader:
+                        self.eval_step(batch)
+            """
+        ),
+        Valid(
+            """
+            # no layer of this MLP depends on the mode: eval() would change nothing
+            import torch
+            import torch.nn as nn
+            class MLP(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.body = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+                def forward(self, x):
+                    return self.body(x)
+            def evaluate(loader):
+                model = MLP()
+                with torch.no_grad():
+                    for x, y in loader:
+                        out = model(x)
+            """
+        ),
+        Valid(
+            """
+            # a bare nn.Linear
+            import torch
+            model = torch.nn.Linear(4, 2)
+            with torch.no_grad():
+                for x, y in test_loader:
+                    out = model(x)
+            """
+        ),
+        Valid(
+            """
+            # a loader helper returns the model in eval mode
+            import torch
+            def load_model(path):
+                m = Net()
+                m.load_state_dict(torch.load(path))
+                return m.cuda().eval()
+            model = load_model("best.pt")
+            with torch.no_grad():
+                for x, y in test_loader:
+                    out = model(x)
+            """
+        ),
+        Valid(
+            """
+            # the mode set on the loop variable of an outer loop, through a device move
+            import torch
+            def check_all(models, loader):
+                for model in models:
+                    model.cuda().eval()
+                    for x, y in loader:
+                        acc = model(x)
+            """
+        ),
         Valid(
             """
             import torch
@@ -132,6 +203,38 @@ class EvaluationWithoutEvalMode(Rule):
         ),
     ]
     INVALID = [
+        Invalid(
+            """
+            # the model call sits in a self.eval_step(batch) helper
+            import torch
+            class Runner:
+                def eval_step(self, batch):
+                    x, y = batch
+                    return (self.model(x).argmax(1) == y).float().mean()
+                @torch.no_grad()
+                def validate(self, val_loader):
+                    for batch in val_loader:  # BUG
+                        self.eval_step(batch)
+            """
+        ),
+        Invalid(
+            """
+            # a model of this file with dropout, evaluated in training mode
+            import torch
+            import torch.nn as nn
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.body = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.5), nn.Linear(8, 2))
+                def forward(self, x):
+                    return self.body(x)
+            def evaluate(loader):
+                model = Net()
+                with torch.no_grad():
+                    for x, y in loader:  # BUG
+                        out = model(x)
+            """
+        ),
         Invalid(
             """
             import torch
@@ -203,10 +306,14 @@ class EvaluationWithoutEvalMode(Rule):
 
     def __init__(self, model: "FileModel") -> None:
         super().__init__(model)
-        self._facts = FileFacts(model)
+        self._facts = model.fact(FileFacts)
+        self._modules = model.fact(ModuleFacts)
 
     def visit_For(self, node: cst.For) -> None:
-        if self._facts.evaluation_calls(node) and not self._mode_set(node):
+        calls = self._facts.evaluation_calls(node) or [
+            inner for _, inner in self._facts.evaluation_helper_calls(node)]  # self.eval_step(batch)
+        if calls and not self._mode_set(node) and any(
+                self._modules.mode_dependent(call.func) is not False for call in calls):
             self.report(node)
 
     def _mode_set(self, loop: cst.For) -> bool:

@@ -1,29 +1,18 @@
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from lint_rules.analysis.model import dotted
+from lint_rules.analysis.evaluation import EVAL, TRAIN, FileFacts
+from lint_rules.analysis.mode_flow import CALL, TRAINING, ModeEvent, ModeFlow
 from lint_rules.analysis.training import BACKWARD, STEP
 from lint_rules.rule import WARNING, Invalid, Rule, Valid
-from lint_rules.analysis.evaluation import EVAL, TRAIN, FileFacts, local_function, mode_call
 
 if TYPE_CHECKING:
     from lint_rules.analysis.model import FileModel
 
-_TRAINING = "training"  # a backward() or an optimizer step
-_CALL = "call"  # the model is called where it is trained
-_MAX_DEPTH = 3  # helper functions followed into, from the loop
 _EXITS = (cst.Break, cst.Return, cst.Raise)
-
-
-@dataclass(frozen=True)
-class _Event:
-    kind: str  # EVAL, TRAIN, _TRAINING or _CALL
-    receiver: str | None  # the model's spelling in the loop's own terms
-    anchor: cst.CSTNode  # the node in the loop's body that leads to it
 
 
 class TrainModeNotRestored(Rule):
@@ -78,6 +67,10 @@ class TrainModeNotRestored(Rule):
     flagged). Any `model.train()` on the same model counts as restoring the mode,
     even one under a condition. An evaluation on the last iteration only
     (`if epoch == epochs - 1:`) is still flagged unless it leaves the loop.
+    An `eval()` in one branch of an `if` whose other branch calls `train()` is
+    taken as a per-pass choice of mode and never flagged. Helpers of this file are
+    followed three calls deep, and a constant argument (`set_mode(model, "train")`)
+    selects the branch of `if mode == "train":` that runs.
 
     ## References
     - https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.train
@@ -92,6 +85,45 @@ class TrainModeNotRestored(Rule):
     SEVERITY = WARNING  # wrong on some paths only: not an error (see README, Severity)
 
     VALID = [
+        Valid(
+            """
+            # one if/else picks the mode on every pass: not an eval() after a train()
+            import torch
+            def run(model, loader, opt):
+                for epoch in range(3):
+                    for phase in ("train", "val"):
+                        if phase == "train":
+                            model.train()
+                        else:
+                            model.eval()
+                        for x, y in loader:
+                            loss = crit(model(x), y)
+                            if phase == "train":
+                                opt.zero_grad()
+                                loss.backward()
+                                opt.step()
+            """
+        ),
+        Valid(
+            """
+            # the helper's constant argument picks train() at the top of every epoch
+            import torch
+            def set_mode(model, mode):
+                if mode == "train":
+                    model.train()
+                else:
+                    model.eval()
+            def fit(model, loader, opt):
+                for epoch in range(3):
+                    set_mode(model, "train")
+                    for x, y in loader:
+                        loss = crit(model(x), y)
+                        loss.backward()
+                        opt.step()
+                    set_mode(model, "eval")
+                    evaluate(model)
+            """
+        ),
         Valid(
             """
             import torch
@@ -206,6 +238,26 @@ class TrainModeNotRestored(Rule):
     INVALID = [
         Invalid(
             """
+            # the helper's constant argument picks eval(); train() is only set once, before
+            import torch
+            def set_mode(model, mode):
+                if mode == "train":
+                    model.train()
+                else:
+                    model.eval()
+            def fit(model, loader, opt):
+                set_mode(model, "train")
+                for epoch in range(3):
+                    for x, y in loader:
+                        loss = crit(model(x), y)
+                        loss.backward()
+                        opt.step()
+                    set_mode(model, "eval")  # BUG
+                    evaluate(model)
+            """
+        ),
+        Invalid(
+            """
             import torch
             for epoch in range(epochs):
                 for x, y in train_loader:
@@ -265,8 +317,7 @@ class TrainModeNotRestored(Rule):
 
     def __init__(self, model: "FileModel") -> None:
         super().__init__(model)
-        self._facts = FileFacts(model)
-        self._trained_functions: set[int] | None = None
+        self._facts = model.fact(FileFacts)
 
     def finish(self) -> None:
         model = self.model
@@ -275,81 +326,33 @@ class TrainModeNotRestored(Rule):
             return
         if not any(e.kind in (BACKWARD, STEP) for e in model.training.events):
             return
-        self._event_nodes = {id(e.node) for e in model.training.events if e.kind in (BACKWARD, STEP)}
+        flow = model.fact(ModeFlow)
         for loop in (*model.nodes(cst.For), *model.nodes(cst.While)):
-            events = self._events(loop, loop, {}, (), 0)
-            if not any(e.kind == EVAL for e in events) or not any(e.kind == _TRAINING for e in events):
+            events = flow.loop_events(loop)
+            if not any(e.kind == EVAL for e in events) or not any(e.kind == TRAINING for e in events):
                 continue
-            trained = {e.receiver for e in events if e.kind == _CALL and e.receiver is not None}
+            trained = {e.receiver for e in events if e.kind == CALL and e.receiver is not None}
             for i, ev in enumerate(events):
                 if ev.kind == EVAL and ev.receiver in trained and not self._leaves_loop(ev.anchor, loop) \
-                        and self._trains_before_restore(events, i):
+                        and not self._switched_by_branch(ev.anchor) and self._trains_before_restore(events, i):
                     self.report(ev.anchor)
 
+    def _switched_by_branch(self, node: cst.CSTNode) -> bool:
+        """``if phase == "train": model.train() else: model.eval()``: the two branches are
+        one per-pass choice of mode, not an eval() that follows a train()."""
+        model = self.model
+        return any(mode == TRAIN and model.mutually_exclusive(node, call)
+                   for _, call, mode in self._facts.mode_calls())
+
     @staticmethod
-    def _trains_before_restore(events: list[_Event], i: int) -> bool:
+    def _trains_before_restore(events: list[ModeEvent], i: int) -> bool:
         receiver = events[i].receiver
         for ev in events[i + 1:] + events[:i]:
             if ev.kind == TRAIN and ev.receiver in (receiver, None):
                 return False
-            if ev.kind == _TRAINING:
+            if ev.kind == TRAINING:
                 return True
         return False
-
-    # ------------------------------------------------------------ events
-    def _events(self, container: cst.CSTNode, loop: cst.CSTNode, subst: dict[str, str | None],
-                stack: tuple[int, ...], depth: int) -> list[_Event]:
-        """Mode, training and model-call events of one run of ``container``'s body, in order."""
-        model = self.model
-        facts = self._facts
-        out: list[_Event] = []
-        for node in facts.body_nodes(container):
-            if not isinstance(node, cst.Call):
-                continue
-            # Events found in a helper are reported at its call in the loop.
-            anchor = node if depth == 0 else None
-            func = node.func
-            callee = local_function(model, func) if isinstance(func, (cst.Name, cst.Attribute)) else None
-            if callee is not None:
-                if depth < _MAX_DEPTH and id(callee) not in stack and callee is not container:
-                    inner = self._events(callee, loop, self._bind(callee, node, subst), (*stack, id(callee)),
-                                         depth + 1)
-                    out.extend(_Event(e.kind, e.receiver, anchor or e.anchor) for e in inner)
-                continue
-            mode = mode_call(node)
-            if mode is not None:
-                out.append(_Event(mode, _spelling(func.value, subst), anchor or node))
-            elif id(node) in self._event_nodes:
-                out.append(_Event(_TRAINING, None, anchor or node))
-            elif facts.is_model_call(node) and self._in_training(node):
-                out.append(_Event(_CALL, _spelling(func, subst), anchor or node))
-        return out
-
-    def _bind(self, callee: cst.FunctionDef, call: cst.Call, subst: dict[str, str | None]) -> dict[str, str | None]:
-        """The callee's parameters, spelled in the loop's terms."""
-        params = [p.name.value for p in (*callee.params.posonly_params, *callee.params.params)]
-        out: dict[str, str | None] = {p.name.value: None for p in callee.params.kwonly_params}
-        out.update({p: None for p in params})
-        if isinstance(call.func, cst.Attribute) and params:
-            out[params.pop(0)] = _spelling(call.func.value, subst)  # self.validate(): self is self
-        positional = [a for a in call.args if a.keyword is None]
-        for name, arg in zip(params, positional):
-            out[name] = None if arg.star else _spelling(arg.value, subst)
-        for arg in call.args:
-            if arg.keyword is not None and arg.keyword.value in out:
-                out[arg.keyword.value] = _spelling(arg.value, subst)
-        return out
-
-    def _in_training(self, call: cst.Call) -> bool:
-        """A model call that runs where the model is trained."""
-        facts = self.model.training
-        loops = self.model.enclosing_loops(call)
-        if loops:
-            return facts.is_training_loop(loops[0])  # not a validation loop nested in the epoch loop
-        if self._trained_functions is None:
-            self._trained_functions = {id(self.model.enclosing_function(e.node)) for e in facts.events
-                                       if e.kind in (BACKWARD, STEP)}
-        return id(self.model.enclosing_function(call)) in self._trained_functions
 
     def _leaves_loop(self, node: cst.CSTNode, loop: cst.CSTNode) -> bool:
         """A ``break``/``return``/``raise`` follows ``node`` in one of its blocks inside ``loop``."""
@@ -366,17 +369,3 @@ class TrainModeNotRestored(Rule):
                     after = after or stmt is child
             child = a
         return False
-
-
-def _spelling(expr: cst.CSTNode, subst: dict[str, str | None]) -> str | None:
-    """``expr``'s dotted spelling with a helper's parameters replaced by the caller's arguments."""
-    text = dotted(expr)
-    if text is None:
-        return None
-    root, _, rest = text.partition(".")
-    if root in subst:
-        mapped = subst[root]
-        if mapped is None:
-            return None
-        return f"{mapped}.{rest}" if rest else mapped
-    return text

@@ -1,0 +1,121 @@
+"""Mode flow of a loop: the ``train()``/``eval()`` switches, training steps and calls of
+the trained model in one iteration, in order, through the helpers of this file.
+
+Helpers are followed :data:`MAX_DEPTH` calls deep (never recursively); an event found in
+a helper is anchored at the helper's call in the loop, and its receiver is spelled in
+the loop's own terms (a helper's parameter replaced by the caller's argument). A
+statement under an ``if`` on a parameter that the call's constant argument decides
+against is skipped. Facts for TRN603.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from lint_rules.analysis.evaluation import FileFacts, local_function, mode_call
+from lint_rules.analysis.scopes import dotted
+from lint_rules.analysis.summaries import Summaries
+from lint_rules.analysis.training import BACKWARD, STEP
+
+if TYPE_CHECKING:
+    from lint_rules.analysis.model import FileModel
+
+TRAINING = "training"  # a backward() or an optimizer step
+CALL = "call"  # the model is called where it is trained
+MAX_DEPTH = 3  # helper functions followed into, from the loop
+
+
+@dataclass(frozen=True)
+class ModeEvent:
+    kind: str  # EVAL, TRAIN, TRAINING or CALL
+    receiver: str | None  # the model's spelling in the loop's own terms
+    anchor: cst.CSTNode  # the node in the loop's body that leads to it
+
+
+class ModeFlow:
+    """Mode flow of the loops of one file; get the shared one with ``model.fact(ModeFlow)``."""
+
+    def __init__(self, model: "FileModel") -> None:
+        self.model = model
+        self._facts = model.fact(FileFacts)
+        self._helpers = model.fact(Summaries)
+        self._trained_functions: set[int] | None = None
+        self._event_nodes = {id(e.node) for e in model.training.events if e.kind in (BACKWARD, STEP)}
+
+    def loop_events(self, loop: cst.CSTNode) -> list[ModeEvent]:
+        """The events of one iteration of ``loop``, in order."""
+        return self._events(loop, loop, {}, (), 0, None)
+
+    def _events(self, container: cst.CSTNode, loop: cst.CSTNode, subst: dict[str, str | None],
+                stack: tuple[int, ...], depth: int, entry: cst.Call | None) -> list[ModeEvent]:
+        """Mode, training and model-call events of one run of ``container``'s body, in order."""
+        model = self.model
+        facts = self._facts
+        helpers = self._helpers
+        out: list[ModeEvent] = []
+        for node in facts.body_nodes(container):
+            if not isinstance(node, cst.Call):
+                continue
+            if entry is not None and not helpers.runs_at(node, container, entry):
+                continue  # set_mode(model, "train"): the other branch does not run
+            # Events found in a helper are reported at its call in the loop.
+            anchor = node if depth == 0 else None
+            func = node.func
+            callee = local_function(model, func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+            if callee is not None:
+                if depth < MAX_DEPTH and id(callee) not in stack and callee is not container:
+                    inner = self._events(callee, loop, self._bind(callee, node, subst), (*stack, id(callee)),
+                                         depth + 1, node)
+                    out.extend(ModeEvent(e.kind, e.receiver, anchor or e.anchor) for e in inner)
+                continue
+            mode = mode_call(node)
+            if mode is not None:
+                out.append(ModeEvent(mode, _spelling(func.value, subst), anchor or node))
+            elif id(node) in self._event_nodes:
+                out.append(ModeEvent(TRAINING, None, anchor or node))
+            elif facts.is_model_call(node) and self._in_training(node):
+                out.append(ModeEvent(CALL, _spelling(func, subst), anchor or node))
+        return out
+
+    def _bind(self, callee: cst.FunctionDef, call: cst.Call, subst: dict[str, str | None]) -> dict[str, str | None]:
+        """The callee's parameters, spelled in the loop's terms."""
+        params = [p.name.value for p in (*callee.params.posonly_params, *callee.params.params)]
+        out: dict[str, str | None] = {p.name.value: None for p in callee.params.kwonly_params}
+        out.update({p: None for p in params})
+        if isinstance(call.func, cst.Attribute) and params:
+            out[params.pop(0)] = _spelling(call.func.value, subst)  # self.validate(): self is self
+        positional = [a for a in call.args if a.keyword is None]
+        for name, arg in zip(params, positional):
+            out[name] = None if arg.star else _spelling(arg.value, subst)
+        for arg in call.args:
+            if arg.keyword is not None and arg.keyword.value in out:
+                out[arg.keyword.value] = _spelling(arg.value, subst)
+        return out
+
+    def _in_training(self, call: cst.Call) -> bool:
+        """A model call that runs where the model is trained."""
+        facts = self.model.training
+        loops = self.model.enclosing_loops(call)
+        if loops:
+            return facts.is_training_loop(loops[0])  # not a validation loop nested in the epoch loop
+        if self._trained_functions is None:
+            self._trained_functions = {id(self.model.enclosing_function(e.node)) for e in facts.events
+                                       if e.kind in (BACKWARD, STEP)}
+        return id(self.model.enclosing_function(call)) in self._trained_functions
+
+
+def _spelling(expr: cst.CSTNode, subst: dict[str, str | None]) -> str | None:
+    """``expr``'s dotted spelling with a helper's parameters replaced by the caller's arguments."""
+    text = dotted(expr)
+    if text is None:
+        return None
+    root, _, rest = text.partition(".")
+    if root in subst:
+        mapped = subst[root]
+        if mapped is None:
+            return None
+        return f"{mapped}.{rest}" if rest else mapped
+    return text

@@ -1,0 +1,679 @@
+"""The per-file syntax model: one fast traversal, scopes, bindings and names.
+
+LibCST's metadata providers (scope, qualified names, positions) cost several
+times the parse itself. This module walks the tree once with a hand-rolled
+iterative traversal that skips whitespace and punctuation fields, and records
+what rules need: parent links, lexical scopes with their bindings, and the nodes
+of the types that rules visit, in document order. Name resolution is computed
+lazily on top of that walk.
+
+This module imports no other fact module: value kinds, training loops and
+function summaries are built on top of it (see :mod:`lint_rules.analysis.model`)
+and cached per file with :meth:`ScopeModel.fact`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Iterator, TypeVar
+
+import libcst as cst
+
+from lint_rules.analysis import names as N
+
+_SKIP_FIELD_PREFIXES = (
+    "whitespace", "lpar", "rpar", "leading_lines", "lines_after", "header", "footer",
+    "comma", "semicolon", "newline", "equal", "colon", "star", "dot", "first_line",
+    "empty_lines", "trailing_whitespace", "lbrace", "rbrace", "lbracket", "rbracket",
+    "indent", "asynchronous", "encoding", "default_", "has_trailing", "leading_whitespace",
+    "operator", "value_whitespace",
+)
+# Fields that hold a Name that is not a variable reference.
+_SKIP_FIELDS: dict[type, frozenset[str]] = {
+    cst.Attribute: frozenset({"attr"}),
+    cst.Arg: frozenset({"keyword"}),
+    cst.FunctionDef: frozenset({"name"}),
+    cst.ClassDef: frozenset({"name"}),
+    cst.Import: frozenset({"names"}),
+    cst.ImportFrom: frozenset({"names", "module", "relative"}),
+    cst.Param: frozenset({"name"}),
+    cst.ExceptHandler: frozenset({"name"}),
+    cst.Global: frozenset({"names"}),
+    cst.Nonlocal: frozenset({"names"}),
+    cst.MatchAs: frozenset({"name"}),
+    cst.FormattedStringText: frozenset({"value"}),
+}
+# Source order differs from dataclass field order for these.
+_FIELD_ORDER: dict[type, tuple[str, ...]] = {
+    cst.FunctionDef: ("decorators", "params", "returns", "body"),
+    cst.ClassDef: ("decorators", "bases", "keywords", "body"),
+    cst.IfExp: ("body", "test", "orelse"),
+}
+
+_FIELDS_CACHE: dict[type, tuple[str, ...]] = {}
+
+
+def _child_fields(tp: type) -> tuple[str, ...]:
+    fields = _FIELDS_CACHE.get(tp)
+    if fields is None:
+        if tp in _FIELD_ORDER:
+            fields = _FIELD_ORDER[tp]
+        else:
+            skip = _SKIP_FIELDS.get(tp, frozenset())
+            fields = tuple(
+                f.name
+                for f in dataclasses.fields(tp)
+                if not f.name.startswith(_SKIP_FIELD_PREFIXES) and f.name not in skip
+            )
+            if tp is cst.Attribute or tp is cst.Name or tp is cst.SimpleString:
+                fields = tuple(f for f in fields if f != "value" or tp is cst.Attribute)
+            if tp in (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleWhitespace):
+                fields = ()
+        _FIELDS_CACHE[tp] = fields
+    return fields
+
+
+# Binding kinds
+IMPORT = "import"
+ASSIGN = "assign"
+PARAM = "param"
+FOR = "for"
+WITH = "with"
+DEF = "def"
+CLASS = "class"
+OTHER = "other"
+
+
+class Binding:
+    """One place where a name gets a value."""
+
+    __slots__ = ("kind", "node", "value", "qualname", "scope")
+
+    def __init__(self, kind: str, node: cst.CSTNode, value: cst.CSTNode | None,
+                 qualname: str | None, scope: "Scope") -> None:
+        self.kind = kind
+        self.node = node  # the binding statement / parameter / loop
+        self.value = value  # assigned expression, loop iterable, with-item, def node ...
+        self.qualname = qualname  # for imports
+        self.scope = scope
+
+    def __repr__(self) -> str:  # pragma: no cover - debugging aid
+        return f"Binding({self.kind}, {self.qualname})"
+
+
+class Scope:
+    __slots__ = ("kind", "node", "parent", "bindings", "globals", "star_imports", "attrs")
+
+    def __init__(self, kind: str, node: cst.CSTNode, parent: "Scope | None") -> None:
+        self.kind = kind  # module | class | function | lambda | comprehension
+        self.node = node
+        self.parent = parent
+        self.bindings: dict[str, list[Binding]] = {}
+        self.globals: set[str] = set()
+        self.star_imports: list[str] = []
+        # For class scopes: "self.x" style attribute assignments made in its methods.
+        self.attrs: dict[str, list[Binding]] = {}
+
+    def bind(self, name: str, binding: Binding) -> None:
+        target = self
+        if name in self.globals:
+            while target.parent is not None:
+                target = target.parent
+        target.bindings.setdefault(name, []).append(binding)
+
+
+_SCOPE_NODES = (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.ListComp, cst.SetComp,
+                cst.DictComp, cst.GeneratorExp)
+_LOOP_TYPES = (cst.For, cst.While)
+_FUNC_TYPES = (cst.FunctionDef, cst.Lambda)
+
+
+def dotted(expr: cst.CSTNode) -> str | None:
+    """``a.b.c`` for a Name/Attribute chain, else None."""
+    parts: list[str] = []
+    while isinstance(expr, cst.Attribute):
+        parts.append(expr.attr.value)
+        expr = expr.value
+    if isinstance(expr, cst.Name):
+        parts.append(expr.value)
+        return ".".join(reversed(parts))
+    return None
+
+
+def call_method(node: cst.CSTNode) -> str | None:
+    """The method name of ``<recv>.<name>(...)``, else None."""
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        return node.func.attr.value
+    return None
+
+
+def keyword_arg(call: cst.Call, name: str) -> cst.Arg | None:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg
+    return None
+
+
+def is_true(expr: cst.CSTNode | None) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "True"
+
+
+def is_false(expr: cst.CSTNode | None) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "False"
+
+
+def is_none(expr: cst.CSTNode | None) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "None"
+
+
+_T = TypeVar("_T")
+
+
+class ScopeModel:
+    """Syntax, scopes and names of one parsed file. Built by one traversal."""
+
+    def __init__(self, module: cst.Module, interesting: frozenset[type] = frozenset()) -> None:
+        self.module = module
+        self.parents: dict[int, cst.CSTNode] = {}
+        self.scope_of_name: dict[int, Scope] = {}
+        self.scope_for_node: dict[int, Scope] = {}
+        self.order: dict[int, int] = {}
+        self.ordered: list[cst.CSTNode] = []  # nodes of `interesting` types, document order
+        self.by_type: dict[type, list[cst.CSTNode]] = {}
+        self.module_scope = Scope("module", module, None)
+        self.scope_for_node[id(module)] = self.module_scope
+        self._qual_cache: dict[int, str | None] = {}
+        self._kind_cache: dict[int, str | None] = {}
+        self._always = frozenset({cst.Call, cst.For, cst.While, cst.FunctionDef, cst.Lambda,
+                                  cst.With, cst.If, cst.Assign, cst.AugAssign, cst.ClassDef,
+                                  cst.Return})
+        self._walk(interesting | self._always)
+        self._facts: dict[Callable, object] = {}
+        self._owner: dict[int, cst.CSTNode | None] = {}
+        self._backward_names: set[tuple[int, str]] | None = None
+
+    # ------------------------------------------------------------------ walk
+    def _walk(self, interesting: frozenset[type]) -> None:
+        parents = self.parents
+        scope_of_name = self.scope_of_name
+        ordered = self.ordered
+        order = self.order
+        by_type = self.by_type
+        CSTNode = cst.CSTNode
+        Name = cst.Name
+        handlers = self._binding_handlers()
+        stack: list[tuple[cst.CSTNode, Scope]] = [(self.module, self.module_scope)]
+        pop = stack.pop
+        push = stack.append
+        while stack:
+            node, scope = pop()
+            tp = type(node)
+            if tp is Name:
+                scope_of_name[id(node)] = scope
+                if tp in interesting:
+                    order[id(node)] = len(ordered)
+                    ordered.append(node)
+                    by_type.setdefault(tp, []).append(node)
+                continue
+            if tp in interesting:
+                order[id(node)] = len(ordered)
+                ordered.append(node)
+                by_type.setdefault(tp, []).append(node)
+            handler = handlers.get(tp)
+            child_scope = scope
+            if handler is not None:
+                child_scope = handler(node, scope)
+            nid = node
+            children: list[cst.CSTNode] = []
+            for fname in _child_fields(tp):
+                value = getattr(node, fname)
+                if isinstance(value, CSTNode):
+                    children.append(value)
+                elif type(value) is tuple or type(value) is list:
+                    for item in value:
+                        if isinstance(item, CSTNode):
+                            children.append(item)
+            # Decorators and class bases are evaluated in the enclosing scope.
+            if child_scope is not scope and tp in (cst.FunctionDef, cst.ClassDef):
+                outer = set()
+                for d in node.decorators:
+                    outer.add(id(d))
+                if tp is cst.ClassDef:
+                    for a in node.bases:
+                        outer.add(id(a))
+                    for a in node.keywords:
+                        outer.add(id(a))
+                for child in reversed(children):
+                    parents[id(child)] = nid
+                    push((child, scope if id(child) in outer else child_scope))
+            else:
+                for child in reversed(children):
+                    parents[id(child)] = nid
+                    push((child, child_scope))
+
+    def _binding_handlers(self):
+        model = self
+
+        def bind_target(target: cst.CSTNode, scope: Scope, kind: str, stmt: cst.CSTNode,
+                        value: cst.CSTNode | None) -> None:
+            if isinstance(target, cst.Name):
+                scope.bind(target.value, Binding(kind, stmt, value, None, scope))
+            elif isinstance(target, (cst.Tuple, cst.List)):
+                values = None
+                if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(target.elements):
+                    values = [e.value for e in value.elements]
+                for i, el in enumerate(target.elements):
+                    sub_value = values[i] if values is not None else (value if kind in (FOR, WITH) else None)
+                    sub_kind = kind if values is not None or kind in (FOR, WITH) else OTHER
+                    bind_target(el.value, scope, sub_kind, stmt, sub_value)
+            elif isinstance(target, cst.StarredElement):
+                bind_target(target.value, scope, OTHER, stmt, None)
+            elif isinstance(target, cst.Attribute):
+                text = dotted(target)
+                if text is not None and text.startswith("self."):
+                    cls = scope
+                    while cls is not None and cls.kind != "class":
+                        cls = cls.parent
+                    if cls is not None:
+                        cls.attrs.setdefault(text, []).append(Binding(kind, stmt, value, None, scope))
+                elif text is not None:
+                    model.module_scope.attrs.setdefault(text, []).append(
+                        Binding(kind, stmt, value, None, scope))
+
+        def on_import(node: cst.Import, scope: Scope) -> Scope:
+            for alias in node.names:
+                full = _attr_text(alias.name)
+                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                    scope.bind(alias.asname.name.value, Binding(IMPORT, node, None, full, scope))
+                else:
+                    root = full.split(".", 1)[0]
+                    scope.bind(root, Binding(IMPORT, node, None, root, scope))
+            return scope
+
+        def on_import_from(node: cst.ImportFrom, scope: Scope) -> Scope:
+            relative = bool(node.relative) or node.module is None
+            base = None if relative else _attr_text(node.module)
+            if isinstance(node.names, cst.ImportStar):
+                if base is not None:
+                    scope.star_imports.append(base)
+                return scope
+            for alias in node.names:
+                name = _attr_text(alias.name)
+                local = name
+                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                    local = alias.asname.name.value
+                qual = None if base is None else f"{base}.{name}"
+                scope.bind(local, Binding(IMPORT if qual else OTHER, node, None, qual, scope))
+            return scope
+
+        def on_assign(node: cst.Assign, scope: Scope) -> Scope:
+            for t in node.targets:
+                bind_target(t.target, scope, ASSIGN, node, node.value)
+            return scope
+
+        def on_ann_assign(node: cst.AnnAssign, scope: Scope) -> Scope:
+            bind_target(node.target, scope, ASSIGN, node, node.value)
+            return scope
+
+        def on_aug_assign(node: cst.AugAssign, scope: Scope) -> Scope:
+            if isinstance(node.target, cst.Name):
+                scope.bind(node.target.value, Binding(OTHER, node, None, None, scope))
+            return scope
+
+        def on_named_expr(node: cst.NamedExpr, scope: Scope) -> Scope:
+            while scope.kind == "comprehension" and scope.parent is not None:
+                scope = scope.parent
+            bind_target(node.target, scope, ASSIGN, node, node.value)
+            return scope
+
+        def on_for(node: cst.For, scope: Scope) -> Scope:
+            bind_target(node.target, scope, FOR, node, node.iter)
+            return scope
+
+        def on_with(node: cst.With, scope: Scope) -> Scope:
+            for item in node.items:
+                if item.asname is not None:
+                    bind_target(item.asname.name, scope, WITH, node, item.item)
+            return scope
+
+        def on_except(node: cst.ExceptHandler, scope: Scope) -> Scope:
+            if node.name is not None and isinstance(node.name.name, cst.Name):
+                scope.bind(node.name.name.value, Binding(OTHER, node, None, None, scope))
+            return scope
+
+        def on_function(node: cst.FunctionDef, scope: Scope) -> Scope:
+            scope.bind(node.name.value, Binding(DEF, node, node, None, scope))
+            inner = Scope("function", node, scope)
+            model.scope_for_node[id(node)] = inner
+            _bind_params(node.params, inner, node)
+            return inner
+
+        def on_lambda(node: cst.Lambda, scope: Scope) -> Scope:
+            inner = Scope("lambda", node, scope)
+            model.scope_for_node[id(node)] = inner
+            _bind_params(node.params, inner, node)
+            return inner
+
+        def on_class(node: cst.ClassDef, scope: Scope) -> Scope:
+            scope.bind(node.name.value, Binding(CLASS, node, node, None, scope))
+            inner = Scope("class", node, scope)
+            model.scope_for_node[id(node)] = inner
+            return inner
+
+        def on_comp(node: cst.CSTNode, scope: Scope) -> Scope:
+            inner = Scope("comprehension", node, scope)
+            model.scope_for_node[id(node)] = inner
+            comp = node.for_in
+            while comp is not None:
+                bind_target(comp.target, inner, FOR, comp, comp.iter)
+                comp = comp.inner_for_in
+            return inner
+
+        def on_global(node: cst.CSTNode, scope: Scope) -> Scope:
+            for item in node.names:
+                scope.globals.add(item.name.value)
+            return scope
+
+        def _bind_params(params: cst.Parameters, inner: Scope, owner: cst.CSTNode) -> None:
+            for p in (*params.posonly_params, *params.params, *params.kwonly_params):
+                inner.bind(p.name.value, Binding(PARAM, p, owner, None, inner))
+            for p in (params.star_arg, params.star_kwarg):
+                if isinstance(p, cst.Param):
+                    inner.bind(p.name.value, Binding(OTHER, p, owner, None, inner))
+
+        return {
+            cst.Import: on_import,
+            cst.ImportFrom: on_import_from,
+            cst.Assign: on_assign,
+            cst.AnnAssign: on_ann_assign,
+            cst.AugAssign: on_aug_assign,
+            cst.NamedExpr: on_named_expr,
+            cst.For: on_for,
+            cst.With: on_with,
+            cst.ExceptHandler: on_except,
+            cst.FunctionDef: on_function,
+            cst.Lambda: on_lambda,
+            cst.ClassDef: on_class,
+            cst.ListComp: on_comp,
+            cst.SetComp: on_comp,
+            cst.DictComp: on_comp,
+            cst.GeneratorExp: on_comp,
+            cst.Global: on_global,
+            cst.Nonlocal: on_global,
+        }
+
+    # --------------------------------------------------------------- structure
+    def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        return self.parents.get(id(node))
+
+    def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        parents = self.parents
+        cur = parents.get(id(node))
+        while cur is not None:
+            yield cur
+            cur = parents.get(id(cur))
+
+    def is_inside(self, node: cst.CSTNode, container: cst.CSTNode) -> bool:
+        return any(a is container for a in self.ancestors(node))
+
+    def enclosing_function(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        """The innermost ``def``/``lambda`` around ``node``; memoised along the parent chain,
+        so asking for every node of a file costs one pass."""
+        cache = self._owner
+        parents = self.parents
+        chain: list[int] = []
+        key = id(node)
+        result: cst.CSTNode | None = None
+        while True:
+            if key in cache:
+                result = cache[key]
+                break
+            parent = parents.get(key)
+            chain.append(key)
+            if parent is None:
+                break
+            if isinstance(parent, _FUNC_TYPES):
+                result = parent
+                break
+            key = id(parent)
+        for k in chain:
+            cache[k] = result
+        return result
+
+    def enclosing_loops(self, node: cst.CSTNode) -> list[cst.CSTNode]:
+        """Loops around ``node`` within its own function, innermost first."""
+        loops = []
+        for a in self.ancestors(node):
+            if isinstance(a, _FUNC_TYPES) or isinstance(a, cst.ClassDef):
+                break
+            if isinstance(a, _LOOP_TYPES):
+                loops.append(a)
+        return loops
+
+    def in_loop_body(self, node: cst.CSTNode, loop: cst.CSTNode) -> bool:
+        """True when ``node`` runs once per iteration of ``loop`` (not its header or else)."""
+        child = node
+        for a in self.ancestors(node):
+            if a is loop:
+                return child is loop.body
+            child = a
+        return False
+
+    def scope_at(self, node: cst.CSTNode) -> Scope:
+        if isinstance(node, cst.Name):
+            scope = self.scope_of_name.get(id(node))
+            if scope is not None:
+                return scope
+        for a in self.ancestors(node):
+            scope = self.scope_for_node.get(id(a))
+            if scope is not None:
+                return scope
+        return self.module_scope
+
+    def mutually_exclusive(self, a: cst.CSTNode, b: cst.CSTNode) -> bool:
+        """True when ``a`` and ``b`` sit in different branches of one ``if``/``try``."""
+        chain_a = [a, *self.ancestors(a)]
+        ids_b: dict[int, cst.CSTNode] = {}
+        prev = b
+        for anc in self.ancestors(b):
+            ids_b[id(anc)] = prev
+            prev = anc
+        prev_a = a
+        for anc in chain_a[1:]:
+            if id(anc) in ids_b:
+                branch_b = ids_b[id(anc)]
+                if isinstance(anc, (cst.If, cst.IfExp)):
+                    return branch_b is not prev_a and {id(branch_b), id(prev_a)} <= {
+                        id(anc.body), id(anc.orelse)}
+                return False
+            prev_a = anc
+        return False
+
+    # ------------------------------------------------------------- resolution
+    def lookup(self, name: str, scope: Scope) -> list[Binding] | None:
+        start = scope
+        s: Scope | None = scope
+        while s is not None:
+            if s.kind == "class" and s is not start:
+                s = s.parent
+                continue
+            found = s.bindings.get(name)
+            if found:
+                return found
+            if name in s.globals:
+                s = self.module_scope
+                found = s.bindings.get(name)
+                return found or None
+            s = s.parent
+        for base in self.module_scope.star_imports:
+            if base.startswith("torch"):
+                return [Binding(IMPORT, self.module, None, f"{base}.{name}", self.module_scope)]
+        return None
+
+    def bindings_of(self, expr: cst.CSTNode) -> list[Binding] | None:
+        """Bindings of a Name, or of a ``self.x`` attribute within its class."""
+        if isinstance(expr, cst.Name):
+            return self.lookup(expr.value, self.scope_at(expr))
+        text = dotted(expr)
+        if text is None:
+            return None
+        if text.startswith("self."):
+            s: Scope | None = self.scope_at(expr)
+            while s is not None and s.kind != "class":
+                s = s.parent
+            if s is not None:
+                return s.attrs.get(text)
+            return None
+        return self.module_scope.attrs.get(text)
+
+    def reaching_bindings(self, name: cst.Name, at: cst.CSTNode) -> list[Binding] | None:
+        """The bindings of ``name`` that can hold its value at ``at`` (a statement or call
+        of this file): those of its own scope that come earlier, or later in a loop that
+        holds both (the next iteration sees them); bindings of other scopes all count."""
+        bindings = self.lookup(name.value, self.scope_at(name))
+        if not bindings:
+            return bindings
+        index = self.order.get(id(at))
+        if index is None:
+            return bindings
+        home = self.enclosing_function(at) or self.module
+        loops: list[cst.CSTNode] | None = None
+        out = []
+        for b in bindings:
+            b_index = self.order.get(id(b.node))
+            if b_index is None or b_index < index or b.scope.node is not home:
+                out.append(b)
+                continue
+            if loops is None:
+                loops = self.enclosing_loops(at)
+            if any(self.is_inside(b.node, loop) for loop in loops):
+                out.append(b)
+        return out
+
+    def qualified_name(self, expr: cst.CSTNode, _depth: int = 0) -> str | None:
+        """Canonical dotted name of what ``expr`` refers to, through imports and aliases."""
+        key = id(expr)
+        cache = self._qual_cache
+        if key in cache:
+            return cache[key]
+        result: str | None = None
+        if _depth < 8:
+            if isinstance(expr, cst.Name):
+                bindings = self.lookup(expr.value, self.scope_at(expr))
+                if bindings:
+                    quals = set()
+                    for b in bindings:
+                        if b.kind == IMPORT:
+                            quals.add(b.qualname)
+                        elif b.kind == ASSIGN and isinstance(b.value, (cst.Name, cst.Attribute)) \
+                                and len(bindings) == 1:
+                            quals.add(self.qualified_name(b.value, _depth + 1))
+                        else:
+                            quals.add(None)
+                    if len(quals) == 1:
+                        q = quals.pop()
+                        result = N.canonical_name(q) if q else None
+                elif expr.value in _BUILTINS:
+                    result = "builtins." + expr.value
+            elif isinstance(expr, cst.Attribute):
+                base = self.qualified_name(expr.value, _depth + 1)
+                if base is not None and not base.startswith("builtins."):
+                    result = N.canonical_name(f"{base}.{expr.attr.value}")
+        cache[key] = result
+        return result
+
+    def call_qualname(self, node: cst.CSTNode) -> str | None:
+        if isinstance(node, cst.Call):
+            return self.qualified_name(node.func)
+        return None
+
+    # -------------------------------------------------------------- grad mode
+    def in_no_grad(self, node: cst.CSTNode) -> bool:
+        """Inside ``torch.no_grad()``/``inference_mode()`` (block or decorator)."""
+        for a in self.ancestors(node):
+            if isinstance(a, cst.With):
+                mode = self.grad_mode_of_with(a)
+                if mode is not None:
+                    return not mode
+            elif isinstance(a, cst.FunctionDef):
+                for d in a.decorators:
+                    mode = self.grad_mode_of_expr(d.decorator)
+                    if mode is not None:
+                        return not mode
+                return False
+            elif isinstance(a, cst.Lambda):
+                return False
+        return False
+
+    def grad_mode_of_with(self, node: cst.With) -> bool | None:
+        for item in node.items:
+            mode = self.grad_mode_of_expr(item.item)
+            if mode is not None:
+                return mode
+        return None
+
+    def grad_mode_of_expr(self, expr: cst.CSTNode) -> bool | None:
+        """False for a no-grad context/decorator, True for enable_grad, None otherwise."""
+        call = expr if isinstance(expr, cst.Call) else None
+        target = call.func if call is not None else expr
+        q = self.qualified_name(target)
+        if q in N.NO_GRAD_CONTEXTS:
+            if q == "torch.inference_mode" and call is not None and call.args and is_false(call.args[0].value):
+                return True
+            return False
+        if q == "torch.enable_grad":
+            return True
+        if q == N.SET_GRAD_ENABLED and call is not None and call.args:
+            value = call.args[0].value
+            if is_false(value):
+                return False
+            if is_true(value):
+                return True
+        return None
+
+    # ------------------------------------------------------------------ facts
+    def fact(self, builder: Callable[..., _T]) -> _T:
+        """The fact ``builder(self)`` of this file, built on first use and then shared.
+
+        A fact module passes its own class (or function); nothing here needs to
+        know the fact modules, so no fact module depends on another through this one.
+        """
+        found = self._facts.get(builder)
+        if found is None:
+            found = builder(self)
+            self._facts[builder] = found
+        return found  # type: ignore[return-value]
+
+    def is_backward_receiver(self, name: cst.Name) -> bool:
+        """True when ``<name>.backward()`` is called on the same binding somewhere."""
+        if self._backward_names is None:
+            found: set[tuple[int, str]] = set()
+            for call in self.by_type.get(cst.Call, ()):
+                func = call.func
+                if isinstance(func, cst.Attribute) and func.attr.value == "backward":
+                    recv = func.value
+                    if isinstance(recv, cst.Name):
+                        found.add((id(self._binding_scope(recv)), recv.value))
+            self._backward_names = found
+        return (id(self._binding_scope(name)), name.value) in self._backward_names
+
+    def _binding_scope(self, name: cst.Name) -> Scope:
+        bindings = self.lookup(name.value, self.scope_at(name))
+        return bindings[0].scope if bindings else self.module_scope
+
+    def nodes(self, tp: type) -> list[cst.CSTNode]:
+        return self.by_type.get(tp, [])
+
+
+def _attr_text(node: cst.CSTNode) -> str:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return f"{_attr_text(node.value)}.{node.attr.value}"
+    return ""
+
+
+_BUILTINS = frozenset({"float", "int", "bool", "print", "isinstance", "len", "list", "dict",
+                       "tuple", "set", "enumerate", "zip", "range", "iter", "next", "getattr",
+                       "setattr", "super", "type", "str", "repr", "sum", "max", "min", "abs",
+                       "round", "sorted", "map", "filter"})

@@ -1,0 +1,507 @@
+"""Function summaries: what calling a function of this file does, in the caller's terms.
+
+A summary lists a function's *effects* in statement order: ``backward``,
+``step``, ``clear`` (``zero_grad``), ``train`` and ``eval`` mode switches, each on
+a *target* spelled relative to the function: ``$name`` for a parameter (with
+any attribute path after it: ``$trainer.opt``), ``self.x`` for an attribute of
+the instance, the plain dotted text for anything else. Effects of the local
+functions it calls are included, applied with their arguments, up to
+:data:`MAX_DEPTH` calls deep and never through a recursion.
+
+Callers apply a summary with :meth:`Summaries.effects_at`: parameters are
+replaced by the arguments' spelling, ``self.x`` by ``<receiver>.x``, and an
+effect that sits under ``if <param> == <constant>:`` (or ``if <param>:``) is
+dropped when the call site passes a constant that takes the other branch.
+
+Other facts per function: ``no_grad`` (its body runs with grad disabled: a
+``torch.no_grad``/``inference_mode`` decorator, or a decorator of this file that
+wraps one), ``returns_mode`` (it returns a module it left in eval or train mode:
+``return model.eval()``, or ``model.eval(); return model``) and ``creates`` (the
+``self`` attributes it assigns, through the ``self`` helpers it calls).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from lint_rules.analysis import names as N
+from lint_rules.analysis.kinds import OPTIMIZER, SCALER, kind_of
+from lint_rules.analysis.scopes import dotted, keyword_arg
+from lint_rules.analysis.training import ANY, Event, TrainingFacts
+
+if TYPE_CHECKING:
+    from lint_rules.analysis.scopes import ScopeModel
+
+BACKWARD = "backward"
+STEP = "step"
+CLEAR = "clear"
+TRAIN = "train"
+EVAL = "eval"
+MAX_DEPTH = 3
+# Methods that return their receiver (a module moved or switched): `model.cuda().eval()`.
+_SAME_MODULE = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "eval", "train",
+                          "requires_grad_", "share_memory"})
+_UNDECIDED = object()
+
+
+@dataclass(frozen=True)
+class Condition:
+    """The effect runs only when ``param`` compares to ``value`` as ``positive`` says.
+
+    ``value`` is a constant, or ``_TRUTHY`` for a bare ``if param:``."""
+
+    param: str
+    value: object
+    positive: bool
+
+
+_TRUTHY = "<truthy>"
+
+
+@dataclass(frozen=True)
+class Effect:
+    kind: str
+    target: str | None  # $param[.path], self.x, other dotted text; None: unknown
+    node: cst.CSTNode  # the call in the function that has it (or the call of a helper)
+    conditions: tuple[Condition, ...] = ()
+    depth: int = 0  # how many helper calls below the function it happens
+    looped: bool = False  # inside a loop of the function (or of a helper): not once per call
+
+
+@dataclass
+class Summary:
+    fn: cst.FunctionDef
+    params: tuple[str, ...]
+    effects: list[Effect] = field(default_factory=list)
+    no_grad: bool = False
+    returns_mode: str | None = None
+    creates: set[str] = field(default_factory=set)
+
+
+def receiver_base(expr: cst.CSTNode) -> cst.CSTNode:
+    """``model`` for ``model.cuda().to(dev)``: the module a chain of same-module calls starts at."""
+    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) \
+            and expr.func.attr.value in _SAME_MODULE:
+        expr = expr.func.value
+    return expr
+
+
+def mode_of_call(call: cst.Call) -> str | None:
+    """``EVAL`` for ``m.eval()``/``m.train(False)``, ``TRAIN`` for ``m.train()``/``m.train(flag)``."""
+    func = call.func
+    if not isinstance(func, cst.Attribute):
+        return None
+    if func.attr.value == "eval":
+        return EVAL if not call.args else None
+    if func.attr.value == "train":
+        arg = keyword_arg(call, "mode") or (call.args[0] if call.args else None)
+        if arg is not None and isinstance(arg.value, cst.Name) and arg.value.value == "False":
+            return EVAL
+        return TRAIN
+    return None
+
+
+def _constant(expr: cst.CSTNode | None) -> object:
+    if isinstance(expr, cst.SimpleString):
+        return expr.evaluated_value
+    if isinstance(expr, cst.Integer):
+        return int(expr.value)
+    if isinstance(expr, cst.Name) and expr.value in ("True", "False", "None"):
+        return {"True": True, "False": False, "None": None}[expr.value]
+    return _UNDECIDED
+
+
+class Summaries:
+    """Summaries of the functions of one file; get the shared one with ``model.fact(Summaries)``."""
+
+    def __init__(self, model: "ScopeModel") -> None:
+        self.model = model
+        self._summaries: dict[int, Summary] = {}
+        self._building: set[int] = set()
+        self._body: dict[int, list[cst.CSTNode]] = {}
+        self._call_sites: dict[int, list[cst.Call]] | None = None
+        self._helper_events: list[tuple[cst.Call, list[Event]]] | None = None
+
+    # ------------------------------------------------------------ lookup
+    def local_function(self, func: cst.CSTNode) -> cst.FunctionDef | None:
+        """The one ``def`` of this file that a Name or ``self.<method>`` calls."""
+        return self.model.fact(TrainingFacts).local_function(func)
+
+    def own_nodes(self, fn: cst.FunctionDef) -> list[cst.CSTNode]:
+        """Ordered nodes that run in ``fn``'s own body (not in nested functions or classes)."""
+        found = self._body.get(id(fn))
+        if found is None:
+            model = self.model
+            ordered = model.ordered
+            found = []
+            start = model.order.get(id(fn))
+            # the nodes inside fn follow it in document order, one run
+            for i in range(start + 1 if start is not None else len(ordered), len(ordered)):
+                node = ordered[i]
+                owner = model.enclosing_function(node)
+                if owner is fn:
+                    found.append(node)
+                    continue
+                while owner is not None and owner is not fn:
+                    owner = model.enclosing_function(owner)
+                if owner is None:
+                    break
+            self._body[id(fn)] = found
+        return found
+
+    def call_sites(self, fn: cst.FunctionDef) -> list[cst.Call]:
+        """The calls in this file that call ``fn``."""
+        if self._call_sites is None:
+            sites: dict[int, list[cst.Call]] = {}
+            for call in self.model.nodes(cst.Call):
+                if isinstance(call.func, (cst.Name, cst.Attribute)):
+                    callee = self.local_function(call.func)
+                    if callee is not None:
+                        sites.setdefault(id(callee), []).append(call)
+            self._call_sites = sites
+        return self._call_sites.get(id(fn), [])
+
+    # ---------------------------------------------------------- summaries
+    def of(self, fn: cst.FunctionDef) -> Summary:
+        key = id(fn)
+        found = self._summaries.get(key)
+        if found is not None:
+            return found
+        params = tuple(p.name.value for p in (*fn.params.posonly_params, *fn.params.params,
+                                               *fn.params.kwonly_params))
+        summary = Summary(fn, params)
+        if key in self._building:
+            return summary  # recursion: the inner call sees no effects
+        self._building.add(key)
+        try:
+            self._build(summary)
+        finally:
+            self._building.discard(key)
+        self._summaries[key] = summary
+        return summary
+
+    def _build(self, s: Summary) -> None:
+        fn = s.fn
+        s.no_grad = any(self.disables_grad(d.decorator) for d in fn.decorators)
+        last_mode: dict[str, str] = {}
+        for node in self.own_nodes(fn):
+            if isinstance(node, cst.Assign):
+                for t in node.targets:
+                    text = dotted(t.target)
+                    if text is not None and text.startswith("self.") and text.count(".") == 1:
+                        s.creates.add(text)
+                continue
+            if isinstance(node, cst.Return) and node.value is not None:
+                value = node.value
+                if isinstance(value, cst.Call) and mode_of_call(value) is not None:
+                    s.returns_mode = mode_of_call(value)
+                else:
+                    text = dotted(receiver_base(value))
+                    if text is not None and text in last_mode:
+                        s.returns_mode = last_mode[text]
+                continue
+            if not isinstance(node, cst.Call):
+                continue
+            own = self._own_effect(node, s.params)
+            if own is not None:
+                kind, target = own
+                conds = self._conditions(node, fn, s.params)
+                s.effects.append(Effect(kind, target, node, conds, 0, bool(self.model.enclosing_loops(node))))
+                if kind in (TRAIN, EVAL) and isinstance(node.func, cst.Attribute):
+                    base = dotted(receiver_base(node.func.value))
+                    if base is not None:
+                        last_mode[base] = kind
+                continue
+            callee = self.local_function(node.func) if isinstance(node.func, (cst.Name, cst.Attribute)) else None
+            if callee is None or callee is fn:
+                continue
+            inner = self.of(callee)
+            if isinstance(node.func, cst.Attribute):
+                s.creates.update(inner.creates)
+            if not inner.effects:
+                continue
+            conds = self._conditions(node, fn, s.params)
+            for eff in self.effects_at(node, callee):
+                if eff.depth + 1 >= MAX_DEPTH:
+                    continue  # the caller applying this summary is one more call up
+                target = self._relative(eff.target, s.params)
+                left = tuple(c for c in eff.conditions_left if c.param in s.params)
+                s.effects.append(Effect(eff.kind, target, node, conds + left, eff.depth + 1,
+                                        eff.looped or bool(self.model.enclosing_loops(node))))
+
+    def _own_effect(self, call: cst.Call, params: tuple[str, ...]) -> tuple[str, str | None] | None:
+        func = call.func
+        model = self.model
+        if not isinstance(func, cst.Attribute):
+            if model.qualified_name(func) == "torch.autograd.backward":
+                return BACKWARD, None
+            return None
+        method = func.attr.value
+        if method == "backward":
+            q = model.qualified_name(func)
+            if q is not None and q.startswith("torch.distributed.autograd."):
+                return None
+            return BACKWARD, None
+        if method == "step":
+            rkind = kind_of(model, func.value)
+            if rkind == OPTIMIZER:
+                return STEP, self._relative(dotted(func.value), params)
+            if rkind == SCALER and call.args:
+                return STEP, self._relative(dotted(call.args[0].value), params)
+            return None
+        if method == "zero_grad":
+            return CLEAR, self._relative(dotted(func.value), params)
+        mode = mode_of_call(call)
+        if mode is not None:
+            return mode, self._relative(dotted(receiver_base(func.value)), params)
+        return None
+
+    @staticmethod
+    def _relative(text: str | None, params: tuple[str, ...]) -> str | None:
+        """``$model.fc`` for ``model.fc`` when ``model`` is a parameter (``self`` stays ``self``)."""
+        if text is None or text.startswith("$"):
+            return text
+        root, dot, rest = text.partition(".")
+        if root in params and root != "self":
+            return f"${root}{dot}{rest}"
+        return text
+
+    def _conditions(self, node: cst.CSTNode, fn: cst.FunctionDef, params: tuple[str, ...]) -> tuple[Condition, ...]:
+        """The ``if`` tests on parameters that decide whether ``node`` runs."""
+        out: list[Condition] = []
+        child = node
+        for a in self.model.ancestors(node):
+            if a is fn:
+                break
+            if isinstance(a, cst.If) and child is not a.test:
+                cond = _param_test(a.test, params)
+                if cond is not None:
+                    in_body = child is a.body
+                    out.append(Condition(cond.param, cond.value, cond.positive if in_body else not cond.positive))
+            child = a
+        return tuple(out)
+
+    # ------------------------------------------------------ at call sites
+    def bind(self, call: cst.Call, fn: cst.FunctionDef) -> dict[str, cst.CSTNode | None]:
+        """The expression each parameter of ``fn`` gets at ``call`` (its default when not passed)."""
+        params = [*fn.params.posonly_params, *fn.params.params]
+        out: dict[str, cst.CSTNode | None] = {p.name.value: p.default for p in (*params, *fn.params.kwonly_params)}
+        if isinstance(call.func, cst.Attribute) and params and params[0].name.value in ("self", "cls"):
+            out[params[0].name.value] = call.func.value
+            params = params[1:]
+        positional = [a for a in call.args if a.keyword is None]
+        for p, arg in zip(params, positional):
+            out[p.name.value] = None if arg.star else arg.value
+        for arg in call.args:
+            if arg.keyword is not None and arg.keyword.value in out:
+                out[arg.keyword.value] = arg.value
+        return out
+
+    def effects_at(self, call: cst.Call, fn: cst.FunctionDef | None = None) -> list["BoundEffect"]:
+        """The effects of the local function ``call`` calls, spelled at the call site."""
+        if fn is None:
+            if not isinstance(call.func, (cst.Name, cst.Attribute)):
+                return []
+            fn = self.local_function(call.func)
+            if fn is None:
+                return []
+        summary = self.of(fn)
+        if not summary.effects:
+            return []
+        binding = self.bind(call, fn)
+        out = []
+        for eff in summary.effects:
+            left: list[Condition] = []
+            taken = True
+            for cond in eff.conditions:
+                verdict = _decide(cond, binding)
+                if verdict is None:
+                    arg = binding.get(cond.param)
+                    if isinstance(arg, cst.Name):  # the caller's own parameter may decide it
+                        left.append(Condition(arg.value, cond.value, cond.positive))
+                elif not verdict:
+                    taken = False
+                    break
+            if taken:
+                out.append(BoundEffect(eff.kind, _spell(eff.target, binding), call, tuple(left), eff.depth,
+                                       eff.looped))
+        return out
+
+    def runs_at(self, node: cst.CSTNode, fn: cst.FunctionDef, call: cst.Call) -> bool:
+        """False when ``node`` of ``fn`` sits under an ``if`` on a parameter that the
+        constant arguments of ``call`` decide against."""
+        conditions = self._conditions(node, fn, self.of(fn).params)
+        if not conditions:
+            return True
+        binding = self.bind(call, fn)
+        return all(_decide(cond, binding) is not False for cond in conditions)
+
+    # ------------------------------------------------- training events
+    def helper_calls(self) -> list[tuple[cst.Call, list[Event]]]:
+        """Calls of local helpers that run backward/step/zero_grad, with those effects as
+        training events at the call (``key``: the optimizer's spelling at the call site,
+        ``ANY`` for a clear of unknown target)."""
+        if self._helper_events is None:
+            found = []
+            # helpers of this file can only run the events this file has
+            if not self.model.fact(TrainingFacts).events:
+                self._helper_events = found
+                return found
+            kinds = (BACKWARD, STEP, CLEAR)
+            for call in self.model.nodes(cst.Call):
+                # a helper's own loop is its own training loop, judged where it is
+                effects = [e for e in self.effects_at(call) if e.kind in kinds and not e.looped]
+                if effects:
+                    index = self.model.order[id(call)]
+                    found.append((call, [Event(e.kind, call, ANY if e.kind == CLEAR and e.target is None
+                                               else e.target, index) for e in effects]))
+            self._helper_events = found
+        return self._helper_events
+
+    def helper_events(self, region: cst.CSTNode) -> list[Event]:
+        """Training events of helper calls that run once per iteration of a loop, or in a
+        function's (or the module's) own body."""
+        model = self.model
+        out: list[Event] = []
+        if isinstance(region, (cst.For, cst.While)):
+            owner = model.enclosing_function(region)
+            for call, events in self.helper_calls():
+                if model.in_loop_body(call, region) and model.enclosing_function(call) is owner:
+                    out.extend(events)
+        else:
+            owner = None if region is model.module else region
+            for call, events in self.helper_calls():
+                if model.enclosing_function(call) is owner:
+                    out.extend(events)
+        return out
+
+    # ---------------------------------------------------------- grad mode
+    def disables_grad(self, expr: cst.CSTNode, _depth: int = 0) -> bool:
+        """``torch.no_grad()``/``inference_mode()`` (called or not), or a decorator of this
+        file whose body enters one: ``@no_grad_eval`` that wraps ``torch.no_grad``."""
+        model = self.model
+        target = expr.func if isinstance(expr, cst.Call) else expr
+        if model.grad_mode_of_expr(expr) is False:
+            return True
+        if _depth >= MAX_DEPTH or not isinstance(target, (cst.Name, cst.Attribute)):
+            return False
+        fn = self.local_function(target)
+        if fn is None:
+            return False
+        for node in self.model.nodes(cst.Call):
+            if model.is_inside(node, fn):
+                q = model.qualified_name(node.func)
+                if q in N.NO_GRAD_CONTEXTS or (isinstance(node.func, cst.Call)
+                                               and model.qualified_name(node.func.func) in N.NO_GRAD_CONTEXTS):
+                    return True
+        for w in self.model.nodes(cst.With):
+            if model.is_inside(w, fn) and model.grad_mode_of_with(w) is False:
+                return True
+        return False
+
+    def in_no_grad(self, node: cst.CSTNode, _depth: int = 0) -> bool:
+        """Grad is disabled at ``node``: a no-grad block or decorator around it (also a local
+        decorator), ``stack.enter_context(torch.no_grad())`` earlier in an enclosing
+        ``with ExitStack() as stack:``, or every call of its function runs with grad disabled."""
+        model = self.model
+        if model.in_no_grad(node):
+            return True
+        for a in model.ancestors(node):
+            if isinstance(a, cst.With) and self._exit_stack_disables(a, node):
+                return True
+            if isinstance(a, cst.FunctionDef):
+                if self.of(a).no_grad:
+                    return True
+                if _depth < MAX_DEPTH:
+                    sites = self.call_sites(a)
+                    if sites and all(not model.is_inside(site, a) and self.in_no_grad(site, _depth + 1)
+                                     for site in sites):
+                        return True
+                return False
+            if isinstance(a, (cst.Lambda, cst.ClassDef)):
+                return False
+        return False
+
+    def _exit_stack_disables(self, with_node: cst.With, node: cst.CSTNode) -> bool:
+        model = self.model
+        stacks = {item.asname.name.value for item in with_node.items
+                  if item.asname is not None and isinstance(item.asname.name, cst.Name)
+                  and isinstance(item.item, cst.Call)
+                  and model.qualified_name(item.item.func) == "contextlib.ExitStack"}
+        if not stacks:
+            return False
+        index = model.order.get(id(node), len(model.ordered))
+        for call in model.nodes(cst.Call):
+            func = call.func
+            if model.order[id(call)] >= index:
+                break
+            if isinstance(func, cst.Attribute) and func.attr.value == "enter_context" \
+                    and isinstance(func.value, cst.Name) and func.value.value in stacks and call.args \
+                    and model.is_inside(call, with_node.body) and self.disables_grad(call.args[0].value):
+                return True
+        return False
+
+
+@dataclass(frozen=True)
+class BoundEffect:
+    """An effect applied at a call site: ``target`` in the caller's spelling."""
+
+    kind: str
+    target: str | None
+    node: cst.Call  # the call site
+    conditions_left: tuple[Condition, ...] = ()
+    depth: int = 0
+    looped: bool = False
+
+
+def _spell(target: str | None, binding: dict[str, cst.CSTNode | None]) -> str | None:
+    if target is None:
+        return None
+    if target.startswith("$"):
+        root, dot, rest = target[1:].partition(".")
+        arg = binding.get(root)
+        text = dotted(receiver_base(arg)) if arg is not None else None
+        if text is None:
+            return None
+        return f"{text}{dot}{rest}"
+    if target.startswith("self."):
+        receiver = binding.get("self")
+        if receiver is None:
+            return None
+        text = dotted(receiver)
+        return None if text is None else f"{text}{target[4:]}"
+    return target
+
+
+def _decide(cond: Condition, binding: dict[str, cst.CSTNode | None]) -> bool | None:
+    """Whether ``cond`` holds for the arguments of a call; None when they do not say."""
+    arg = binding.get(cond.param)
+    value = _constant(arg) if arg is not None else _UNDECIDED
+    if value is _UNDECIDED:
+        return None
+    holds = bool(value) if cond.value == _TRUTHY else value == cond.value
+    return holds == cond.positive
+
+
+def _param_test(test: cst.BaseExpression, params: tuple[str, ...]) -> Condition | None:
+    """``param == "x"`` / ``param != "x"`` / ``param`` / ``not param`` as a condition."""
+    if isinstance(test, cst.Name) and test.value in params:
+        return Condition(test.value, _TRUTHY, True)
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = _param_test(test.expression, params)
+        return None if inner is None else Condition(inner.param, inner.value, not inner.positive)
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        left, comp = test.left, test.comparisons[0]
+        right = comp.comparator
+        if not (isinstance(left, cst.Name) and left.value in params):
+            left, right = right, left
+        value = _constant(right)
+        if isinstance(left, cst.Name) and left.value in params and value is not _UNDECIDED:
+            if isinstance(comp.operator, (cst.Equal, cst.Is)):
+                return Condition(left.value, value, True)
+            if isinstance(comp.operator, (cst.NotEqual, cst.IsNot)):
+                return Condition(left.value, value, False)
+    return None

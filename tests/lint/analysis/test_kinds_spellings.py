@@ -1,0 +1,54 @@
+"""Value kinds for spellings real code uses: Variable, star imports, backward receivers."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+
+from lint_rules.analysis.kinds import LEAF, LOSS, OPTIMIZER, TENSOR
+from lint_rules.analysis.model import FileModel
+
+
+def _kinds(src: str) -> dict[str, str | None]:
+    """Kind of each name at its last use as a bare expression statement."""
+    model = FileModel(cst.parse_module(textwrap.dedent(src)))
+    out = {}
+    for stmt in model.module.body:
+        if isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Expr) \
+                and isinstance(stmt.body[0].value, cst.Name):
+            name = stmt.body[0].value
+            out[name.value] = model.kind_of(name)
+    return out
+
+
+def test_variable_with_requires_grad_is_a_leaf() -> None:
+    assert _kinds("""
+        import torch
+        from torch.autograd import Variable
+        a = torch.autograd.Variable(torch.zeros(3), requires_grad=True)
+        b = Variable(torch.zeros(3))
+        a
+        b
+        """) == {"a": LEAF, "b": TENSOR}
+
+
+def test_star_import_from_torch_resolves() -> None:
+    assert _kinds("""
+        from torch import *
+        opt = optim.SGD(params, lr=0.1)
+        t = zeros(3, requires_grad=True)
+        opt
+        t
+        """) == {"opt": OPTIMIZER, "t": LEAF}
+
+
+def test_what_backward_is_called_on_is_a_loss() -> None:
+    assert _kinds("""
+        import torch
+        objective = torch.mean(pred - target)
+        objective.backward()
+        total = torch.mean(pred)
+        objective
+        total
+        """) == {"objective": LOSS, "total": TENSOR}

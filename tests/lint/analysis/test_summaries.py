@@ -1,0 +1,209 @@
+"""Function summaries on small snippets: effects, binding at call sites, branches, grad mode."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+
+from lint_rules.analysis.model import FileModel
+from lint_rules.analysis.summaries import BACKWARD, CLEAR, EVAL, STEP, TRAIN, Summaries
+
+
+def _facts(src: str) -> tuple[FileModel, Summaries]:
+    model = FileModel(cst.parse_module(textwrap.dedent(src)))
+    return model, model.fact(Summaries)
+
+
+def _fn(model: FileModel, name: str) -> cst.FunctionDef:
+    return next(f for f in model.nodes(cst.FunctionDef) if f.name.value == name)
+
+
+def _call(model: FileModel, text: str) -> cst.Call:
+    return next(c for c in model.nodes(cst.Call) if model.module.code_for_node(c) == text)
+
+
+def test_fact_is_built_once_per_file() -> None:
+    model, s = _facts("x = 1\n")
+    assert model.fact(Summaries) is s
+
+
+def test_effects_name_parameters_and_self_attributes() -> None:
+    model, s = _facts("""
+        class Trainer:
+            def step(self, loss, optimizer):
+                loss.backward()
+                optimizer.step()
+                self.opt.zero_grad()
+        """)
+    summary = s.of(_fn(model, "step"))
+    assert [(e.kind, e.target) for e in summary.effects] == [
+        (BACKWARD, None), (STEP, "$optimizer"), (CLEAR, "self.opt")]
+
+
+def test_call_site_binds_arguments_and_receiver() -> None:
+    model, s = _facts("""
+        def update(model, opt, loss):
+            loss.backward()
+            opt.step()
+            model.eval()
+        class T:
+            def run(self):
+                update(self.net, self.sgd, l)
+        """)
+    effects = s.effects_at(_call(model, "update(self.net, self.sgd, l)"))
+    assert [(e.kind, e.target) for e in effects] == [(BACKWARD, None), (STEP, "self.sgd"), (EVAL, "self.net")]
+
+
+def test_helpers_are_followed_two_calls_deep_and_recursion_stops() -> None:
+    model, s = _facts("""
+        def inner(opt):
+            opt.step()
+            inner(opt)
+        def middle(optimizer):
+            inner(optimizer)
+        def outer(my_opt):
+            middle(my_opt)
+        outer(adam)
+        """)
+    assert [(e.kind, e.target) for e in s.effects_at(_call(model, "outer(adam)"))] == [(STEP, "adam")]
+
+
+def test_depth_is_bounded() -> None:
+    model, s = _facts("""
+        def f0(o):
+            o.zero_grad()
+        def f1(o):
+            f0(o)
+        def f2(o):
+            f1(o)
+        def f3(o):
+            f2(o)
+        def f4(o):
+            f3(o)
+        f4(opt)
+        f2(opt)
+        """)
+    assert [e.kind for e in s.effects_at(_call(model, "f2(opt)"))] == [CLEAR]
+    assert s.effects_at(_call(model, "f4(opt)")) == []
+
+
+def test_constant_argument_selects_branch() -> None:
+    model, s = _facts("""
+        def set_mode(model, mode):
+            if mode == "train":
+                model.train()
+            else:
+                model.eval()
+        set_mode(net, "train")
+        set_mode(net, "eval")
+        set_mode(net, phase)
+        """)
+    assert [e.kind for e in s.effects_at(_call(model, 'set_mode(net, "train")'))] == [TRAIN]
+    assert [e.kind for e in s.effects_at(_call(model, 'set_mode(net, "eval")'))] == [EVAL]
+    assert [e.kind for e in s.effects_at(_call(model, "set_mode(net, phase)"))] == [TRAIN, EVAL]
+
+
+def test_keyword_and_default_arguments_select_branches() -> None:
+    model, s = _facts("""
+        def prepare(model, training=True):
+            if not training:
+                model.eval()
+        prepare(net)
+        prepare(net, training=False)
+        """)
+    assert s.effects_at(_call(model, "prepare(net)")) == []
+    assert [(e.kind, e.target) for e in s.effects_at(_call(model, "prepare(net, training=False)"))] == [(EVAL, "net")]
+
+
+def test_returns_mode() -> None:
+    model, s = _facts("""
+        def load_a(path):
+            m = Net()
+            return m.cuda().eval()
+        def load_b(path):
+            m = Net()
+            m.eval()
+            return m.to("cuda")
+        def load_c(path):
+            m = Net()
+            m.eval()
+            m.train()
+            return m
+        def load_d(path):
+            return Net()
+        """)
+    assert [s.of(_fn(model, n)).returns_mode for n in ("load_a", "load_b", "load_c", "load_d")] == [
+        EVAL, EVAL, TRAIN, None]
+
+
+def test_mode_target_strips_device_moves() -> None:
+    model, s = _facts("""
+        def f(model):
+            model.cuda().eval()
+        """)
+    assert [(e.kind, e.target) for e in s.of(_fn(model, "f")).effects] == [(EVAL, "$model")]
+
+
+def test_creates_follows_self_helpers() -> None:
+    model, s = _facts("""
+        class Net:
+            def __init__(self):
+                self.a = 1
+                self._build()
+            def _build(self):
+                self.b = 2
+                helper(self)
+        """)
+    assert s.of(_fn(model, "__init__")).creates == {"self.a", "self.b"}
+
+
+def test_no_grad_from_decorators() -> None:
+    model, s = _facts("""
+        import functools
+        import torch
+        def evaluation(fn):
+            @functools.wraps(fn)
+            def wrapper(*a, **k):
+                with torch.inference_mode():
+                    return fn(*a, **k)
+            return wrapper
+        def logged(fn):
+            return fn
+        @torch.no_grad()
+        def a(): pass
+        @evaluation
+        def b(): pass
+        @logged
+        def c(): pass
+        """)
+    assert [s.of(_fn(model, n)).no_grad for n in "abc"] == [True, True, False]
+
+
+def test_no_grad_from_exit_stack_and_callers() -> None:
+    model, s = _facts("""
+        import contextlib
+        import torch
+        def run(model, x):
+            with contextlib.ExitStack() as stack:
+                before = model(x)
+                stack.enter_context(torch.no_grad())
+                after = model(x)
+        def helper(model, x):
+            return model(x)
+        def caller(model, x):
+            with torch.no_grad():
+                helper(model, x)
+        def other(model, x):
+            return model(x)
+        def caller2(model, x):
+            with torch.no_grad():
+                other(model, x)
+            other(model, x)
+        """)
+    calls = [c for c in model.nodes(cst.Call) if model.module.code_for_node(c) == "model(x)"]
+    before, after, in_helper, in_other = calls
+    assert not s.in_no_grad(before)
+    assert s.in_no_grad(after)
+    assert s.in_no_grad(in_helper)
+    assert not s.in_no_grad(in_other)  # one caller runs it with grad enabled
