@@ -4,6 +4,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from lint_rules.analysis.cross_file import ProjectProvenance
 from lint_rules.analysis.provenance import LOG_SOFTMAX, LossSinks, SOFTMAX
 from lint_rules.rule import ERROR, WARNING, Invalid, Rule, Valid
 
@@ -197,6 +198,7 @@ class SoftmaxBeforeCrossEntropy(Rule):
     def __init__(self, model: "FileModel") -> None:
         super().__init__(model)
         self._sinks = LossSinks(model, _CE_FUNCTIONS, _CE_CLASSES)
+        self._sinks.provenance = ProjectProvenance(model)  # follows classes imported from other files
 
     def visit_Call(self, node: cst.Call) -> None:
         kind = self._sinks.input_kind(node)

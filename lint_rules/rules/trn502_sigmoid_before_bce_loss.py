@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from lint_rules.rule import WARNING, Invalid, Rule, Valid
+from lint_rules.analysis.cross_file import ProjectProvenance
 from lint_rules.analysis.provenance import SIGMOID, LossSinks
 
 if TYPE_CHECKING:
@@ -162,6 +163,7 @@ class SigmoidBeforeBceLoss(Rule):
     def __init__(self, model: "FileModel") -> None:
         super().__init__(model)
         self._sinks = LossSinks(model, _BCE_FUNCTIONS, _BCE_CLASSES)
+        self._sinks.provenance = ProjectProvenance(model)  # follows classes imported from other files
 
     def visit_Call(self, node: cst.Call) -> None:
         if self._sinks.input_kind(node) == SIGMOID:

@@ -5,7 +5,8 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from lint_rules.rule import SAFE, WARNING, Invalid, Replace, Rule, RuleFix, Valid
-from lint_rules.analysis.provenance import SOFTMAX, Provenance
+from lint_rules.analysis.cross_file import ProjectProvenance
+from lint_rules.analysis.provenance import SOFTMAX
 from lint_rules.analysis.spelling import spelling
 
 _SOFTMAX_FUNCTIONS = frozenset({"torch.softmax", "torch.nn.functional.softmax", "torch.special.softmax"})
@@ -158,7 +159,7 @@ class LogOfSoftmax(Rule):
 
     def __init__(self, model: "FileModel") -> None:
         super().__init__(model)
-        self._provenance = Provenance(model)
+        self._provenance = ProjectProvenance(model)
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func

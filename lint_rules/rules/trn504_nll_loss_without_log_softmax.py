@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from lint_rules.rule import ERROR, Invalid, Rule, Valid
+from lint_rules.analysis.cross_file import ProjectProvenance
 from lint_rules.analysis.provenance import LOGITS, SIGMOID, SOFTMAX, LossSinks
 
 if TYPE_CHECKING:
@@ -189,6 +190,7 @@ class NllLossWithoutLogSoftmax(Rule):
     def __init__(self, model: "FileModel") -> None:
         super().__init__(model)
         self._sinks = LossSinks(model, _NLL_FUNCTIONS, _NLL_CLASSES)
+        self._sinks.provenance = ProjectProvenance(model)  # follows classes imported from other files
 
     def visit_Call(self, node: cst.Call) -> None:
         kind = self._sinks.input_kind(node)
