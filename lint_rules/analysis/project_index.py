@@ -47,21 +47,14 @@ class ProjectIndex:
         self.max_summaries = max_summaries
         self._summaries: OrderedDict[str, tuple[tuple[int, int], str, dict]] = OrderedDict()
         self._roots: dict[str, tuple[str, ...]] = {}
-        self._files: dict[str, bool] = {}
         self.summarised = 0  # how many files were parsed to summarise them (for tests and benchmarks)
 
     # ------------------------------------------------------------ files
-    def _is_file(self, path: str) -> bool:
-        found = self._files.get(path)
-        if found is None:
-            if len(self._files) > 8192:
-                self._files.clear()
-            found = self._files[path] = os.path.isfile(path)
-        return found
-
     def forget_files(self) -> None:
-        """Forget which files exist (a long-lived process whose tree changes)."""
-        self._files.clear()
+        """Forget where import roots are (a long-lived process whose package layout changed).
+
+        Which module files exist is asked of the file system every time: imports are
+        resolved only when a rule asks, so a new ``model.py`` is seen at once."""
         self._roots.clear()
 
     def roots(self, directory: str) -> tuple[str, ...]:
@@ -107,7 +100,7 @@ class ProjectIndex:
         for base in bases:
             stem = os.path.join(base, *parts)
             for candidate in (stem + ".py", os.path.join(stem, "__init__.py")):
-                if self._is_file(candidate):
+                if os.path.isfile(candidate):
                     return candidate
         return None
 
