@@ -47,8 +47,9 @@ class LogOfSoftmax(Rule):
     ## Known problems
     `torch.log(probs + eps)` and `torch.log(probs.clamp(min=eps))` are not
     flagged: the epsilon avoids the NaN (at the price of a small bias). The log
-    of a sigmoid (use `F.logsigmoid`) is not covered. Softmax values that reach
-    the log through another module, a function argument or a tuple are missed.
+    of a sigmoid (use `F.logsigmoid`) is not covered. Softmax values returned
+    by a function or model of another project file are followed; those that
+    reach the log through a function argument or a tuple are missed.
 
     ## Fix safety
     When the log is taken directly of a softmax call (`torch.log(F.softmax(x, dim=1))`,

@@ -46,9 +46,10 @@ class NllLossWithoutLogSoftmax(Rule):
     ```
 
     ## Known problems
-    The rule stays quiet unless the source is certain: a model built in another
-    module, passed in as an argument (unless annotated with a class of this
-    file), or returning a tuple, is not followed, so such bugs are missed. A
+    The rule stays quiet unless the source is certain: a model passed in as an
+    argument (unless annotated with its class), built in an installed package,
+    or returning a tuple, is not followed, so such bugs are missed. Models
+    defined in the project's other files are followed. A
     module's output counts as raw logits only when its `forward` returns the
     result of a linear layer on every path.
 
