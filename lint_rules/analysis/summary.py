@@ -14,6 +14,7 @@ returns) and its imports, as written, so that phase two
 
 from __future__ import annotations
 
+import ast
 import gc
 import libcst as cst
 
@@ -26,6 +27,13 @@ def empty() -> dict:
 
 def summarise_source(source: str) -> dict:
     """The summary of a module's text; a file that does not parse summarises to nothing."""
+    # CPython's parser first: it turns nesting that would overflow LibCST's native parser
+    # (a crash of the whole process, not an exception) into an error. Summaries are built
+    # only for files a rule asks about, so the second parse is rare.
+    try:
+        compile(source, "<summary>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return empty()
     enabled = gc.isenabled()
     gc.disable()  # as in the engine: the collector would rescan the tree while it is built
     try:
@@ -33,11 +41,16 @@ def summarise_source(source: str) -> dict:
             module = cst.parse_module(source)
         except Exception:  # a syntax error or a parser limit: nothing to offer importers
             return empty()
-        model = FileModel(module, frozenset({cst.Return}))
+        model = None
         try:
+            model = FileModel(module, frozenset({cst.Return}))
             return summarise(model)
+        except (RecursionError, MemoryError, ValueError):
+            # A pathological file offers nothing to its importers; their lint goes on.
+            return empty()
         finally:
-            release(model)
+            if model is not None:
+                release(model)
     finally:
         if enabled:
             gc.enable()

@@ -138,8 +138,13 @@ def test_cycles_syntax_errors_and_missing_modules_are_quiet(tmp_path: Path) -> N
     (tmp_path / "broken.py").write_text("class Net(nn.Module:\n")
     (tmp_path / "base.py").write_text("from derived import Net as Base\nclass Net(Base):\n    pass\n")
     (tmp_path / "derived.py").write_text("from base import Net as Base\nclass Net(Base):\n    pass\n")
+    # Nesting that would crash LibCST's native parser (a segmentation fault, not an exception).
+    (tmp_path / "deep.py").write_text("class Net:\n    x = " + "(" * 3000 + "1" + ")" * 3000 + "\n")
+    (tmp_path / "chain.py").write_text("class Net:\n    x = 1" + " + 1" * 50000 + "\n")
+    (tmp_path / "binary.py").write_bytes(b"\xff\xfe\x00class Net: pass\n")
     for imports in ("from a import Net", "from broken import Net", "from missing import Net",
-                    "from derived import Net", "from . import Net"):
+                    "from derived import Net", "from . import Net", "from deep import Net", "from chain import Net",
+                    "from binary import Net"):
         codes, _ = lint_at(tmp_path / "train.py", TRAIN.format(imports=imports, ctor="Net()"))
         assert codes == set(), imports
 
