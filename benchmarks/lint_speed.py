@@ -6,10 +6,10 @@ installed torch package, plus any directories named on the command line -- and
 measures, side by side in one run:
 
 (a) engine, in process: read + ``lint_source`` over read + ``libcst.parse_module``
-    on the same files (target: at most 1.5x);
+    on the same files (target: at most 1.3x);
 (b) command line, as subprocesses: ``torchfix --select ALL FILES...`` over
     ``python -m lint_rules lint --exit-zero --isolated --no-cache FILES...``
-    (target: torchcheck at least 10x faster).
+    (target: torchcheck at least 20x faster).
 
 TorchFix (pinned below) is installed into a throwaway virtual environment that
 this script creates (default ``.bench/venv`` in the repository, which git
@@ -52,8 +52,8 @@ from _report import stat, table, verdict, write_json  # a sibling module: benchm
 REPO = Path(__file__).resolve().parent.parent
 TORCHFIX_REQ = "torchfix==0.7.0"
 TORCHFIX_VERSION = "0.7.0"
-ENGINE_TARGET = 1.5  # lint time / bare parse time, at most
-TORCHFIX_TARGET = 10.0  # TorchFix time / torchcheck time, at least
+ENGINE_TARGET = 1.3  # lint time / bare parse time, at most (issue #12; was 1.5)
+TORCHFIX_TARGET = 20.0  # TorchFix time / torchcheck time, at least (issue #12; was 10)
 
 
 # ------------------------------------------------------------------ corpus

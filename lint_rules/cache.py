@@ -5,6 +5,12 @@ bytes, the display path, the enabled rules, the project facts rules read, the
 torchcheck version and a fingerprint of the linter's own source files (so an
 edited rule never serves old results). Entries are written atomically; a
 corrupt or unreadable entry is a miss.
+
+A file whose findings depended on other files of the project (a model class
+imported from ``model.py``) stores what it read: each import's resolution and the
+digest of each module summary it consulted. Such an entry is a hit only while
+they all still hold (``valid``), so editing a comment in ``model.py`` keeps the
+entry of ``train.py`` while changing the model's last layer does not.
 """
 
 from __future__ import annotations
@@ -63,28 +69,51 @@ def _entry(cache_dir: str, k: str) -> Path:
     return Path(cache_dir) / __version__ / k[:2] / f"{k}.json"
 
 
-def load(cache_dir: str, k: str) -> FileResult | None:
+def load(cache_dir: str, k: str, valid=None) -> FileResult | None:
+    """The cached result for key ``k``; a miss when absent, unreadable, or its recorded
+    cross-file dependencies no longer hold (``valid(deps)`` is false)."""
     try:
         data = json.loads(_entry(cache_dir, k).read_text(encoding="utf-8"))
+        deps = data.get("deps")
+        if deps and (valid is None or not valid(deps)):
+            return None
         return FileResult(data["path"], [Finding.from_dict(f) for f in data["findings"]], False,
                           data["skipped"], data.get("notebook_fixes", 0))
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
 
-def store(cache_dir: str, k: str, result: FileResult) -> None:
+def store(cache_dir: str, k: str, result: FileResult, deps: list | None = None) -> None:
     if result.internal_error:
         return  # a crash is never cached: the next run tries again
-    import tempfile
     from lint_rules.records import asdict
 
-    path = _entry(cache_dir, k)
+    entry = {"path": result.path, "skipped": result.skipped, "notebook_fixes": result.notebook_fixes,
+             "findings": [asdict(f) for f in result.findings]}
+    if deps:
+        entry["deps"] = deps
+    _write(cache_dir, _entry(cache_dir, k), json.dumps(entry))
+
+
+def load_json(cache_dir: str, kind: str, k: str) -> object:
+    """A JSON value stored with :func:`store_json`; None when absent or unreadable."""
+    try:
+        return json.loads((Path(cache_dir) / __version__ / kind / k[:2] / f"{k}.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def store_json(cache_dir: str, kind: str, k: str, value: object) -> None:
+    """Store a JSON value (a module summary) under ``kind``/``k`` next to the results."""
+    _write(cache_dir, Path(cache_dir) / __version__ / kind / k[:2] / f"{k}.json", json.dumps(value))
+
+
+def _write(cache_dir: str, path: Path, payload: str) -> None:
+    import tempfile
+
     try:
         ensure_dir(cache_dir)
         path.parent.mkdir(parents=True, exist_ok=True)
-        payload = json.dumps({"path": result.path, "skipped": result.skipped,
-                              "notebook_fixes": result.notebook_fixes,
-                              "findings": [asdict(f) for f in result.findings]})
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(payload)

@@ -17,7 +17,10 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from lint_rules import limits, registry, suppression
+from lint_rules.analysis.cross_file import ProjectFacts
 from lint_rules.analysis.model import FileModel
+from lint_rules.analysis.project_index import index_for
+from lint_rules.analysis.summary import release
 from lint_rules.positions import positions_and_extents
 from lint_rules.project import ProjectInfo
 from lint_rules.diagnostics import Edit, FileResult, Finding, Fix
@@ -29,27 +32,34 @@ def _builtin_finding(path: str, code: registry.BuiltinCode, line: int, col: int,
 
 
 def lint_source(source: str, path: str, codes: Iterable[str] | None = None,
-                project: ProjectInfo | None = None, unfixable: Iterable[str] = ()) -> FileResult:
+                project: ProjectInfo | None = None, unfixable: Iterable[str] = (),
+                facts: ProjectFacts | None = None) -> FileResult:
     """Lint one file's text with the rules in ``codes`` (default: every active rule).
 
     ``project`` carries facts about the project the file belongs to (the torch
     versions it supports), for the few rules whose verdict depends on them.
     Findings of the ``unfixable`` codes carry no fix (the ``unfixable`` setting).
+    ``facts`` answers cross-file questions (what a class imported from another
+    file of the project returns); by default the file's imports are resolved from
+    the files on disk around ``path`` (a buffer or standard input included), and
+    ``facts.deps`` afterwards says what the findings depended on.
     """
+    if facts is None:
+        facts = ProjectFacts(index_for(None), path)
     # A LibCST tree is hundreds of thousands of objects; the cyclic collector would
     # rescan them over and over while the tree is built (a third of the parse time)
     # though nothing in it needs it. Collection resumes, as before, between files.
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _lint_source(source, path, codes, project, frozenset(unfixable))
+        return _lint_source(source, path, codes, project, frozenset(unfixable), facts)
     finally:
         if enabled:
             gc.enable()
 
 
 def _lint_source(source: str, path: str, codes: Iterable[str] | None,
-                 project: ProjectInfo | None, unfixable: frozenset[str] = frozenset()) -> FileResult:
+                 project: ProjectInfo | None, unfixable: frozenset[str], facts: ProjectFacts) -> FileResult:
     result = FileResult(path)
     codes = set(codes) if codes is not None else None
     if "torch" not in source:
@@ -82,6 +92,16 @@ def _lint_source(source: str, path: str, codes: Iterable[str] | None,
         interesting.update(rc.NEEDS)
     model = FileModel(module, frozenset(interesting))
     model.project = project or ProjectInfo()
+    model.project_facts = facts
+    try:
+        return _run_rules(source, path, codes, unfixable, result, module, model, selected, rule_classes)
+    finally:
+        release(model)  # nothing of the file's tree may outlive it (issue #17)
+
+
+def _run_rules(source: str, path: str, codes: set[str] | None, unfixable: frozenset[str], result: FileResult,
+               module: cst.Module, model: FileModel, selected: list[type[Rule]],
+               rule_classes: dict[str, type[Rule]]) -> FileResult:
     rules: list[Rule] = [rc(model) for rc in selected]
 
     dispatch: dict[type, list[tuple[Rule, object]]] = {}

@@ -86,8 +86,26 @@ def cached_result(job: Job) -> FileResult | None:
         return FileResult(shown, skipped=True)
     if cache_dir is None:
         return None
-    hit = cache.load(cache_dir, cache.key(data, shown, codes, project_for(str(Path(path).parent)), _unfixable(job)))
+    hit = cache.load(cache_dir, cache.key(data, shown, codes, project_for(str(Path(path).parent)), _unfixable(job)),
+                     _still_valid(cache_dir))
     return None if hit is not None and _has_fixes(hit, _fix_mode(job)) else hit
+
+
+def _still_valid(cache_dir: str):
+    """The check that a cached result's cross-file dependencies still hold (loads no parser)."""
+    def valid(deps: list) -> bool:
+        from lint_rules.analysis.project_index import index_for
+
+        return index_for(cache_dir).still_valid(deps)
+
+    return valid
+
+
+def _facts(path: str, cache_dir: str | None):
+    from lint_rules.analysis.cross_file import ProjectFacts
+    from lint_rules.analysis.project_index import index_for
+
+    return ProjectFacts(index_for(cache_dir), path)
 
 
 def lint_file(job: Job) -> FileResult | str:
@@ -115,53 +133,55 @@ def _lint_file(job: Job) -> FileResult | str:
         return FileResult(shown, skipped=True)
     k = cache.key(data, shown, codes, project, unfixable) if cache_dir is not None else None
     if k is not None:
-        hit = cache.load(cache_dir, k)
+        hit = cache.load(cache_dir, k, _still_valid(cache_dir))
         if hit is not None and not _has_fixes(hit, mode):
             return hit
+    facts = _facts(path, cache_dir)
     if mode is not None and not shown.endswith(".ipynb"):
-        result = fix_bytes(data, shown, codes, project, mode == UNSAFE, unfixable)
+        result = fix_bytes(data, shown, codes, project, mode == UNSAFE, unfixable, facts)
         if result.fixed is None or result.fixed.error is None:
             final = result.fixed.source.encode(result.fixed.encoding) if result.fixed else data
             if cache_dir is not None:
-                cache.store(cache_dir, cache.key(final, shown, codes, project, unfixable), result)
+                cache.store(cache_dir, cache.key(final, shown, codes, project, unfixable), result, facts.deps)
         return result
-    result = lint_bytes(data, shown, codes, project, unfixable)
+    result = lint_bytes(data, shown, codes, project, unfixable, facts)
     if k is not None:
-        cache.store(cache_dir, k, result)
+        cache.store(cache_dir, k, result, facts.deps)
     return result
 
 
 def fix_bytes(data: bytes, shown: str, codes: tuple[str, ...] | set[str], project: ProjectInfo,
-              unsafe: bool, unfixable: tuple[str, ...] = ()) -> FileResult:
+              unsafe: bool, unfixable: tuple[str, ...] = (), facts=None) -> FileResult:
     """Lint and fix one Python file's bytes; the result is that of the fixed text."""
     try:
         source, encoding = decode_with_encoding(data)
     except (UnicodeDecodeError, SyntaxError, LookupError):
-        return _lint_python(data, shown, tuple(codes), project, unfixable)
-    return fix_text(source, encoding, shown, codes, project, unsafe, unfixable)
+        return _lint_python(data, shown, tuple(codes), project, unfixable, facts)
+    return fix_text(source, encoding, shown, codes, project, unsafe, unfixable, facts)
 
 
 def fix_text(source: str, encoding: str, shown: str, codes, project: ProjectInfo, unsafe: bool,
-             unfixable: tuple[str, ...] = ()) -> FileResult:
+             unfixable: tuple[str, ...] = (), facts=None) -> FileResult:
     from lint_rules.engine import lint_source
     from lint_rules.fixes import fix_until_stable
 
     fixed, applied, result, error = fix_until_stable(
-        source, lambda text: lint_source(text, shown, codes, project, unfixable), unsafe)
+        source, lambda text: lint_source(text, shown, codes, project, unfixable, facts), unsafe)
     if applied or error:
         result.fixed = FixedSource(source, fixed, encoding, [(f.code, f.name) for f in applied], error)
     return result
 
 
 def lint_bytes(data: bytes, shown: str, codes: tuple[str, ...], project: ProjectInfo,
-               unfixable: tuple[str, ...] = ()) -> FileResult:
+               unfixable: tuple[str, ...] = (), facts=None) -> FileResult:
+    """Lint one file's bytes; ``facts`` (a ``ProjectFacts``) answers and records cross-file questions."""
     if shown.endswith(".ipynb"):
-        return _lint_notebook(data, shown, codes, project, unfixable)
-    return _lint_python(data, shown, codes, project, unfixable)
+        return _lint_notebook(data, shown, codes, project, unfixable, facts)
+    return _lint_python(data, shown, codes, project, unfixable, facts)
 
 
 def _lint_notebook(data: bytes, shown: str, codes: tuple[str, ...], project: ProjectInfo,
-                   unfixable: tuple[str, ...]) -> FileResult:
+                   unfixable: tuple[str, ...], facts=None) -> FileResult:
     try:
         text = data.decode("utf-8")  # JSON: always UTF-8
     except UnicodeDecodeError as e:
@@ -174,21 +194,21 @@ def _lint_notebook(data: bytes, shown: str, codes: tuple[str, ...], project: Pro
     source, where = notebook.to_source(cells)
     from lint_rules.engine import lint_source  # LibCST loads only when a file is really linted
 
-    result = lint_source(source, shown, codes, project, unfixable)
+    result = lint_source(source, shown, codes, project, unfixable, facts)
     result.notebook_fixes = sum(f.fix is not None for f in result.findings)
     result.findings = notebook.map_back(result.findings, where)
     return result
 
 
 def _lint_python(data: bytes, shown: str, codes: tuple[str, ...], project: ProjectInfo,
-                 unfixable: tuple[str, ...] = ()) -> FileResult:
+                 unfixable: tuple[str, ...] = (), facts=None) -> FileResult:
     try:
         source = decode(data)
     except (UnicodeDecodeError, SyntaxError, LookupError) as e:
         raise DecodeError(undecodable(shown, data, e)) from None
     from lint_rules.engine import lint_source
 
-    return lint_source(source, shown, codes, project, unfixable)
+    return lint_source(source, shown, codes, project, unfixable, facts)
 
 
 @lru_cache(maxsize=None)

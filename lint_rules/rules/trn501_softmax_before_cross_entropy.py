@@ -4,6 +4,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from lint_rules.analysis.cross_file import ProjectProvenance
 from lint_rules.analysis.provenance import LOG_SOFTMAX, LossSinks, SOFTMAX
 from lint_rules.rule import ERROR, WARNING, Invalid, Rule, Valid
 
@@ -20,8 +21,8 @@ class SoftmaxBeforeCrossEntropy(Rule):
     Flags `F.cross_entropy(input, ...)` and calls of an `nn.CrossEntropyLoss()`
     whose input is the output of `softmax`: a `softmax(...)` call, a variable
     assigned one, or a model whose last layer is `nn.Softmax` (`nn.Sequential(...,
-    nn.Softmax(dim=1))`, or a module in the same file whose `forward` returns a
-    softmax). An input that went through `log_softmax` is reported as a warning:
+    nn.Softmax(dim=1))`, or a module whose `forward` returns a softmax, defined in
+    this file or imported from another file of the project). An input that went through `log_softmax` is reported as a warning:
     it is redundant rather than wrong.
 
     ## Why is this bad?
@@ -49,10 +50,11 @@ class SoftmaxBeforeCrossEntropy(Rule):
     ```
 
     ## Known problems
-    Only what this file shows is followed: a model built in another module, a
-    model passed in as an argument without a type annotation naming a class of
-    this file, a criterion passed in as an argument, and tuple outputs are not
-    resolved, so such cases are missed. A variable that is a softmax on one branch
+    Models are followed into the project's other files (classes, module-level
+    instances and functions imported from them), not into installed packages. A
+    model passed in as an argument without a type annotation naming its class, a
+    criterion passed in as an argument or imported from another file, and tuple
+    outputs are not resolved, so such cases are missed. A variable that is a softmax on one branch
     only (`if use_probs: out = out.softmax(1)`) is not flagged. Softmax used as
     the *target* (soft labels, distillation) is fine and not flagged.
 
@@ -197,6 +199,7 @@ class SoftmaxBeforeCrossEntropy(Rule):
     def __init__(self, model: "FileModel") -> None:
         super().__init__(model)
         self._sinks = LossSinks(model, _CE_FUNCTIONS, _CE_CLASSES)
+        self._sinks.provenance = ProjectProvenance(model)  # follows classes imported from other files
 
     def visit_Call(self, node: cst.Call) -> None:
         kind = self._sinks.input_kind(node)

@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from lint_rules.rule import WARNING, Invalid, Rule, Valid
+from lint_rules.analysis.cross_file import ProjectProvenance
 from lint_rules.analysis.provenance import SIGMOID, LossSinks
 
 if TYPE_CHECKING:
@@ -20,8 +21,8 @@ class SigmoidBeforeBceLoss(Rule):
     Flags `F.binary_cross_entropy(input, ...)` and calls of an `nn.BCELoss()` whose
     input is the output of a sigmoid: a `torch.sigmoid(...)`/`x.sigmoid()` call, a
     variable assigned one, or a model whose last layer is `nn.Sigmoid`
-    (`nn.Sequential(..., nn.Sigmoid())`, or a module in the same file whose
-    `forward` returns a sigmoid).
+    (`nn.Sequential(..., nn.Sigmoid())`, or a module whose `forward` returns a
+    sigmoid, defined in this file or imported from another file of the project).
 
     ## Why is this bad?
     A separate sigmoid followed by `log` is numerically fragile: once a logit
@@ -49,9 +50,10 @@ class SigmoidBeforeBceLoss(Rule):
     ## Known problems
     Many textbook examples (DCGAN, siamese networks) pair `nn.Sigmoid` with
     `nn.BCELoss` and train fine in float32 at moderate confidence; the finding is a
-    warning for that reason. Only what this file shows is followed: models built
-    in another module, models or criteria passed in as arguments, and tuple
-    outputs are not resolved. `BCELoss` on probabilities that do not come from a
+    warning for that reason. Models are followed into the project's other files,
+    not into installed packages; models passed in as arguments without a type
+    annotation naming their class, criteria passed in as arguments or imported
+    from another file, and tuple outputs are not resolved. `BCELoss` on probabilities that do not come from a
     sigmoid (a softmax column, a product of probabilities) is correct and not
     flagged.
 
@@ -162,6 +164,7 @@ class SigmoidBeforeBceLoss(Rule):
     def __init__(self, model: "FileModel") -> None:
         super().__init__(model)
         self._sinks = LossSinks(model, _BCE_FUNCTIONS, _BCE_CLASSES)
+        self._sinks.provenance = ProjectProvenance(model)  # follows classes imported from other files
 
     def visit_Call(self, node: cst.Call) -> None:
         if self._sinks.input_kind(node) == SIGMOID:

@@ -5,7 +5,8 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from lint_rules.rule import SAFE, WARNING, Invalid, Replace, Rule, RuleFix, Valid
-from lint_rules.analysis.provenance import SOFTMAX, Provenance
+from lint_rules.analysis.cross_file import ProjectProvenance
+from lint_rules.analysis.provenance import SOFTMAX
 from lint_rules.analysis.spelling import spelling
 
 _SOFTMAX_FUNCTIONS = frozenset({"torch.softmax", "torch.nn.functional.softmax", "torch.special.softmax"})
@@ -46,8 +47,9 @@ class LogOfSoftmax(Rule):
     ## Known problems
     `torch.log(probs + eps)` and `torch.log(probs.clamp(min=eps))` are not
     flagged: the epsilon avoids the NaN (at the price of a small bias). The log
-    of a sigmoid (use `F.logsigmoid`) is not covered. Softmax values that reach
-    the log through another module, a function argument or a tuple are missed.
+    of a sigmoid (use `F.logsigmoid`) is not covered. Softmax values returned
+    by a function or model of another project file are followed; those that
+    reach the log through a function argument or a tuple are missed.
 
     ## Fix safety
     When the log is taken directly of a softmax call (`torch.log(F.softmax(x, dim=1))`,
@@ -158,7 +160,7 @@ class LogOfSoftmax(Rule):
 
     def __init__(self, model: "FileModel") -> None:
         super().__init__(model)
-        self._provenance = Provenance(model)
+        self._provenance = ProjectProvenance(model)
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func

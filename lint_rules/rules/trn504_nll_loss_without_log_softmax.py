@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from lint_rules.rule import ERROR, Invalid, Rule, Valid
+from lint_rules.analysis.cross_file import ProjectProvenance
 from lint_rules.analysis.provenance import LOGITS, SIGMOID, SOFTMAX, LossSinks
 
 if TYPE_CHECKING:
@@ -45,9 +46,10 @@ class NllLossWithoutLogSoftmax(Rule):
     ```
 
     ## Known problems
-    The rule stays quiet unless the source is certain: a model built in another
-    module, passed in as an argument (unless annotated with a class of this
-    file), or returning a tuple, is not followed, so such bugs are missed. A
+    The rule stays quiet unless the source is certain: a model passed in as an
+    argument (unless annotated with its class), built in an installed package,
+    or returning a tuple, is not followed, so such bugs are missed. Models
+    defined in the project's other files are followed. A
     module's output counts as raw logits only when its `forward` returns the
     result of a linear layer on every path.
 
@@ -189,6 +191,7 @@ class NllLossWithoutLogSoftmax(Rule):
     def __init__(self, model: "FileModel") -> None:
         super().__init__(model)
         self._sinks = LossSinks(model, _NLL_FUNCTIONS, _NLL_CLASSES)
+        self._sinks.provenance = ProjectProvenance(model)  # follows classes imported from other files
 
     def visit_Call(self, node: cst.Call) -> None:
         kind = self._sinks.input_kind(node)

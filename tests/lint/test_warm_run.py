@@ -53,6 +53,30 @@ def test_a_warm_run_imports_nothing_heavy(tmp_path: Path) -> None:
     assert not [m for m in HEAVY if m in warm["new"]], warm["new"]
 
 
+def test_a_warm_run_checks_cross_file_dependencies_without_a_parser(tmp_path: Path) -> None:
+    (tmp_path / "model.py").write_text(textwrap.dedent('''
+        from torch import nn
+
+        class Net(nn.Module):
+            def forward(self, x):
+                return self.head(x).sigmoid()
+    '''))
+    (tmp_path / "train.py").write_text("import torch\nfrom model import Net\n"
+                                       "loss = torch.nn.BCELoss()\nout = loss(Net()(x), y)\n")
+    args = ["lint", "--isolated", "--select", "TRN502", "--cache-dir", str(tmp_path / "cache"), "train.py"]
+
+    def run() -> dict:
+        proc = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    assert run()["code"] == 1  # TRN502 through model.py
+    warm = run()
+    assert warm["code"] == 1  # the cached finding, its dependency on model.py's summary checked
+    assert not [m for m in HEAVY if m in warm["new"]], warm["new"]
+    assert "lint_rules.analysis.project_index" in warm["new"]  # it was checked, from the summary cache
+
+
 @record(frozen=True)
 class Point:
     x: int

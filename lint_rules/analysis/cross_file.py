@@ -1,0 +1,216 @@
+"""Cross-file facts for the rules of one file, answered from the summaries of imported modules.
+
+:class:`ProjectFacts` resolves a name of the linted file that is imported from
+another file of the project (see :mod:`lint_rules.analysis.project_index`) and
+answers from that module's summary: what a project class's ``forward`` returns
+(following base classes across files), what a project function returns, whether
+a class is an ``nn.Module``. Every read is recorded in :attr:`ProjectFacts.deps`
+for the result cache. The engine hands one to each file as ``model.project_facts``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from lint_rules.analysis.model import PARAM, dotted
+from lint_rules.analysis.project_index import ProjectIndex
+from lint_rules.analysis.provenance import Provenance
+from lint_rules.analysis.summary import record_import, record_import_from
+
+if TYPE_CHECKING:
+    from lint_rules.analysis.model import FileModel
+
+_MAX_DEPTH = 8  # re-exports and base classes followed across files, at most
+
+
+class ProjectFacts:
+    """Cross-file facts for one linted file at ``path`` (an existing file or where a buffer would be)."""
+
+    def __init__(self, index: ProjectIndex, path: str) -> None:
+        self.index = index
+        self.path = os.path.abspath(path)
+        self._deps: dict[tuple, tuple] = {}
+
+    @property
+    def deps(self) -> list:
+        """What the answers so far depended on: JSON-ready records for :meth:`ProjectIndex.still_valid`."""
+        return [list(k) + list(v) for k, v in self._deps.items()]
+
+    # ------------------------------------------------------------ queries
+    def class_output(self, model: "FileModel", expr: cst.CSTNode) -> str | None:
+        """What calling an instance of the project class named by ``expr`` returns."""
+        found = self._resolve_local(model, expr)
+        if found is None or found[0] != "class":
+            return None
+        return self._class_output(found[1], found[2], found[3], 0)
+
+    def call_output(self, model: "FileModel", expr: cst.CSTNode) -> str | None:
+        """What calling ``expr`` returns: a project function, a module instance defined in another
+        file, or a parameter annotated with a project module class."""
+        if isinstance(expr, cst.Name):
+            bindings = model.lookup(expr.value, model.scope_at(expr))
+            if bindings and len(bindings) == 1 and bindings[0].kind == PARAM:
+                param = bindings[0].node
+                if isinstance(param, cst.Param) and param.annotation is not None:
+                    return self.class_output(model, param.annotation.annotation)
+                return None
+        found = self._resolve_local(model, expr)
+        if found is None:
+            return None
+        if found[0] == "function":
+            return found[3]
+        if found[0] == "instance":
+            return found[3]
+        return None
+
+    def is_module_class(self, model: "FileModel", expr: cst.CSTNode) -> bool | None:
+        """True when ``expr`` names a project class that is an ``nn.Module``; None when unknown."""
+        found = self._resolve_local(model, expr)
+        if found is None or found[0] != "class":
+            return None
+        return self._is_module(found[1], found[2], found[3], 0)
+
+    # --------------------------------------------------------- resolving
+    def _resolve_local(self, model: "FileModel", expr: cst.CSTNode):
+        """("class"|"function"|"instance", module path, name, entry) for a name of the linted file
+        imported from another project file; None when it is not one."""
+        text = dotted(expr)
+        if text is None:
+            return None
+        head, *rest = text.split(".")
+        bindings = model.lookup(head, model.scope_at(expr) if isinstance(expr, cst.Name) else
+                                model.scope_at(_leftmost(expr)))
+        if not bindings or len(bindings) != 1:
+            return None
+        node = bindings[0].node
+        table: dict = {}
+        if isinstance(node, cst.ImportFrom):
+            record_import_from(table, node)
+        elif isinstance(node, cst.Import):
+            record_import(table, node)
+        else:
+            return None
+        ref = table.get(head)
+        if ref is None:
+            return None
+        return self._follow(self.path, ref, rest, 0)
+
+    def _follow(self, from_file: str, ref: list, rest: list[str], depth: int):
+        level, module, name = ref
+        if name is None:  # `import a.b as m` / `import a.b`: the name is the module
+            path = self._locate(from_file, level, module)
+            if path is None:
+                return self._submodule_chain(from_file, module, rest, depth)
+            return self._lookup(path, rest, depth + 1)
+        path = self._locate(from_file, level, module) if module or level else None
+        if path is not None:
+            found = self._lookup(path, [name, *rest], depth + 1)
+            if found is not None:
+                return found
+        # `from pkg import model` where `model` is a submodule (with or without pkg/__init__.py)
+        sub = self._locate(from_file, level, f"{module}.{name}" if module else name)
+        return self._lookup(sub, rest, depth + 1) if sub is not None else None
+
+    def _submodule_chain(self, from_file: str, module: str, rest: list[str], depth: int):
+        # `import pkg.model` with pkg a namespace package, used as `pkg.model.Net`
+        for i in range(len(rest), 0, -1):
+            path = self._locate(from_file, 0, ".".join([module, *rest[:i]]))
+            if path is not None:
+                return self._lookup(path, rest[i:], depth + 1)
+        return None
+
+    def _lookup(self, path: str, names: list[str], depth: int):
+        if depth > _MAX_DEPTH or not names:
+            return None
+        held = self._summary(path)
+        if held is None:
+            return None
+        first, rest = names[0], names[1:]
+        if not rest:
+            for kind, table in (("class", "classes"), ("function", "functions"), ("instance", "instances")):
+                if first in held[table]:
+                    return kind, path, first, held[table][first]
+        ref = held["imports"].get(first)
+        if ref is not None:
+            return self._follow(path, ref, rest, depth)
+        if os.path.basename(path) == "__init__.py":  # pkg.submodule.Name
+            sub = self._locate(path, 1, first)
+            if sub is not None:
+                return self._lookup(sub, rest, depth + 1)
+        return None
+
+    def _base(self, path: str, base: str, depth: int):
+        """A base class written as ``base`` in module ``path``, when it is a project class."""
+        head, *rest = base.split(".")
+        held = self._summary(path)
+        if held is None:
+            return None
+        if not rest and head in held["classes"]:
+            return "class", path, head, held["classes"][head]
+        ref = held["imports"].get(head)
+        return self._follow(path, ref, rest, depth + 1) if ref is not None else None
+
+    def _class_output(self, path: str, name: str, entry: dict, depth: int) -> str | None:
+        if entry.get("forward"):
+            return entry.get("output")
+        if depth > _MAX_DEPTH:
+            return None
+        for base in entry.get("bases", ()):
+            found = self._base(path, base, depth)
+            if found is not None and found[0] == "class" and (found[1], found[2]) != (path, name):
+                return self._class_output(found[1], found[2], found[3], depth + 1)
+        return None
+
+    def _is_module(self, path: str, name: str, entry: dict, depth: int) -> bool | None:
+        if entry.get("module") is True:
+            return True
+        if depth > _MAX_DEPTH:
+            return None
+        verdict: bool | None = entry.get("module")
+        for base in entry.get("bases", ()):
+            found = self._base(path, base, depth)
+            if found is not None and found[0] == "class" and (found[1], found[2]) != (path, name):
+                if self._is_module(found[1], found[2], found[3], depth + 1):
+                    return True
+        return verdict
+
+    # -------------------------------------------------- recorded reads
+    def _locate(self, from_file: str, level: int, module: str) -> str | None:
+        path = self.index.locate_module(from_file, level, module)
+        self._deps[("import", from_file, level, module)] = (path,)
+        return path
+
+    def _summary(self, path: str) -> dict | None:
+        held = self.index.summary(path)
+        self._deps[("summary", path)] = (held[0] if held else None,)
+        return held[1] if held else None
+
+
+def _leftmost(expr: cst.CSTNode) -> cst.CSTNode:
+    while isinstance(expr, cst.Attribute):
+        expr = expr.value
+    return expr
+
+
+class ProjectProvenance(Provenance):
+    """:class:`Provenance` that also follows what this file imports from other project files:
+    ``Net()`` of a class defined in ``model.py``, a model instance or a function defined there,
+    and parameters annotated with such a class. Without ``model.project_facts`` it is the plain one."""
+
+    def __init__(self, model: "FileModel") -> None:
+        super().__init__(model)
+        self.facts: ProjectFacts | None = getattr(model, "project_facts", None)
+
+    def of_module(self, expr: cst.CSTNode, at: cst.CSTNode, depth: int = 0) -> str | None:
+        found = super().of_module(expr, at, depth)
+        if found is not None or self.facts is None or depth > 12:
+            return found
+        if isinstance(expr, cst.Call):  # constructing a module: what calling it will return
+            func = expr.func
+            return self.facts.class_output(self.model, func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+        if isinstance(expr, (cst.Name, cst.Attribute)):  # calling a function, an instance, an annotated parameter
+            return self.facts.call_output(self.model, expr)
+        return None

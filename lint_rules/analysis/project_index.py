@@ -1,0 +1,180 @@
+"""Phase two of the project analysis: where the project's imports lead, and module summaries.
+
+A linted file's imports of the project's own modules are resolved on disk
+(absolute imports from the file's directory, its package root, the project root
+and its ``src/``; relative imports from the file's package; packages with or
+without ``__init__.py``), and a name imported from another file is looked up in
+that file's summary (:mod:`lint_rules.analysis.summary`), following re-exports
+and base classes a few steps deep.
+
+:class:`ProjectIndex` holds summaries, bounded in memory and, with a cache
+directory, on disk keyed by file content. :class:`~lint_rules.analysis.cross_file.ProjectFacts`
+is what rules of one file see; it records every resolution and every summary it read
+(:attr:`ProjectFacts.deps`), so that the file's cached result can be checked
+against them later (:meth:`ProjectIndex.still_valid`): a cached result is stale
+when an import now resolves elsewhere or a consulted summary changed, and only then.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import OrderedDict
+
+# Importing this module loads no parser: a warm run checks cached dependencies with it.
+_ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+
+
+SUMMARY_VERSION = 1  # bump when the shape or meaning of a summary changes
+SUMMARY_KEYS = frozenset({"classes", "functions", "instances", "imports"})
+
+
+def _sha(data: bytes):
+    from lint_rules.cache import sha256
+
+    return sha256(data)
+
+
+class ProjectIndex:
+    """Module summaries of the files on disk, and where the project's imports lead.
+
+    Summaries are kept for at most ``max_summaries`` files (least recently used
+    go first) and re-read when a file's size or modification time changes.
+    """
+
+    def __init__(self, cache_dir: str | None = None, max_summaries: int = 256) -> None:
+        self.cache_dir = cache_dir
+        self.max_summaries = max_summaries
+        self._summaries: OrderedDict[str, tuple[tuple[int, int], str, dict]] = OrderedDict()
+        self._roots: dict[str, tuple[str, ...]] = {}
+        self.summarised = 0  # how many files were parsed to summarise them (for tests and benchmarks)
+
+    # ------------------------------------------------------------ files
+    def forget_files(self) -> None:
+        """Forget where import roots are (a long-lived process whose package layout changed).
+
+        Which module files exist is asked of the file system every time: imports are
+        resolved only when a rule asks, so a new ``model.py`` is seen at once."""
+        self._roots.clear()
+
+    def roots(self, directory: str) -> tuple[str, ...]:
+        """Where absolute imports of a file in ``directory`` are looked for, in order."""
+        found = self._roots.get(directory)
+        if found is not None:
+            return found
+        out = [directory]
+        top = directory
+        while os.path.isfile(os.path.join(top, "__init__.py")):
+            parent = os.path.dirname(top)
+            if parent == top:
+                break
+            top = parent
+        out.append(top)
+        d = directory
+        while True:
+            if any(os.path.exists(os.path.join(d, m)) for m in _ROOT_MARKERS):
+                out += [d, os.path.join(d, "src")]
+                break
+            parent = os.path.dirname(d)
+            if parent == d:
+                break
+            d = parent
+        found = tuple(dict.fromkeys(out))
+        if len(self._roots) > 4096:
+            self._roots.clear()
+        self._roots[directory] = found
+        return found
+
+    def locate_module(self, from_file: str, level: int, module: str) -> str | None:
+        """The file of module ``module`` imported with ``level`` leading dots from ``from_file``."""
+        parts = [p for p in module.split(".") if p]
+        if level:
+            base = os.path.dirname(from_file)
+            for _ in range(level - 1):
+                base = os.path.dirname(base)
+            bases: tuple[str, ...] = (base,)
+        else:
+            if not parts:
+                return None
+            bases = self.roots(os.path.dirname(from_file))
+        for base in bases:
+            stem = os.path.join(base, *parts)
+            for candidate in (stem + ".py", os.path.join(stem, "__init__.py")):
+                if os.path.isfile(candidate):
+                    return candidate
+        return None
+
+    # -------------------------------------------------------- summaries
+    def summary(self, path: str) -> tuple[str, dict] | None:
+        """(digest, summary) of the module in ``path``; None when it cannot be read."""
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        stamp = (st.st_mtime_ns, st.st_size)
+        held = self._summaries.get(path)
+        if held is not None and held[0] == stamp:
+            self._summaries.move_to_end(path)
+            return held[1], held[2]
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            return None
+        from lint_rules.cache import code_fingerprint, load_json, store_json
+
+        key = _sha(data + f"\0summary{SUMMARY_VERSION}\0{code_fingerprint()}".encode()).hexdigest()
+        found = load_json(self.cache_dir, "summaries", key) if self.cache_dir else None
+        if not isinstance(found, dict) or set(found) != SUMMARY_KEYS:
+            from lint_rules.analysis.summary import summarise_source
+
+            found = summarise_source(_decode(data))
+            self.summarised += 1
+            if self.cache_dir:
+                store_json(self.cache_dir, "summaries", key, found)
+        digest = _sha(json.dumps(found, sort_keys=True).encode()).hexdigest()[:16]
+        self._summaries[path] = (stamp, digest, found)
+        if len(self._summaries) > self.max_summaries:
+            self._summaries.popitem(last=False)
+        return digest, found
+
+    def still_valid(self, deps: list) -> bool:
+        """True when every resolution and summary digest in ``deps`` (``ProjectFacts.deps``) holds."""
+        try:
+            for kind, *rest in deps:
+                if kind == "import":
+                    from_file, level, module, path = rest
+                    if self.locate_module(from_file, level, module) != path:
+                        return False
+                elif kind == "summary":
+                    path, digest = rest
+                    held = self.summary(path)
+                    if (held[0] if held is not None else None) != digest:
+                        return False
+                else:
+                    return False
+        except (TypeError, ValueError):
+            return False  # an entry of another shape: re-lint
+        return True
+
+
+def _decode(data: bytes) -> str:
+    import tokenize
+    from io import BytesIO
+
+    try:
+        encoding, _ = tokenize.detect_encoding(BytesIO(data).readline)
+        return data.decode(encoding)
+    except (SyntaxError, LookupError, UnicodeDecodeError):
+        return ""
+
+
+_DEFAULT: dict[str | None, ProjectIndex] = {}
+
+
+def index_for(cache_dir: str | None = None) -> ProjectIndex:
+    """The process's index for ``cache_dir`` (summaries cached on disk there; None: in memory only)."""
+    found = _DEFAULT.get(cache_dir)
+    if found is None:
+        found = _DEFAULT[cache_dir] = ProjectIndex(cache_dir)
+    return found

@@ -1,0 +1,162 @@
+"""Phase one of the project analysis: what one module offers to the files that import it.
+
+A summary is built from one file alone (so it can be cached by the file's
+content) and is plain JSON: its top-level classes (bases as written, whether the
+file shows them to be ``nn.Module`` classes, whether they define ``forward`` and
+what it returns), its top-level functions (what they return), its module-level
+instances (``model = nn.Sequential(..., nn.Sigmoid())``: what calling them
+returns) and its imports, as written, so that phase two
+(:mod:`lint_rules.analysis.project_index`) can follow names across files.
+
+"What it returns" is a provenance kind (``softmax``, ``log_softmax``,
+``sigmoid``, ``logits``) or None when the file alone does not say.
+"""
+
+from __future__ import annotations
+
+import ast
+import gc
+import libcst as cst
+
+from lint_rules.analysis.model import FileModel, dotted
+from lint_rules.analysis.provenance import Provenance
+
+def empty() -> dict:
+    return {"classes": {}, "functions": {}, "instances": {}, "imports": {}}
+
+
+def summarise_source(source: str) -> dict:
+    """The summary of a module's text; a file that does not parse summarises to nothing."""
+    # CPython's parser first: it turns nesting that would overflow LibCST's native parser
+    # (a crash of the whole process, not an exception) into an error. Summaries are built
+    # only for files a rule asks about, so the second parse is rare.
+    try:
+        compile(source, "<summary>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return empty()
+    enabled = gc.isenabled()
+    gc.disable()  # as in the engine: the collector would rescan the tree while it is built
+    try:
+        try:
+            module = cst.parse_module(source)
+        except Exception:  # a syntax error or a parser limit: nothing to offer importers
+            return empty()
+        model = None
+        try:
+            model = FileModel(module, frozenset({cst.Return}))
+            return summarise(model)
+        except (RecursionError, MemoryError, ValueError):
+            # A pathological file offers nothing to its importers; their lint goes on.
+            return empty()
+        finally:
+            if model is not None:
+                release(model)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def summarise(model: FileModel, provenance: Provenance | None = None) -> dict:
+    """The summary of a parsed file (see the module docstring)."""
+    prov = provenance or Provenance(model)
+    out = empty()
+    for stmt in model.module.body:
+        if isinstance(stmt, cst.ClassDef):
+            out["classes"][stmt.name.value] = _class(model, prov, stmt)
+        elif isinstance(stmt, cst.FunctionDef):
+            out["functions"][stmt.name.value] = _function_returns(prov, stmt)
+        elif isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.ImportFrom):
+                    record_import_from(out["imports"], small)
+                elif isinstance(small, cst.Import):
+                    record_import(out["imports"], small)
+                elif isinstance(small, cst.Assign) and isinstance(small.value, cst.Call):
+                    for t in small.targets:
+                        if isinstance(t.target, cst.Name):
+                            out["instances"][t.target.value] = prov.of_module(small.value, small)
+    # Only what a module-level binding ends as counts; drop instances that are None to keep it small.
+    out["instances"] = {k: v for k, v in out["instances"].items() if v is not None}
+    return out
+
+
+def _class(model: FileModel, prov: Provenance, node: cst.ClassDef) -> dict:
+    from lint_rules.analysis.modules import facts
+
+    has_forward = any(isinstance(s, cst.FunctionDef) and s.name.value == "forward" for s in node.body.body)
+    output = prov.of_module(cst.Call(func=cst.Name(node.name.value)), node) if has_forward else None
+    bases = [text for b in node.bases if b.keyword is None and (text := dotted(b.value)) is not None]
+    return {"bases": bases, "module": facts(model).is_module_class(node),
+            "forward": has_forward, "output": output}
+
+
+def _function_returns(prov: Provenance, fn: cst.FunctionDef) -> str | None:
+    returns = _returns(fn)
+    if not returns or any(r.value is None for r in returns):
+        return None
+    kinds = {prov.of_value(r.value, r) for r in returns}
+    return kinds.pop() if len(kinds) == 1 else None
+
+
+def _returns(fn: cst.FunctionDef) -> list[cst.Return]:
+    """The ``return`` statements of ``fn`` itself, not of functions or classes nested in it."""
+    found: list[cst.Return] = []
+    stack: list[cst.CSTNode] = [fn.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.SimpleStatementLine):
+            found.extend(s for s in node.body if isinstance(s, cst.Return))
+        elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        elif isinstance(node, (cst.IndentedBlock, cst.SimpleStatementSuite)):
+            stack.extend(node.body)
+        elif isinstance(node, (cst.BaseCompoundStatement, cst.Else, cst.ExceptHandler, cst.Finally)):
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                child = getattr(node, field, None)
+                if isinstance(child, (list, tuple)):
+                    stack.extend(child)
+                elif child is not None:
+                    stack.append(child)
+    return found
+
+
+def record_import_from(imports: dict, node: cst.ImportFrom) -> None:
+    """Add ``local name -> [level, module, name]`` for each name ``node`` imports."""
+    if isinstance(node.names, cst.ImportStar):
+        return
+    level = len(node.relative)
+    module = dotted(node.module) if node.module is not None else ""
+    for alias in node.names:
+        name = dotted(alias.name)
+        local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) \
+            else name
+        if name and local:
+            imports[local] = [level, module or "", name]
+
+
+def record_import(imports: dict, node: cst.Import) -> None:
+    """Add ``local name -> [0, module, None]`` for each module ``node`` imports."""
+    for alias in node.names:
+        full = dotted(alias.name)
+        if not full:
+            continue
+        if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+            imports[alias.asname.name.value] = [0, full, None]  # import a.b as m: m is module a.b
+        else:
+            root = full.split(".", 1)[0]
+            imports.setdefault(root, [0, root, None])
+
+
+def release(model: FileModel) -> None:
+    """Forget the per-file facts that analyses registered for ``model`` in module-level tables.
+
+    ``lint_rules.analysis.modules`` keeps its facts in a WeakKeyDictionary whose
+    values hold the model itself, so an entry would keep the file's whole tree
+    alive for the life of the process (issue #17: memory grew by the size of
+    every file linted). Dropping the entry when the file is done keeps memory flat.
+    """
+    from lint_rules.analysis import modules
+
+    table = getattr(modules, "_FACTS", None)
+    if table is not None:
+        table.pop(model, None)

@@ -1,0 +1,6 @@
+from models.base import Head
+
+
+class Classifier(Head):
+    def __init__(self) -> None:
+        super().__init__(32, 4)

@@ -1,0 +1,3 @@
+from .probs import predict_proba
+
+__all__ = ["predict_proba"]

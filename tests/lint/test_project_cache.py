@@ -1,0 +1,103 @@
+"""The result cache across files: a file's entry is stale when the summary of a module it
+imports changes, and only then."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from lint_rules import runner
+
+REPO = Path(__file__).resolve().parents[2]
+PROJECT = Path(__file__).resolve().parent / "projects" / "gan_sigmoid"
+CODES = ("TRN501", "TRN502", "TRN503", "TRN504")
+
+
+def copy_project(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    shutil.copytree(PROJECT, root)
+    return root
+
+
+def job(path: Path, cache_dir: Path) -> tuple:
+    return (str(path), str(path), CODES, str(cache_dir))
+
+
+def codes_of(result) -> list[str]:
+    return [f.code for f in result.findings]
+
+
+def test_comment_edit_keeps_dependents_cached_and_a_new_last_layer_does_not(tmp_path: Path) -> None:
+    root = copy_project(tmp_path)
+    cache_dir = tmp_path / "cache"
+    model, train = root / "gan/model.py", root / "gan/train.py"
+    assert runner.cached_result(job(train, cache_dir)) is None
+    assert codes_of(runner.lint_file(job(train, cache_dir))) == ["TRN502"]
+    assert codes_of(runner.cached_result(job(train, cache_dir))) == ["TRN502"]  # warm: a hit
+
+    # A comment (and a blank line) in model.py: its summary is the same, train.py stays cached.
+    model.write_text("# the discriminator\n\n" + model.read_text())
+    hit = runner.cached_result(job(train, cache_dir))
+    assert hit is not None and codes_of(hit) == ["TRN502"]
+
+    # An unrelated new module changes nothing either.
+    (root / "gan/data.py").write_text("import torch\nclass Net(torch.nn.Module):\n    pass\n")
+    assert runner.cached_result(job(train, cache_dir)) is not None
+
+    # The model's last activation goes: train.py's entry is stale and the new verdict is quiet.
+    model.write_text(model.read_text().replace("return self.out(self.body(x))", "return self.body(x)"))
+    assert runner.cached_result(job(train, cache_dir)) is None
+    assert codes_of(runner.lint_file(job(train, cache_dir))) == []
+    assert codes_of(runner.cached_result(job(train, cache_dir))) == []
+
+    # ... and back: the sigmoid returns, so does the finding.
+    model.write_text(model.read_text().replace("return self.body(x)", "return self.out(self.body(x))"))
+    assert runner.cached_result(job(train, cache_dir)) is None
+    assert codes_of(runner.lint_file(job(train, cache_dir))) == ["TRN502"]
+
+
+def test_an_import_that_resolves_elsewhere_invalidates(tmp_path: Path) -> None:
+    root = copy_project(tmp_path)
+    cache_dir = tmp_path / "cache"
+    train = root / "gan/train.py"
+    train.write_text(train.read_text().replace("from .model import Discriminator", "from gan.model import Discriminator"))
+    assert codes_of(runner.lint_file(job(train, cache_dir))) == ["TRN502"]
+    assert runner.cached_result(job(train, cache_dir)) is not None
+    # A module next to train.py now shadows the package (the script directory comes first).
+    (root / "gan/gan").mkdir()
+    (root / "gan/gan/model.py").write_text("from torch import nn\nclass Discriminator(nn.Module):\n"
+                                           "    def forward(self, x):\n        return x\n")
+    assert runner.cached_result(job(train, cache_dir)) is None
+    assert codes_of(runner.lint_file(job(train, cache_dir))) == []
+
+
+def test_summaries_are_cached_by_content(tmp_path: Path) -> None:
+    root = copy_project(tmp_path)
+    cache_dir = tmp_path / "cache"
+    train = root / "gan/train.py"
+    runner.lint_file(job(train, cache_dir))
+    stored = list((cache_dir).rglob("summaries/*/*.json"))
+    assert len(stored) == 1 and json.loads(stored[0].read_text())["classes"]["Discriminator"]["output"] == "sigmoid"
+
+
+def cli(root: Path, cache_dir: Path) -> list[tuple[str, str]]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    r = subprocess.run([sys.executable, "-m", "lint_rules", "lint", "--isolated", "--cache-dir", str(cache_dir),
+                        "--select", "TRN5", "--format", "json", "--exit-zero", "gan/train.py"],
+                       cwd=root, capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return [(f["path"], f["code"]) for f in json.loads(r.stdout)]
+
+
+def test_cli_runs_with_a_cache_see_the_other_file_change(tmp_path: Path) -> None:
+    root = copy_project(tmp_path)
+    cache_dir = tmp_path / "cache"
+    model = root / "gan/model.py"
+    assert cli(root, cache_dir) == [("gan/train.py", "TRN502")]
+    assert cli(root, cache_dir) == [("gan/train.py", "TRN502")]  # from the cache
+    model.write_text(model.read_text().replace("self.out(self.body(x))", "self.body(x)"))
+    assert cli(root, cache_dir) == []  # only train.py was named, yet the edit of model.py counts

@@ -1,0 +1,164 @@
+"""Bugs visible only across files: the multi-file projects under tests/lint/projects/.
+
+Each project marks its planted bugs with ``# BUG TRNnnn`` on the line that must be
+reported; its ``*_ok`` twin differs only where the bug is (usually in the *other*
+file) and must stay quiet. They are linted as users run the linter: the whole
+tree, one changed file alone (pre-commit), and a buffer on standard input.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lint_rules.analysis.cross_file import ProjectFacts
+from lint_rules.analysis.project_index import ProjectIndex
+from lint_rules.engine import lint_source
+
+REPO = Path(__file__).resolve().parents[2]
+PROJECTS = Path(__file__).resolve().parent / "projects"
+CODES = ("TRN501", "TRN502", "TRN503", "TRN504")
+_MARK = re.compile(r"#\s*BUG\s+(TRN\d{3})")
+
+
+def marked(root: Path) -> set[tuple[str, int, str]]:
+    out = set()
+    for path in sorted(root.rglob("*.py")):
+        for i, line in enumerate(path.read_text().splitlines(), 1):
+            for code in _MARK.findall(line):
+                out.add((path.relative_to(root).as_posix(), i, code))
+    return out
+
+
+def cli(root: Path, *args: str, stdin: str | None = None) -> list[dict]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    r = subprocess.run([sys.executable, "-m", "lint_rules", "lint", "--no-cache", "--select", ",".join(CODES),
+                        "--format", "json", "--exit-zero", *args],
+                       cwd=root, capture_output=True, text=True, timeout=120, env=env, input=stdin)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return json.loads(r.stdout)
+
+
+def found(findings: list[dict]) -> set[tuple[str, int, str]]:
+    return {(Path(f["path"]).as_posix(), f["line"], f["code"]) for f in findings}
+
+
+BUGGY = ["gan_sigmoid", "mnist_src", "nsproj"]
+
+
+@pytest.mark.parametrize("name", BUGGY + [f"{n}_ok" for n in BUGGY])
+def test_each_project_reports_exactly_its_marked_bugs(name: str) -> None:
+    root = PROJECTS / name
+    expected = marked(root)
+    assert bool(expected) == (not name.endswith("_ok"))  # the twins plant nothing
+    assert found(cli(root, ".")) == expected
+
+
+@pytest.mark.parametrize("name", BUGGY)
+def test_one_changed_file_linted_alone_still_sees_the_others(name: str) -> None:
+    root = PROJECTS / name
+    for rel in sorted({path for path, _, _ in marked(root)}):
+        expected = {m for m in marked(root) if m[0] == rel}
+        assert found(cli(root, rel)) == expected  # pre-commit passes only the changed file
+
+
+def test_standard_input_resolves_imports_from_the_files_around_its_name() -> None:
+    root = PROJECTS / "gan_sigmoid"
+    source = (root / "gan/train.py").read_text()
+    assert found(cli(root, "--stdin-filename", "gan/train.py", "-", stdin=source)) == {("gan/train.py", 14, "TRN502")}
+    ok = PROJECTS / "gan_sigmoid_ok"
+    assert cli(ok, "--stdin-filename", "gan/train.py", "-", stdin=source) == []
+
+
+def lint_at(path: Path, source: str, index: ProjectIndex | None = None) -> tuple[set[str], list]:
+    facts = ProjectFacts(index or ProjectIndex(), str(path))
+    result = lint_source(source, str(path), CODES, facts=facts)
+    return {f.code for f in result.findings}, facts.deps
+
+
+TRAIN = """\
+import torch
+from torch import nn
+{imports}
+
+criterion = nn.BCELoss()
+clf = {ctor}
+loss = criterion(clf(x), y)
+"""
+
+SIGMOID_MODEL = """\
+from torch import nn
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Sequential(nn.Linear(4, 1), nn.Sigmoid())
+    def forward(self, x):
+        return self.head(x)
+"""
+
+
+@pytest.mark.parametrize(("layout", "where", "imports", "ctor"), [
+    ("same directory", {"model.py": SIGMOID_MODEL}, "from model import Net", "Net()"),
+    ("module alias", {"model.py": SIGMOID_MODEL}, "import model as m", "m.Net()"),
+    ("relative, two levels", {"pkg/__init__.py": "", "pkg/nets/__init__.py": "", "pkg/nets/model.py": SIGMOID_MODEL,
+                              "pkg/sub/__init__.py": ""}, "from ..nets.model import Net", "Net()"),
+    ("package re-export", {"pkg/__init__.py": "from .nets import Net\n", "pkg/nets/__init__.py": "from .model import *\nfrom .model import Net\n",
+                           "pkg/nets/model.py": SIGMOID_MODEL, "pkg/sub/__init__.py": ""}, "from pkg import Net", "Net()"),
+    ("namespace package", {"pkg/nets/model.py": SIGMOID_MODEL}, "from pkg.nets import model", "model.Net()"),
+    ("src layout", {"pyproject.toml": "", "src/pkg/__init__.py": "", "src/pkg/model.py": SIGMOID_MODEL,
+                    "src/pkg/sub/__init__.py": ""}, "from pkg.model import Net", "Net().to('cpu')"),
+    ("module instance", {"model.py": "from torch import nn\nnet = nn.Sequential(nn.Linear(4, 1), nn.Sigmoid())\n"},
+     "from model import net", "net"),
+])
+def test_import_layouts_resolve(tmp_path: Path, layout: str, where: dict[str, str], imports: str, ctor: str) -> None:
+    for rel, text in where.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    here = tmp_path / ("src/pkg/sub" if "src/pkg/sub/__init__.py" in where else
+                       "pkg/sub" if "pkg/sub/__init__.py" in where else "")
+    here.mkdir(parents=True, exist_ok=True)
+    codes, deps = lint_at(here / "train.py", TRAIN.format(imports=imports, ctor=ctor))
+    assert codes == {"TRN502"}, layout
+    assert any(d[0] == "summary" for d in deps)
+    # Near miss: the same file in another tree, where the import resolves to nothing, stays quiet.
+    codes, _ = lint_at(tmp_path.parent / f"{tmp_path.name}-elsewhere" / "train.py",
+                       TRAIN.format(imports=imports, ctor=ctor))
+    assert codes == set()
+
+
+def test_cycles_syntax_errors_and_missing_modules_are_quiet(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("from b import Net\n")
+    (tmp_path / "b.py").write_text("from a import Net\n")  # a re-export cycle
+    (tmp_path / "broken.py").write_text("class Net(nn.Module:\n")
+    (tmp_path / "base.py").write_text("from derived import Net as Base\nclass Net(Base):\n    pass\n")
+    (tmp_path / "derived.py").write_text("from base import Net as Base\nclass Net(Base):\n    pass\n")
+    # Nesting that would crash LibCST's native parser (a segmentation fault, not an exception).
+    (tmp_path / "deep.py").write_text("class Net:\n    x = " + "(" * 3000 + "1" + ")" * 3000 + "\n")
+    (tmp_path / "chain.py").write_text("class Net:\n    x = 1" + " + 1" * 50000 + "\n")
+    (tmp_path / "binary.py").write_bytes(b"\xff\xfe\x00class Net: pass\n")
+    for imports in ("from a import Net", "from broken import Net", "from missing import Net",
+                    "from derived import Net", "from . import Net", "from deep import Net", "from chain import Net",
+                    "from binary import Net"):
+        codes, _ = lint_at(tmp_path / "train.py", TRAIN.format(imports=imports, ctor="Net()"))
+        assert codes == set(), imports
+
+
+def test_is_module_class_follows_bases_across_files(tmp_path: Path) -> None:
+    import libcst as cst
+
+    from lint_rules.analysis.model import FileModel
+
+    (tmp_path / "base.py").write_text("import pytorch_lightning as pl\nclass Base(pl.LightningModule):\n    pass\n")
+    (tmp_path / "model.py").write_text("from base import Base\nclass Net(Base):\n    pass\nclass Plain:\n    pass\n")
+    module = cst.parse_module("from model import Net, Plain\nNet\nPlain\n")
+    model = FileModel(module)
+    facts = ProjectFacts(ProjectIndex(), str(tmp_path / "train.py"))
+    net, plain = (s.body[0].value for s in module.body[1:])
+    assert facts.is_module_class(model, net) is True
+    assert not facts.is_module_class(model, plain)

@@ -1,0 +1,100 @@
+"""Phase one: what a module's summary says, from the file alone."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+from lint_rules.analysis.summary import summarise_source
+
+
+def summary(code: str) -> dict:
+    return summarise_source(textwrap.dedent(code))
+
+
+def test_classes_record_bases_module_verdict_and_forward_output() -> None:
+    s = summary('''
+        import torch
+        import torch.nn.functional as F
+        from torch import nn
+        from .base import Base
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 3)
+                self.act = nn.LogSoftmax(dim=1)
+            def forward(self, x):
+                return self.act(self.fc(x))
+
+        class Soft(Net):
+            def forward(self, x):
+                if self.training:
+                    return F.softmax(self.fc(x), 1)
+                return torch.softmax(self.fc(x), dim=1)
+
+        class Mixed(Net):
+            def forward(self, x, probs=False):
+                if probs:
+                    return self.fc(x).sigmoid()
+                return self.fc(x)
+
+        class Child(Base):
+            pass
+
+        class Plain:
+            def forward(self):
+                return 1
+    ''')
+    classes = s["classes"]
+    assert classes["Net"] == {"bases": ["nn.Module"], "module": True, "forward": True, "output": "log_softmax"}
+    assert classes["Soft"]["output"] == "softmax" and classes["Soft"]["module"] is True
+    assert classes["Mixed"]["output"] is None  # two different answers: unknown, never a guess
+    # Not shown to be a module by this file alone; phase two follows Base into its own file.
+    assert classes["Child"] == {"bases": ["Base"], "module": False, "forward": False, "output": None}
+    assert classes["Plain"]["module"] is False and classes["Plain"]["output"] is None
+
+
+def test_functions_instances_and_imports() -> None:
+    s = summary('''
+        import torch.nn as nn
+        import torch.nn.functional as F
+        import pkg.sub as alias
+        from ..models import Net as Model, Head
+        from .utils import *
+
+        model = nn.Sequential(nn.Linear(4, 1), nn.Sigmoid())
+        other = dict(a=1)
+
+        def predict(model, x):
+            return F.softmax(model(x), dim=-1)
+
+        def maybe(model, x):
+            if x is None:
+                return
+            return model(x)
+    ''')
+    assert s["functions"] == {"predict": "softmax", "maybe": None}
+    assert s["instances"] == {"model": "sigmoid"}
+    assert s["imports"]["Model"] == [2, "models", "Net"] and s["imports"]["Head"] == [2, "models", "Head"]
+    assert s["imports"]["alias"] == [0, "pkg.sub", None] and s["imports"]["nn"] == [0, "torch.nn", None]
+    json.dumps(s)  # plain JSON: it is cached on disk
+
+
+def test_a_comment_or_a_body_edit_leaves_the_summary_unchanged() -> None:
+    base = '''
+        from torch import nn
+        class Net(nn.Module):
+            def forward(self, x):
+                return self.head(x).sigmoid()
+        def train(loader):
+            for x in loader:
+                pass
+    '''
+    edited = base.replace("pass", "print(x)  # a comment").replace("class Net", "# doc\n        class Net")
+    assert summary(base) == summary(edited)
+    assert summary(base) != summary(base.replace(".sigmoid()", ""))
+
+
+def test_unparsable_source_summarises_to_nothing() -> None:
+    assert summary("class Net(nn.Module:\n") == {"classes": {}, "functions": {}, "instances": {}, "imports": {}}
