@@ -215,55 +215,60 @@ def render_index(docs: list[RuleDoc]) -> str:
     return "\n".join(out) + "\n"
 
 
-def render_all() -> dict[Path, str]:
+def render_all(rules_dir: Path = RULES_DIR) -> dict[Path, str]:
     """Every generated file and its text."""
     docs = collect()
-    pages = {RULES_DIR / d.page: render_page(d) for d in docs}
-    pages[RULES_DIR / "index.md"] = render_index(docs)
+    pages = {rules_dir / d.page: render_page(d) for d in docs}
+    pages[rules_dir / "index.md"] = render_index(docs)
     return pages
 
 
-def _generated_files() -> set[Path]:
-    if not RULES_DIR.is_dir():
+def _generated_files(rules_dir: Path) -> set[Path]:
+    if not rules_dir.is_dir():
         return set()
-    return {p for p in RULES_DIR.glob("*.md") if MARK.split(" from ")[0] in p.read_text(encoding="utf-8")}
+    return {p for p in rules_dir.glob("*.md") if MARK.split(" from ")[0] in p.read_text(encoding="utf-8")}
 
 
-def stale() -> list[str]:
+def _shown(path: Path) -> str:
+    return path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else str(path)
+
+
+def stale(rules_dir: Path = RULES_DIR) -> list[str]:
     """What differs between docs/rules/ and a fresh rendering: missing, outdated or orphaned pages."""
-    pages = render_all()
+    pages = render_all(rules_dir)
     problems = []
     for path, text in sorted(pages.items()):
-        rel = path.relative_to(ROOT).as_posix()
+        rel = _shown(path)
         if not path.exists():
             problems.append(f"{rel}: missing")
         elif path.read_text(encoding="utf-8") != text:
             problems.append(f"{rel}: out of date")
-    for path in sorted(_generated_files() - set(pages)):
-        problems.append(f"{path.relative_to(ROOT).as_posix()}: no rule has this page any more")
+    for path in sorted(_generated_files(rules_dir) - set(pages)):
+        problems.append(f"{_shown(path)}: no rule has this page any more")
     return problems
 
 
-def write() -> list[str]:
-    pages = render_all()
-    RULES_DIR.mkdir(parents=True, exist_ok=True)
+def write(rules_dir: Path = RULES_DIR) -> list[str]:
+    pages = render_all(rules_dir)
+    rules_dir.mkdir(parents=True, exist_ok=True)
     changed = []
     for path, text in sorted(pages.items()):
         if not path.exists() or path.read_text(encoding="utf-8") != text:
             path.write_text(text, encoding="utf-8", newline="\n")
-            changed.append(path.relative_to(ROOT).as_posix())
-    for path in sorted(_generated_files() - set(pages)):
+            changed.append(_shown(path))
+    for path in sorted(_generated_files(rules_dir) - set(pages)):
         path.unlink()
-        changed.append(f"{path.relative_to(ROOT).as_posix()} (deleted)")
+        changed.append(f"{_shown(path)} (deleted)")
     return changed
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="report stale pages and exit 1; write nothing")
+    parser.add_argument("--rules-dir", type=Path, default=RULES_DIR, help=argparse.SUPPRESS)  # for the tests
     args = parser.parse_args(argv)
     if args.check:
-        problems = stale()
+        problems = stale(args.rules_dir)
         for p in problems:
             print(p)
         if problems:
@@ -271,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print("docs/rules/ is up to date.")
         return 0
-    changed = write()
+    changed = write(args.rules_dir)
     print("\n".join(changed) if changed else "docs/rules/ is up to date.")
     return 0
 
