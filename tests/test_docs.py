@@ -47,22 +47,35 @@ def test_check_names_stale_missing_and_orphaned_pages(tmp_path):
     assert not (rules / "retired-rule.md").exists()
 
 
-def _index_rows() -> dict[str, tuple[str, str]]:
+def _index_rows() -> dict[str, dict[str, str]]:
+    """The rule index's table rows by code, each as {column: cell}."""
     text = (ROOT / "docs" / "rules" / "index.md").read_text(encoding="utf-8")
-    rows = {}
+    rows: dict[str, dict[str, str]] = {}
+    header: list[str] = []
     for line in text.splitlines():
-        m = re.match(r"^\| (TRN\d{3}) \| \[([a-z0-9-]+)\]\(\2\.md\)[^|]* \|.*\| (error|warning) \|", line)
-        if m:
-            rows[m.group(1)] = (m.group(2), m.group(3))
+        if not line.startswith("| "):
+            continue
+        cells = [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
+        if cells[0] == "code":
+            header = cells
+        elif re.fullmatch(r"TRN\d{3}", cells[0]):
+            rows[cells[0]] = dict(zip(header, cells))
     return rows
 
 
 def test_rule_index_lists_every_registered_code_with_its_page():
-    expected = {code: (r.NAME, r.SEVERITY) for code, r in registry.all_rules().items()}
-    expected.update({code: (b.NAME, b.SEVERITY) for code, b in registry.BUILTINS.items()})
-    assert _index_rows() == expected
-    for name, _ in expected.values():
-        assert (ROOT / "docs" / "rules" / f"{name}.md").is_file(), name
+    rows = _index_rows()
+    rules = {**registry.BUILTINS, **registry.all_rules()}
+    assert sorted(rows) == sorted(rules)
+    is_preview = getattr(registry, "is_preview", None)
+    for code, rule in rules.items():
+        row = rows[code]
+        assert row["name"].startswith(f"[{rule.NAME}]({rule.NAME}.md)"), code
+        assert row["severity"] == rule.SEVERITY, code
+        if callable(is_preview):  # the registry has a preview tier: the index must show it
+            tier = "built-in" if code in registry.BUILTINS else "preview" if is_preview(code) else "default"
+            assert row["tier"] == tier, code
+        assert (ROOT / "docs" / "rules" / f"{rule.NAME}.md").is_file(), code
 
 
 def test_rule_page_carries_the_rules_documentation_and_examples():
