@@ -74,6 +74,7 @@ class RuleDoc:
     fix: str  # "safe", "unsafe", "safe or unsafe", "none"
     tier: str | None  # "default"/"preview"/"built-in", None when the registry has no tiers
     removed: bool
+    opt_in: bool  # off unless selected by its code (or ALL)
     source: str  # the module, relative to the repository root
     valid: tuple[str, ...]
     invalid: tuple[tuple[str, str | None, str | None], ...]  # (code, fixed, applicability)
@@ -113,7 +114,8 @@ def collect() -> list[RuleDoc]:
         docs.append(RuleDoc(
             code=code, name=b.NAME, message=b.summary(), severity=b.SEVERITY,
             documentation=b.documentation(), fix_title=getattr(b, "FIX_TITLE", None), fix="none",
-            tier="built-in" if tiers else None, removed=False, source="lint_rules/registry.py",
+            tier="built-in" if tiers else None, removed=False, opt_in=bool(getattr(b, "OPT_IN", False)),
+            source="lint_rules/registry.py",
             valid=(), invalid=(),
         ))
     for code, r in registry.all_rules().items():
@@ -123,7 +125,7 @@ def collect() -> list[RuleDoc]:
             documentation=r.documentation(), fix_title=getattr(r, "FIX_TITLE", None),
             fix=_fix_kind(getattr(r, "INVALID", ())),
             tier=_tier(registry, code, r) if tiers else None,
-            removed=bool(getattr(r, "REMOVED", False)),
+            removed=bool(getattr(r, "REMOVED", False)), opt_in=bool(getattr(r, "OPT_IN", False)),
             source=Path(module.__file__).resolve().relative_to(ROOT).as_posix(),
             valid=tuple(textwrap.dedent(v.code).strip("\n") for v in getattr(r, "VALID", ())),
             invalid=tuple((textwrap.dedent(i.code).strip("\n"),
@@ -151,6 +153,8 @@ def render_page(doc: RuleDoc) -> str:
             ("severity", doc.severity)]
     if doc.tier is not None:
         rows.append(("tier", doc.tier))
+    if doc.opt_in:
+        rows.append(("enabled", f"only when selected: `--extend-select {doc.code}` or `ALL`"))
     rows.append(("fix", doc.fix))
     if doc.removed:
         rows.append(("status", "removed: listed, never run; the code is not reused"))
@@ -215,7 +219,7 @@ def render_index(docs: list[RuleDoc]) -> str:
         out += ["", f"## {prefix}: {title}", "",
                 "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         for d in by_family[prefix]:
-            name = f"[{d.name}]({d.page})" + (" (removed)" if d.removed else "")
+            name = f"[{d.name}]({d.page})" + (" (removed)" if d.removed else "") + (" (opt-in)" if d.opt_in else "")
             cells = [d.code, name, _cell(d.message), d.severity, *([d.tier or ""] if tiers else []), d.fix]
             out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"
