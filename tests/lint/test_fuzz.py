@@ -49,16 +49,16 @@ class Budget:
         return (DEEP if self.deep else BOUNDED)[what]
 
 
-def _env_int(name: str, default: int | None) -> int | None:
+def _env_int(name: str, default: int | None, minimum: int = 0) -> int | None:
     raw = os.environ.get(name)
     if raw is None or raw == "":
         return default
     try:
         value = int(raw)
     except ValueError:
-        value = -1
-    if value < 0:
-        raise pytest.UsageError(f"{name}={raw!r} in the environment: expected a whole number >= 0")
+        value = minimum - 1
+    if value < minimum:
+        pytest.fail(f"{name}={raw!r} in the environment: expected a whole number >= {minimum}", pytrace=False)
     return value
 
 
@@ -67,7 +67,8 @@ def budget(request: pytest.FixtureRequest) -> Budget:
     """How many inputs each fuzz test tries, and the first mutation seed."""
     deep = "fuzz" in (request.config.getoption("markexpr") or "")
     seed = _env_int(ENV_SEED, random.randrange(2**31) if deep else 0)
-    return Budget(deep, _env_int(ENV_EXAMPLES, None), seed)
+    print(f"fuzz seed: {ENV_SEED}={seed}")  # shown with a failing test's captured output
+    return Budget(deep, _env_int(ENV_EXAMPLES, None, minimum=1), seed)
 
 
 def _rerun(seed: int, test: str) -> str:
@@ -235,3 +236,24 @@ def test_the_properties_catch_what_they_claim_to(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(registry.active_rules()["TRN301"], "visit_Call", boom)
     with pytest.raises(PropertyFailed, match="internal error: rule TRN301.*KeyError"):
         check_lint("import torch\nmodel = torch.nn.DataParallel(model)\n")
+
+
+def test_a_bad_fuzz_setting_in_the_environment_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    for bad in ("many", "0"):
+        monkeypatch.setenv(ENV_EXAMPLES, bad)
+        with pytest.raises(pytest.fail.Exception, match=f"TORCHCHECK_FUZZ_EXAMPLES='{bad}' in the environment: "
+                                                        "expected a whole number >= 1"):
+            _env_int(ENV_EXAMPLES, None, minimum=1)
+    monkeypatch.setenv(ENV_EXAMPLES, "7")
+    assert _env_int(ENV_EXAMPLES, None, minimum=1) == 7 and Budget(False, 7, 0).count("mutants") == 7
+    assert Budget(True, None, 0).count("programs") == DEEP["programs"]
+
+
+# ------------------------------------------------------------------ regressions found by fuzzing
+def test_fix_prints_no_python_warning_about_the_users_code(tmp_path: Path) -> None:
+    # A mutant with `x is 1` made --fix print Python's SyntaxWarning for "<torchcheck fix>" (twice):
+    # the fixed text is compiled to check that it still parses, and the warning leaked to stderr.
+    (tmp_path / "a.py").write_text("import torch\nif step is 1:\n    pass\nscaler = torch.cuda.amp.GradScaler()\n")
+    r = _cli("--no-cache", "--fix", "a.py", cwd=tmp_path, hash_seed="0")
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    assert 'torch.amp.GradScaler("cuda")' in (tmp_path / "a.py").read_text()

@@ -56,6 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     mutants_s = time.monotonic() - start
 
     programs = 0
+    if not args.programs:
+        return _report(args, mutants_s, programs, 0.0, failures, kinds)
 
     @settings(max_examples=args.programs, deadline=None, database=None, phases=[Phase.generate],
               suppress_health_check=list(HealthCheck))
@@ -66,9 +68,12 @@ def main(argv: list[str] | None = None) -> int:
         _check(source, "hypothesmith program", failures, kinds)
 
     start = time.monotonic()
-    if args.programs:
-        run()
-    programs_s = time.monotonic() - start
+    run()
+    return _report(args, mutants_s, programs, time.monotonic() - start, failures, kinds)
+
+
+def _report(args: argparse.Namespace, mutants_s: float, programs: int, programs_s: float, failures: list[dict],
+            kinds: collections.Counter) -> int:
     summary = {"mutants": args.mutants, "mutants_seconds": round(mutants_s, 1), "programs": programs,
                "programs_seconds": round(programs_s, 1), "failures_by_kind": dict(kinds.most_common())}
     with open(args.out, "w", encoding="utf-8") as fh:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import collections
 import re
 import signal
+import warnings
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -60,7 +61,9 @@ def lint(source: str) -> FileResult:
 
 def parses(source: str) -> bool:
     try:
-        compile(source, PATH, "exec", dont_inherit=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(source, PATH, "exec", dont_inherit=True)
     except (SyntaxError, ValueError):
         return False
     return True
