@@ -4,7 +4,8 @@
 
 The pytest fuzz tests stop at their first failure (and Hypothesis shrinks it); this runs the
 same properties over many more inputs and writes every failing input, with what failed, so
-that a night's run can be triaged in one go.
+that a night's run can be triaged in one go. The report is rewritten every 100 inputs, so a
+campaign stopped early (Ctrl-C, a CI time limit) still leaves its counts.
 """
 
 from __future__ import annotations
@@ -22,19 +23,33 @@ from tests.lint.fuzzing.programs import hosts, sources, torch_programs
 from tests.lint.fuzzing.properties import CODES, Hang, PropertyFailed, check_fixes
 
 
-def _kind(error: BaseException) -> str:
-    text = str(error).split("\n", 1)[0]
-    return f"{type(error).__name__}: {text[:160]}"
+class Campaign:
+    def __init__(self, out: str) -> None:
+        self.out = out
+        self.tried = collections.Counter()  # "mutants" / "programs" -> inputs checked
+        self.kinds: collections.Counter = collections.Counter()
+        self.failures: list[dict] = []
+        self.started = time.monotonic()
 
+    def check(self, what: str, source: str, origin: str) -> None:
+        self.tried[what] += 1
+        try:
+            check_fixes(source)
+        except (PropertyFailed, Hang, Exception) as e:  # every failure is a finding here
+            kind = f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
+            self.kinds[kind] += 1
+            if self.kinds[kind] <= 3:  # a few inputs per kind are enough to reproduce it
+                self.failures.append({"kind": kind, "origin": origin, "source": source})
+        if sum(self.tried.values()) % 100 == 0:
+            self.write()
 
-def _check(source: str, origin: str, failures: list[dict], kinds: collections.Counter) -> None:
-    try:
-        check_fixes(source)
-    except (PropertyFailed, Hang, Exception) as e:  # noqa: BLE001 - every failure is a finding here
-        kind = _kind(e)
-        kinds[kind] += 1
-        if kinds[kind] <= 3:  # a few inputs per kind are enough to reproduce it
-            failures.append({"kind": kind, "origin": origin, "source": source})
+    def summary(self) -> dict:
+        return {**self.tried, "seconds": round(time.monotonic() - self.started, 1),
+                "failures_by_kind": dict(self.kinds.most_common())}
+
+    def write(self) -> None:
+        with open(self.out, "w", encoding="utf-8") as fh:
+            json.dump({"summary": self.summary(), "failures": self.failures}, fh, indent=2)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -45,42 +60,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="fuzz-failures.json", help="where to write the failing inputs")
     args = parser.parse_args(argv)
 
-    failures: list[dict] = []
-    kinds: collections.Counter = collections.Counter()
-    starts, texts = hosts(), sources()
-    start = time.monotonic()
-    for seed in range(args.seed, args.seed + args.mutants):
-        name, text = starts[seed % len(starts)]
-        mutant = mutate(text, seed, texts, codes=sorted(CODES))
-        _check(mutant.source, f"mutant of {name}, {mutant.describe()}", failures, kinds)
-    mutants_s = time.monotonic() - start
+    campaign = Campaign(args.out)
+    try:
+        starts, texts = hosts(), sources()
+        for seed in range(args.seed, args.seed + args.mutants):
+            name, text = starts[seed % len(starts)]
+            mutant = mutate(text, seed, texts, codes=sorted(CODES))
+            campaign.check("mutants", mutant.source, f"mutant of {name}, {mutant.describe()}")
+        if args.programs:
+            @settings(max_examples=args.programs, deadline=None, database=None, phases=[Phase.generate],
+                      suppress_health_check=list(HealthCheck))
+            @given(torch_programs())
+            def run(source: str) -> None:
+                campaign.check("programs", source, "hypothesmith program")
 
-    programs = 0
-    if not args.programs:
-        return _report(args, mutants_s, programs, 0.0, failures, kinds)
-
-    @settings(max_examples=args.programs, deadline=None, database=None, phases=[Phase.generate],
-              suppress_health_check=list(HealthCheck))
-    @given(torch_programs())
-    def run(source: str) -> None:
-        nonlocal programs
-        programs += 1
-        _check(source, "hypothesmith program", failures, kinds)
-
-    start = time.monotonic()
-    run()
-    return _report(args, mutants_s, programs, time.monotonic() - start, failures, kinds)
-
-
-def _report(args: argparse.Namespace, mutants_s: float, programs: int, programs_s: float, failures: list[dict],
-            kinds: collections.Counter) -> int:
-    summary = {"mutants": args.mutants, "mutants_seconds": round(mutants_s, 1), "programs": programs,
-               "programs_seconds": round(programs_s, 1), "failures_by_kind": dict(kinds.most_common())}
-    with open(args.out, "w", encoding="utf-8") as fh:
-        json.dump({"summary": summary, "failures": failures}, fh, indent=2)
-    json.dump(summary, sys.stdout, indent=2)
+            run()
+    except KeyboardInterrupt:
+        pass
+    campaign.write()
+    json.dump(campaign.summary(), sys.stdout, indent=2)
     sys.stdout.write("\n")
-    return 1 if kinds else 0
+    return 1 if campaign.kinds else 0
 
 
 if __name__ == "__main__":
