@@ -25,7 +25,7 @@ from lint_rules import suppression
 from lint_rules.diagnostics import Finding
 from tests.lint.fuzzing import mutate as mutation
 from tests.lint.fuzzing.mutate import mutate
-from tests.lint.fuzzing.programs import ROOT, fixable, hosts, sources, torch_programs
+from tests.lint.fuzzing.programs import ROOT, fixable, host, hosts, sources, torch_programs
 from tests.lint.fuzzing.properties import (
     CODES, Hang, PropertyFailed, check_fixes, check_lint, check_positions, parses, time_limit)
 
@@ -84,18 +84,18 @@ def _fail(failures: list[str], tried: int, what: str) -> None:
 
 # ------------------------------------------------------------------ in process
 def test_mutated_sources_keep_every_property(budget: Budget) -> None:
-    starts, texts = hosts(), sources()
+    texts = sources()
     failures: list[str] = []
     applied: set[str] = set()
-    parsed = 0
+    parsed = fixed = 0
     n = budget.count("mutants")
     for seed in range(budget.seed, budget.seed + n):
-        name, text = starts[seed % len(starts)]
+        name, text = host(seed)
         mutant = mutate(text, seed, texts, codes=sorted(CODES))
         applied.update(op.split(" ")[0] for op in mutant.operations)
         parsed += parses(mutant.source)
         try:
-            check_fixes(mutant.source)
+            fixed += check_fixes(mutant.source) != mutant.source
         except (PropertyFailed, Hang, Exception) as e:
             failures.append(f"mutant of {name} ({mutant.describe()}): {type(e).__name__}: {e}\n"
                             f"  rerun: {_rerun(seed, 'test_mutated_sources_keep_every_property')}")
@@ -104,6 +104,7 @@ def test_mutated_sources_keep_every_property(budget: Budget) -> None:
     if n >= BOUNDED["mutants"]:  # the fuzzer itself: every operation ran, and most mutants still parse
         assert applied == set(mutation.OPERATION_NAMES) | {"delete-line", "line-endings"}, applied
         assert 0.6 * n <= parsed < n, f"{parsed} of {n} mutants parse"
+        assert fixed >= 0.1 * n, f"only {fixed} of {n} mutants had a fix applied"
 
 
 def test_generated_programs_keep_every_property(budget: Budget) -> None:
@@ -150,7 +151,7 @@ def _cli_files(tmp: Path, n: int, seed: int, starts: tuple[tuple[str, str], ...]
     folder = tmp / "fuzzed"
     folder.mkdir()
     for k, s in enumerate(range(seed, seed + n)):
-        text = mutate(starts[s % len(starts)][1], s, texts, codes=sorted(CODES)).source
+        text = mutate(host(s, starts)[1], s, texts, codes=sorted(CODES)).source
         if k % 8 == 1:
             data = b"\xef\xbb\xbf" + text.encode("utf-8")
         elif k % 8 == 2:

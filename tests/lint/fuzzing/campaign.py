@@ -19,7 +19,7 @@ import time
 from hypothesis import HealthCheck, Phase, given, settings
 
 from tests.lint.fuzzing.mutate import mutate
-from tests.lint.fuzzing.programs import hosts, sources, torch_programs
+from tests.lint.fuzzing.programs import host, sources, torch_programs
 from tests.lint.fuzzing.properties import CODES, Hang, PropertyFailed, check_fixes
 
 
@@ -62,9 +62,9 @@ def main(argv: list[str] | None = None) -> int:
 
     campaign = Campaign(args.out)
     try:
-        starts, texts = hosts(), sources()
+        texts = sources()
         for seed in range(args.seed, args.seed + args.mutants):
-            name, text = starts[seed % len(starts)]
+            name, text = host(seed)
             mutant = mutate(text, seed, texts, codes=sorted(CODES))
             campaign.check("mutants", mutant.source, f"mutant of {name}, {mutant.describe()}")
         if args.programs:

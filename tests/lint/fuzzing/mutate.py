@@ -3,9 +3,9 @@
 The same (source, seed, donors) always gives the same mutant, whatever the hash seed: nodes
 are chosen from lists in document order by a ``random.Random`` seeded with an integer.
 Each operation keeps the module parseable by LibCST (CPython may still reject it: a
-``return`` moved out of its function, a ``break`` out of its loop), except ``delete-line``,
-which deletes one physical line and so may leave a syntax error on purpose, and
-``line-endings``, which turns every line end into ``\r\n`` or ``\r``.
+``return`` moved out of its function, a ``break`` out of its loop). Two text-level steps may
+follow: ``delete-line`` deletes one physical line (a syntax error, at times, on purpose) and
+``line-endings`` turns every line end into ``\r\n`` or ``\r``.
 """
 
 from __future__ import annotations
@@ -40,6 +40,34 @@ _CONTEXTS = ("torch.no_grad()", "torch.enable_grad()", "torch.autocast(\"cuda\")
 _KEYWORDS = ("retain_graph=True", "weights_only=False", "weights_only=True", "set_to_none=False",
              "shuffle=True", "non_blocking=True", "inplace=True", "dim=1", "create_graph=True",
              "device=\"cuda\"", "requires_grad=True", "enabled=False")
+# Odd but valid statements around the calls the rules look at: no arguments, star arguments,
+# attributes never called, rebinding, deleting, walrus, match, lambda, comprehension and async.
+_ODDITIES = (
+    "optimizer.step", "loss.backward", "del optimizer", "optimizer = None", "torch.load()",
+    "torch.load(*args, **kwargs)", "torch.save(**kwargs)", "model = torch.nn.DataParallel",
+    "model = torch.nn.DataParallel()", "x = torch.nn.DataParallel(*mods)", "loss.backward(*a)",
+    "optimizer.zero_grad(**k)", "optimizer.step(closure)", "(optimizer.step)()", "getattr(optimizer, 'step')()",
+    "[loss.backward() for loss in losses]", "steps = [opt.step() for opt in opts]",
+    "lambda: optimizer.step()", "if (l := loss.item()) > 0:\n    total += l",
+    "match batch:\n    case [x, y]:\n        loss = criterion(model(x), y)\n    case _:\n        pass",
+    "async with torch.no_grad():\n    await model(x)", "global optimizer", "torch.nn.functional.softmax()",
+    "F.log_softmax(x)[0].log()", "torch.log(torch.softmax())", "nn.CrossEntropyLoss()(torch.softmax(*z))",
+    "x = x.cuda().requires_grad_()", "x.data = y", "p.grad.data.mul_()", "p.grad[0] = 0",
+    "self.layers = [nn.Linear(1, 1)] * 3", "self.layers[0] = nn.Linear(1, 1)", "super(Model, self).__init__()",
+    "super().__init__ = None", "model.train = True", "model.eval", "model()(x)", "model.forward",
+    "model.forward(*inputs)", "torch.cuda.empty_cache", "scheduler.step(); optimizer.step()",
+    "scaler.scale(loss).backward(); scaler.unscale_(); scaler.step()", "clip_grad_norm_()",
+    "torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)", "torch.cuda.amp.GradScaler",
+    "with torch.cuda.amp.autocast(*a):\n    pass", "loader = DataLoader(ds, sampler=s, shuffle=True, **kw)",
+    "sampler.set_epoch", "for epoch in range(3): sampler.set_epoch(epoch)", "dist.get_rank",
+    "if dist.get_rank() == 0: torch.save(model, path)", "ddp = DistributedDataParallel(model); model.to()",
+    "@torch.no_grad()\ndef evaluate(): model(x)", "class M(nn.Module, metaclass=Meta):\n    x = 1",
+    "class M(torch.nn.Module):\n    def __init__(self, *a): self.w = torch.zeros(1)",
+    "def train(self, mode=True): return self", "total_loss += loss", "total_loss = total_loss + loss",
+    "losses.append(loss)", "x = torch.randn(3, requires_grad=True).to('cuda')", "x.add_(1)",
+    "torch.nn.functional.dropout(x)", "F.dropout(x, training=self.training)", "torch.manual_seed()",
+    "out = model(x); out += 1", "print(loss.item(), end='')", "float(loss)", "loss.cpu().numpy()",
+)
 _SUPPRESSIONS = ("# noqa", "# noqa", "# NOQA", "# torchcheck: ignore", "# noqa: E501", "# noqa:E501,TRN201")
 
 
@@ -70,10 +98,14 @@ def mutate(source: str, seed: int, donors: Sequence[str] = (), steps: int | None
         return mutant
     for _ in range(steps if steps is not None else rng.randint(1, 4)):
         name = rng.choice(OPERATION_NAMES)
-        changed = _OPERATIONS[name](module, rng, _Donors(donors), codes)
-        if changed is not None:
+        try:
+            changed = _OPERATIONS[name](module, rng, _Donors(donors), codes)
+            if changed is None:
+                continue
             module = cst.parse_module(changed.code)  # fresh nodes for the next choice
-            mutant.operations.append(name)
+        except (cst.ParserSyntaxError, cst.CSTValidationError):
+            continue  # e.g. a call with double quotes swapped into a double-quoted f-string
+        mutant.operations.append(name)
     mutant.source = module.code
     if rng.random() < 0.15:
         mutant.source = _delete_line(mutant.source, rng)
@@ -279,6 +311,15 @@ def _splice(module, rng, donors, codes):
     return _with_body(module, block, body[:k] + [rng.choice(statements)] + body[k:])
 
 
+def _oddity(module, rng, donors, codes):
+    """Insert an odd but valid statement about the calls the rules look at, at a random place."""
+    blocks = _collect(module).blocks
+    block = rng.choice(blocks)
+    body = list(block.body)
+    k = rng.randint(0, len(body))
+    return _with_body(module, block, body[:k] + [_statement(rng.choice(_ODDITIES) + "\n")] + body[k:])
+
+
 def _rename(module, rng, donors, codes):
     """Rename every occurrence of one name (variables, attributes, keywords, imports alike)."""
     names = list(dict.fromkeys(_collect(module).names))
@@ -353,7 +394,7 @@ def _suppress(module, rng, donors, codes):
 
 _OPERATIONS: dict[str, Operation] = {
     "shuffle": _shuffle, "delete": _delete, "duplicate": _duplicate, "branch": _branch, "unwrap": _unwrap,
-    "splice": _splice, "rename": _rename, "swap-call": _swap_call, "arguments": _arguments,
+    "splice": _splice, "oddity": _oddity, "rename": _rename, "swap-call": _swap_call, "arguments": _arguments,
     "suppress": _suppress,
 }
 OPERATION_NAMES = tuple(_OPERATIONS)

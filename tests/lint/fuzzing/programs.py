@@ -4,6 +4,7 @@ of bundled sources that mutations start from."""
 from __future__ import annotations
 
 import functools
+import random
 import textwrap
 from pathlib import Path
 
@@ -51,6 +52,13 @@ def hosts() -> tuple[tuple[str, str], ...]:
     """What mutations start from: the corpus, and the fixable sources three times over (few
     sources have a fix; without the weight most mutants would never reach the fix path)."""
     return corpus() + fixable() * 3
+
+
+def host(seed: int, starts: tuple[tuple[str, str], ...] | None = None) -> tuple[str, str]:
+    """The (name, source) that mutation ``seed`` starts from: drawn, so that any run of
+    consecutive seeds spreads over the whole list rather than its first entries."""
+    starts = starts or hosts()
+    return starts[random.Random(seed).randrange(len(starts))]
 
 
 class _Rename(cst.CSTTransformer):
