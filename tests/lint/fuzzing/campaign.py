@@ -57,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mutants", type=int, default=1000, help="mutants of the bundled sources to check")
     parser.add_argument("--programs", type=int, default=500, help="hypothesmith programs to check")
     parser.add_argument("--seed", type=int, default=0, help="first mutation seed")
+    parser.add_argument("--steps", type=int, default=None, help="mutations per mutant (default: 1 to 4, drawn)")
     parser.add_argument("--out", default="fuzz-failures.json", help="where to write the failing inputs")
     args = parser.parse_args(argv)
 
@@ -65,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         texts = sources()
         for seed in range(args.seed, args.seed + args.mutants):
             name, text = host(seed)
-            mutant = mutate(text, seed, texts, codes=sorted(CODES))
+            mutant = mutate(text, seed, texts, steps=args.steps, codes=sorted(CODES))
             campaign.check("mutants", mutant.source, f"mutant of {name}, {mutant.describe()}")
         if args.programs:
             @settings(max_examples=args.programs, deadline=None, database=None, phases=[Phase.generate],

@@ -203,6 +203,15 @@ def _with_body(module: cst.Module, block: cst.Module | cst.IndentedBlock,
     return module.deep_replace(block, block.with_changes(body=tuple(body)))
 
 
+def _pick_block(module: cst.Module, rng: random.Random, least: int = 1):
+    """A random block with at least ``least`` statements, and its statements as a list."""
+    blocks = [b for b in _collect(module).blocks if len(b.body) >= least]
+    if not blocks:
+        return None, []
+    block = rng.choice(blocks)
+    return block, list(block.body)
+
+
 def _span(rng: random.Random, n: int, longest: int) -> tuple[int, int]:
     i = rng.randrange(n)
     return i, min(n, i + rng.randint(1, longest))
@@ -217,11 +226,9 @@ Operation = Callable[[cst.Module, random.Random, _Donors, Sequence[str]], "cst.M
 
 
 def _shuffle(module, rng, donors, codes):
-    blocks = [b for b in _collect(module).blocks if len(b.body) >= 2]
-    if not blocks:
+    block, body = _pick_block(module, rng, 2)
+    if block is None:
         return None
-    block = rng.choice(blocks)
-    body = list(block.body)
     i, j = _span(rng, len(body) - 1, 5)
     j = max(j, i + 2)
     part = body[i:j]
@@ -230,32 +237,26 @@ def _shuffle(module, rng, donors, codes):
 
 
 def _delete(module, rng, donors, codes):
-    blocks = [b for b in _collect(module).blocks if b.body]
-    if not blocks:
+    block, body = _pick_block(module, rng, 1)
+    if block is None:
         return None
-    block = rng.choice(blocks)
-    body = list(block.body)
     del body[rng.randrange(len(body))]
     return _with_body(module, block, body)
 
 
 def _duplicate(module, rng, donors, codes):
-    blocks = [b for b in _collect(module).blocks if b.body]
-    if not blocks:
+    block, body = _pick_block(module, rng, 1)
+    if block is None:
         return None
-    block = rng.choice(blocks)
-    body = list(block.body)
     i, j = _span(rng, len(body), 4)
     return _with_body(module, block, body[:j] + body[i:j] + body[j:])
 
 
 def _branch(module, rng, donors, codes):
     """Wrap a run of statements in an if/else, a loop, a with, a try, a function or a class."""
-    blocks = [b for b in _collect(module).blocks if b.body]
-    if not blocks:
+    block, body = _pick_block(module, rng, 1)
+    if block is None:
         return None
-    block = rng.choice(blocks)
-    body = list(block.body)
     i, j = _span(rng, len(body), 3)
     inner = cst.IndentedBlock(body=tuple(body[i:j]))
     kind = rng.randrange(8)
@@ -302,20 +303,16 @@ def _splice(module, rng, donors, codes):
     """Insert a statement taken from a donor (or from this file) at a random place."""
     facts = donors.choose(rng) if donors and rng.random() < 0.7 else None
     statements = (facts or _collect(module)).statements
-    blocks = _collect(module).blocks
     if not statements:
         return None
-    block = rng.choice(blocks)
-    body = list(block.body)
+    block, body = _pick_block(module, rng, 0)
     k = rng.randint(0, len(body))
     return _with_body(module, block, body[:k] + [rng.choice(statements)] + body[k:])
 
 
 def _oddity(module, rng, donors, codes):
     """Insert an odd but valid statement about the calls the rules look at, at a random place."""
-    blocks = _collect(module).blocks
-    block = rng.choice(blocks)
-    body = list(block.body)
+    block, body = _pick_block(module, rng, 0)
     k = rng.randint(0, len(body))
     return _with_body(module, block, body[:k] + [_statement(rng.choice(_ODDITIES) + "\n")] + body[k:])
 
