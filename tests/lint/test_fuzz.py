@@ -281,3 +281,16 @@ def test_fix_prints_no_python_warning_about_the_users_code(tmp_path: Path) -> No
     r = _cli("--no-cache", "--fix", "a.py", cwd=tmp_path, hash_seed="0")
     assert r.returncode == 0 and r.stderr == "", r.stderr
     assert 'torch.amp.GradScaler("cuda")' in (tmp_path / "a.py").read_text()
+
+
+def test_shuffle_given_twice_gets_no_fix_that_leaves_it_flagged() -> None:
+    # A mutant passed shuffle both by position and by keyword: TRN303's fix removed the keyword,
+    # and the next pass flagged the positional True at the same place (the fix had not removed
+    # its finding). With shuffle given twice the call is a TypeError already: no fix is offered.
+    source = ("from torch.utils.data import DataLoader, SequentialSampler\n"
+              "a = DataLoader(ds, 64, True, SequentialSampler(ds), shuffle=True)\n")
+    [finding] = check_lint(source).findings
+    assert finding.code == "TRN303" and finding.fix is None
+    assert check_fixes(source) == source
+    single = source.replace(", shuffle=True", "")  # one shuffle: still fixed
+    assert "DataLoader(ds, 64, False, SequentialSampler(ds))" in check_fixes(single)
