@@ -294,3 +294,19 @@ def test_shuffle_given_twice_gets_no_fix_that_leaves_it_flagged() -> None:
     assert check_fixes(source) == source
     single = source.replace(", shuffle=True", "")  # one shuffle: still fixed
     assert "DataLoader(ds, 64, False, SequentialSampler(ds))" in check_fixes(single)
+
+
+@pytest.mark.parametrize("ending", ["\r", "\r\n", "\n"])
+def test_suppressions_are_read_on_their_own_line_whatever_the_line_ends(ending: str) -> None:
+    # A mutant with old-Mac \r line ends: tokenize read the whole file as line 1, so a noqa
+    # suppressed findings on line 1 only, and TRN002 pointed past the end of line 1.
+    source = ending.join(["# first", "import torch  # torchcheck: ignore",
+                          "model = torch.nn.DataParallel(model)  # noqa: TRN301",
+                          "model = torch.nn.DataParallel(model)", "x = 1  # noqa: TRN104", ""])
+    found = [(f.line, f.column, f.code) for f in check_lint(source).findings]
+    assert found == [(2, 15, "TRN002"), (4, 9, "TRN301"), (5, 8, "TRN002")]
+
+
+def test_a_form_feed_does_not_shift_a_suppression_comments_column() -> None:
+    source = 'import torch\n\x0c\nx = "a\x0cb"  # noqa: TRN104\n'
+    assert [(f.line, f.column) for f in check_lint(source).findings] == [(3, 12)]
