@@ -59,8 +59,12 @@ def apply(source: str, findings: list[Finding], unsafe: bool) -> tuple[str, list
 
 
 def _parses(source: str) -> bool:
+    import warnings
+
     try:
-        compile(source, "<torchcheck fix>", "exec", dont_inherit=True)
+        with warnings.catch_warnings():  # `x is 1` and the like: Python's warnings about the user's code
+            warnings.simplefilter("ignore")
+            compile(source, "<torchcheck fix>", "exec", dont_inherit=True)
     except (SyntaxError, ValueError):
         return False
     return True

@@ -13,6 +13,7 @@ import tokenize
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.I)
 _IGNORE = re.compile(r"#\s*torchcheck:\s*ignore(?:\[(?P<codes>[^\]]*)\])?", re.I)
 _SKIP_FILE = re.compile(r"#\s*torchcheck:\s*skip-file\b", re.I)
+_NEWLINE = re.compile(r"\r\n?|\n")
 
 ALL = "*"
 
@@ -20,12 +21,13 @@ ALL = "*"
 def _comments(source: str) -> list[tuple[int, str]]:
     out = []
     try:
-        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        # newline=None: a lone \r ends a line, as it does for LibCST and the engine's positions.
+        for tok in tokenize.generate_tokens(io.StringIO(source, newline=None).readline):
             if tok.type == tokenize.COMMENT:
                 out.append((tok.start[0], tok.string))
     except (tokenize.TokenError, IndentationError, SyntaxError):
         # Fall back to a line scan for files tokenize rejects.
-        for i, line in enumerate(source.splitlines(), 1):
+        for i, line in enumerate(_NEWLINE.split(source), 1):
             if "#" in line:
                 out.append((i, line[line.index("#"):]))
     return out
@@ -60,7 +62,7 @@ def suppressions(source: str) -> dict[int, set[str]]:
 def directives(source: str) -> list[tuple[int, int, str, list[str] | None]]:
     """Every suppression comment: (line, 1-based column, "noqa" or "ignore", its codes or None if bare)."""
     out = []
-    lines = source.splitlines()
+    lines = _NEWLINE.split(source)  # not splitlines(): a form feed does not end a line
     for line, text in _comments(source):
         col = lines[line - 1].find(text) + 1 if line <= len(lines) and text in lines[line - 1] else 1
         for m in _NOQA.finditer(text):

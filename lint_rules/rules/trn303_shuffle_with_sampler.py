@@ -155,10 +155,12 @@ class ShuffleWithSampler(Rule):
                 self.report(node, fix=self._fix(node, name, arg))
                 return
 
-    def _fix(self, call: cst.Call, name: str, sampler: cst.BaseExpression) -> RuleFix:
+    def _fix(self, call: cst.Call, name: str, sampler: cst.BaseExpression) -> RuleFix | None:
         safe = name == "sampler" and self._shuffling_sampler(sampler)
         args = list(call.args)
         i = next((i for i, a in enumerate(args) if a.keyword is not None and a.keyword.value == "shuffle"), None)
+        if i is not None and len([a for a in args if a.keyword is None and not a.star]) > _POSITIONS["shuffle"]:
+            return None  # shuffle given twice (a TypeError already): which one to drop is a guess
         if i is None:  # positional: keep the places of the arguments after it
             i = [j for j, a in enumerate(args) if a.keyword is None and not a.star][_POSITIONS["shuffle"]]
             args[i] = args[i].with_changes(value=cst.Name("False"))
