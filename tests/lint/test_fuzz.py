@@ -167,7 +167,7 @@ def _cli_files(tmp: Path, n: int, seed: int, starts: tuple[tuple[str, str], ...]
 def _cli(*args: str, cwd: Path, hash_seed: str) -> subprocess.CompletedProcess:
     # PYTHONPATH: this checkout's code, not the one installed.
     env = {**os.environ, "PYTHONHASHSEED": hash_seed, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "lint_rules", "lint", "--isolated", *args],
+    return subprocess.run([sys.executable, "-m", "lint_rules", "lint", "--isolated", "--preview", *args],
                           cwd=cwd, capture_output=True, text=True, timeout=600, env=env)
 
 
