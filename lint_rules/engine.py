@@ -76,10 +76,13 @@ def _lint_source(source: str, path: str, codes: Iterable[str] | None,
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as e:
+        # Valid Python that LibCST cannot read is torchcheck's limit, not the user's syntax error.
+        limits.check_parser_limit(source, path, e.message.split(": expected one of")[0].removeprefix("parser error: "))
         line, col, msg = _syntax_error_position(source, e)
         result.findings.append(_builtin_finding(path, registry.SYNTAX_ERROR, line, col, msg))
         return result
     except (RecursionError, ValueError, MemoryError) as e:
+        limits.check_parser_limit(source, path, f"{type(e).__name__}: {e}")
         result.findings.append(_builtin_finding(path, registry.SYNTAX_ERROR, 1, 1,
                                                 f"could not parse: {type(e).__name__}: {e}"))
         return result
