@@ -14,6 +14,7 @@ _WRAPPERS = frozenset({"enumerate", "iter", "tqdm", "zip", "trange", "islice", "
 # Last resort, for a loader handed to a function of another file: its spelling says it evaluates.
 _EVALUATES = re.compile(r"^(evaluate|validate|validation|eval|test|inference)($|_)"
                         r"|_(evaluate|validate|validation|eval|evaluation|test)$", re.I)
+_TRAINS = re.compile(r"train|fit", re.I)  # train_and_evaluate(loader) trains on it as well
 
 
 class DistributedSamplerWithoutSetEpoch(Rule):
@@ -188,6 +189,16 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         ),
     ]
     INVALID = [
+        Invalid(
+            """
+            # a helper that trains and then evaluates is no evaluation-only use
+            from torch.utils.data import DataLoader, DistributedSampler
+            from engine import train_and_evaluate
+            loader = DataLoader(ds, sampler=DistributedSampler(ds))  # BUG
+            for epoch in range(epochs):
+                train_and_evaluate(model, loader, epoch)
+            """
+        ),
         Invalid(
             """
             # an imported helper named for evaluation but given the optimizer trains
@@ -455,7 +466,8 @@ class DistributedSamplerWithoutSetEpoch(Rule):
             summary = helpers.of(fn)
             return summary.no_grad and not any(e.kind in (BACKWARD, STEP, CLEAR) for e in summary.effects)
         text = dotted(call.func)
-        return text is not None and _EVALUATES.search(text.rsplit(".", 1)[-1]) is not None
+        leaf = text.rsplit(".", 1)[-1] if text is not None else ""
+        return _EVALUATES.search(leaf) is not None and _TRAINS.search(leaf) is None
 
     def _is_iterated_by(self, ref: cst.CSTNode, loop: cst.CSTNode) -> bool:
         if not isinstance(loop, cst.For):
