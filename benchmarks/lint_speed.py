@@ -47,9 +47,11 @@ import libcst as cst
 
 from lint_rules import lint_source
 from lint_rules.files import discover
+from lint_rules.registry import default_codes
 from _report import stat, table, verdict, write_json  # a sibling module: benchmarks/ is on sys.path when run as a script
 
 REPO = Path(__file__).resolve().parent.parent
+EVERY_RULE = default_codes(preview=True)  # the speed of every rule, preview included
 TORCHFIX_REQ = "torchfix==0.7.0"
 TORCHFIX_VERSION = "0.7.0"
 ENGINE_TARGET = 1.3  # lint time / bare parse time, at most (issue #12; was 1.5)
@@ -124,7 +126,7 @@ def time_lint(fs: FileSet) -> tuple[float, int]:
     findings = 0
     t0 = time.perf_counter()
     for f in fs.files:
-        findings += len(lint_source(read(f), str(f)).findings)
+        findings += len(lint_source(read(f), str(f), EVERY_RULE).findings)
     return time.perf_counter() - t0, findings
 
 
@@ -304,11 +306,11 @@ def profile(sets: list[FileSet], top: int) -> str:
     """cProfile of lint_source over the corpus; the hot spots inside lint_rules/."""
     sources = [src for fs in sets for src in fs.sources]
     for path, text in sources:  # warm
-        lint_source(text, path)
+        lint_source(text, path, EVERY_RULE)
     prof = cProfile.Profile()
     prof.enable()
     for path, text in sources:
-        lint_source(text, path)
+        lint_source(text, path, EVERY_RULE)
     prof.disable()
     buf = io.StringIO()
     st = pstats.Stats(prof, stream=buf)

@@ -34,7 +34,8 @@ def _builtin_finding(path: str, code: registry.BuiltinCode, line: int, col: int,
 def lint_source(source: str, path: str, codes: Iterable[str] | None = None,
                 project: ProjectInfo | None = None, unfixable: Iterable[str] = (),
                 facts: ProjectFacts | None = None) -> FileResult:
-    """Lint one file's text with the rules in ``codes`` (default: every active rule).
+    """Lint one file's text with the rules in ``codes`` (default: the default tier, as ``torchcheck
+    lint`` runs with no selection; pass ``registry.default_codes(preview=True)`` for every rule).
 
     ``project`` carries facts about the project the file belongs to (the torch
     versions it supports), for the few rules whose verdict depends on them.
@@ -61,7 +62,8 @@ def lint_source(source: str, path: str, codes: Iterable[str] | None = None,
 def _lint_source(source: str, path: str, codes: Iterable[str] | None,
                  project: ProjectInfo | None, unfixable: frozenset[str], facts: ProjectFacts) -> FileResult:
     result = FileResult(path)
-    codes = set(codes) if codes is not None else None
+    # No selection means what the CLI runs with none: preview rules stay off (see registry.PREVIEW_RULES).
+    codes = set(codes) if codes is not None else registry.default_codes()
     if "torch" not in source:
         result.skipped = True
         return result
@@ -76,16 +78,19 @@ def _lint_source(source: str, path: str, codes: Iterable[str] | None,
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as e:
+        # Valid Python that LibCST cannot read is torchcheck's limit, not the user's syntax error.
+        limits.check_parser_limit(source, path, e.message.split(": expected one of")[0].removeprefix("parser error: "))
         line, col, msg = _syntax_error_position(source, e)
         result.findings.append(_builtin_finding(path, registry.SYNTAX_ERROR, line, col, msg))
         return result
     except (RecursionError, ValueError, MemoryError) as e:
+        limits.check_parser_limit(source, path, f"{type(e).__name__}: {e}")
         result.findings.append(_builtin_finding(path, registry.SYNTAX_ERROR, 1, 1,
                                                 f"could not parse: {type(e).__name__}: {e}"))
         return result
 
     rule_classes = registry.active_rules()
-    selected = [rule_classes[c] for c in (rule_classes if codes is None else sorted(codes)) if c in rule_classes]
+    selected = [rule_classes[c] for c in sorted(codes) if c in rule_classes]
     interesting: set[type] = set()
     for rc in selected:
         interesting.update(rc.visited_types())

@@ -17,7 +17,7 @@ from typing import Iterator
 
 from lint_rules import __version__
 from lint_rules.engine import lint_source
-from lint_rules.errors import ConfigError
+from lint_rules.errors import ConfigError, FileError
 
 
 @lru_cache(maxsize=64)
@@ -46,7 +46,11 @@ class Flake8Plugin:
         except ConfigError as e:  # a bad [tool.torchcheck] is named on the file, not a flake8 traceback
             yield 1, 0, f"TRN001 torchcheck configuration error: {e}", type(self)
             return
-        result = lint_source(self.source, self.filename, per_file_codes(path, codes, cfg), project)
+        try:
+            result = lint_source(self.source, self.filename, per_file_codes(path, codes, cfg), project)
+        except FileError as e:  # valid Python torchcheck cannot analyse: said on the file, not a traceback
+            yield 1, 0, f"TRN001 torchcheck could not analyse this file: {e}", type(self)
+            return
         for f in result.findings:
             # flake8 takes a 0-based column and prints it 1-based, as torchcheck does; the
             # severity is shown as `torchcheck lint` shows it.

@@ -40,6 +40,27 @@ class TooDeep(FileError):
     """The file is nested beyond what the parsers handle; it was not linted."""
 
 
+class ParserLimit(FileError):
+    """CPython parses the file but LibCST does not: valid Python that torchcheck cannot analyse.
+    Not a syntax error in the user's code (TRN000 is only for those), so, as Ruff does when it
+    cannot lint a file, the run names it on stderr, lints the other files and exits 2."""
+
+
+def check_parser_limit(source: str, path: str, reason: str) -> None:
+    """Raise ``ParserLimit`` when CPython accepts ``source`` that LibCST rejected for ``reason``."""
+    import ast
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "invalid escape sequence": the user's, not ours to print
+            compile(source, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return  # CPython rejects it too (or cannot tell): a syntax error, reported as TRN000
+    raise ParserLimit(f"cannot lint {path}: it is valid Python, but torchcheck's parser (LibCST) "
+                      f"cannot read it ({reason}); the file was not checked")
+
+
 def _looks_deep(source: str) -> bool:
     if source.count("elif") > _ELIFS:
         return True

@@ -21,12 +21,13 @@ from pathlib import Path
 import pytest
 
 from lint_rules import lint_source
-from lint_rules.registry import active_rules
+from lint_rules.registry import active_rules, default_codes
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures"
 CORRECT = sorted((FIXTURES / "correct").glob("*.py"))
 BUGGY = sorted((FIXTURES / "buggy").glob("*.py"))
+EVERY_RULE = default_codes(preview=True)  # the twins are held to every rule, preview included
 
 _EXPECTED = re.compile(r"^Expected codes:\s*(?P<codes>.*?)\s*$", re.M)
 _PLUGIN_CHECK = re.compile(r"^Plugin check:\s*(?P<checks>.*?)\s*$", re.M)
@@ -123,7 +124,7 @@ def test_buggy_twin_gets_exactly_its_expected_codes_on_the_bug_line(path: Path) 
     marked = bug_lines(source)
     assert marked, f"{rel}: no '# BUG' comment marks the planted line"
 
-    findings = lint_source(source, rel).findings
+    findings = lint_source(source, rel, EVERY_RULE).findings
     found = {f.code for f in findings}
     assert found == expected, (
         f"{rel}: expected codes {sorted(expected)}, linter reported {sorted(found)}:\n"
@@ -140,7 +141,7 @@ def test_buggy_twin_gets_exactly_its_expected_codes_on_the_bug_line(path: Path) 
 @pytest.mark.parametrize("path", CORRECT, ids=_ids(CORRECT))
 def test_correct_reference_lints_clean(path: Path) -> None:
     rel = path.relative_to(ROOT).as_posix()
-    result = lint_source(path.read_text(encoding="utf-8"), rel)
+    result = lint_source(path.read_text(encoding="utf-8"), rel, EVERY_RULE)
     assert not result.skipped, f"{rel}: the linter skipped the file (it must mention torch)"
     assert not result.findings, f"{rel}: false positive(s) on a correct reference:\n{_describe(result.findings)}"
 

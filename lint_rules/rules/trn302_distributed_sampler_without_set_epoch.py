@@ -1,13 +1,20 @@
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from lint_rules.analysis.model import ASSIGN, PARAM, dotted, is_false, keyword_arg
-from lint_rules.analysis.summaries import Summaries
+from lint_rules.analysis.kinds import OPTIMIZER, SCALER
+from lint_rules.analysis.summaries import BACKWARD, CLEAR, STEP, Summaries
 from lint_rules.analysis.names import DATA_LOADERS, DISTRIBUTED_SAMPLERS
 from lint_rules.rule import WARNING, Invalid, Rule, Valid
 
 _WRAPPERS = frozenset({"enumerate", "iter", "tqdm", "zip", "trange", "islice", "cycle"})
+# Last resort, for a loader handed to a function of another file: its spelling says it evaluates.
+_EVALUATES = re.compile(r"^(evaluate|validate|validation|eval|test|inference)($|_)"
+                        r"|_(evaluate|validate|validation|eval|evaluation|test)$", re.I)
+_TRAINS = re.compile(r"train|fit", re.I)  # train_and_evaluate(loader) trains on it as well
 
 
 class DistributedSamplerWithoutSetEpoch(Rule):
@@ -21,7 +28,10 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     `sampler`; a helper's parameter counts when a call of this file passes the
     sampler (or loader) to it. What an unknown call returns when given the loader
     (`accelerator.prepare(loader)`, `model, opt, dl = prepare(model, opt, loader)`)
-    is taken to be fed by the same sampler.
+    is taken to be fed by the same sampler. A loader that is only evaluated each
+    epoch (iterated under `torch.no_grad()`, handed to a no-grad helper of this
+    file, or to an imported `evaluate(...)`/`validate(...)` with no optimizer) is
+    left alone: the order of evaluation batches changes no metric.
 
     ## Why is this bad?
     `DistributedSampler` seeds its shuffle with `seed + epoch`. Without
@@ -50,6 +60,9 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     To stay quiet on code that calls `set_epoch` through a helper, any
     `set_epoch(...)` call in the file on this sampler, on `<loader>.sampler`, or on
     a receiver that cannot be told apart from it counts as setting the epoch.
+    A loader handed to a function of another file counts as evaluated when the
+    function's name says so (`evaluate`, `validate`, `test`, `*_eval`): a
+    training function with such a name is missed.
 
     ## References
     - https://pytorch.org/docs/stable/data.html#torch.utils.data.distributed.DistributedSampler
@@ -147,8 +160,57 @@ class DistributedSamplerWithoutSetEpoch(Rule):
                 train_one_epoch(loader, epoch)
             """
         ),
+        Valid(
+            """
+            # a shuffled validation sampler: each epoch only evaluates with it
+            from torch.utils.data import DataLoader, DistributedSampler
+            from engine import evaluate, train_one_epoch
+            train_loader = DataLoader(train_ds, sampler=DistributedSampler(train_ds))
+            val_loader = DataLoader(val_ds, sampler=DistributedSampler(val_ds, shuffle=True))
+            for epoch in range(epochs):
+                train_loader.sampler.set_epoch(epoch)
+                train_one_epoch(model, train_loader, optimizer)
+                stats = evaluate(val_loader, model)
+                best = max(best, stats["acc1"])
+            """
+        ),
+        Valid(
+            """
+            # the held-out loader is read with autograd off
+            import torch
+            from torch.utils.data import DataLoader, DistributedSampler
+            held_out = DataLoader(ds, sampler=DistributedSampler(ds))
+            for epoch in range(epochs):
+                fit(model)
+                with torch.no_grad():
+                    for x, y in held_out:
+                        score(model(x), y)
+            """
+        ),
     ]
     INVALID = [
+        Invalid(
+            """
+            # a helper that trains and then evaluates is no evaluation-only use
+            from torch.utils.data import DataLoader, DistributedSampler
+            from engine import train_and_evaluate
+            loader = DataLoader(ds, sampler=DistributedSampler(ds))  # BUG
+            for epoch in range(epochs):
+                train_and_evaluate(model, loader, epoch)
+            """
+        ),
+        Invalid(
+            """
+            # an imported helper named for evaluation but given the optimizer trains
+            import torch
+            from torch.utils.data import DataLoader, DistributedSampler
+            from engine import evaluate
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            loader = DataLoader(ds, sampler=DistributedSampler(ds))  # BUG
+            for epoch in range(epochs):
+                evaluate(loader, model, optimizer)
+            """
+        ),
         Invalid(
             """
             # set_epoch() on another function's sampler does not fix this one
@@ -272,8 +334,8 @@ class DistributedSamplerWithoutSetEpoch(Rule):
             grown = False
             for assign in self.model.nodes(cst.Assign):
                 call = assign.value
-                if not isinstance(call, cst.Call):
-                    continue
+                if not isinstance(call, cst.Call) or self._evaluates(call):
+                    continue  # `stats = evaluate(loader)` returns numbers, not a loader
                 args = [a.value for a in call.args]
                 hits = [i for i, a in enumerate(args) if any(self._same_var(a, v) for v in out)]
                 if not hits:
@@ -369,7 +431,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
             if ref is var or not self._same_var(ref, var):
                 continue
             loops = model.enclosing_loops(ref)
-            if not loops:
+            if not loops or self._evaluated(ref, loops[0]):
                 continue
             if self._is_iterated_by(ref, loops[0]):
                 if len(loops) > 1:
@@ -377,6 +439,35 @@ class DistributedSamplerWithoutSetEpoch(Rule):
             elif model.in_loop_body(ref, loops[0]):
                 return True
         return False
+
+    def _evaluated(self, ref: cst.CSTNode, loop: cst.CSTNode) -> bool:
+        """This use of the loader only evaluates: iterated with autograd off, or handed to a
+        no-grad helper of this file (or an imported ``evaluate``-like function) with no optimizer."""
+        model = self.model
+        helpers = model.fact(Summaries)
+        if self._is_iterated_by(ref, loop):
+            return helpers.in_no_grad(loop)
+        arg = model.parent(ref)
+        call = model.parent(arg) if isinstance(arg, cst.Arg) else None
+        return isinstance(call, cst.Call) and self._evaluates(call)
+
+    def _evaluates(self, call: cst.Call) -> bool:
+        """A call that evaluates what it is given: a no-grad helper of this file, or an
+        imported function spelled ``evaluate``/``validate``/..., with no optimizer passed."""
+        model = self.model
+        helpers = model.fact(Summaries)
+        if not isinstance(call.func, (cst.Name, cst.Attribute)):
+            return False
+        if any(isinstance(a.value, (cst.Name, cst.Attribute)) and model.kind_of(a.value) in (OPTIMIZER, SCALER)
+               for a in call.args):
+            return False
+        fn = helpers.local_function(call.func)
+        if fn is not None:
+            summary = helpers.of(fn)
+            return summary.no_grad and not any(e.kind in (BACKWARD, STEP, CLEAR) for e in summary.effects)
+        text = dotted(call.func)
+        leaf = text.rsplit(".", 1)[-1] if text is not None else ""
+        return _EVALUATES.search(leaf) is not None and _TRAINS.search(leaf) is None
 
     def _is_iterated_by(self, ref: cst.CSTNode, loop: cst.CSTNode) -> bool:
         if not isinstance(loop, cst.For):

@@ -67,3 +67,14 @@ def test_flake8_select_other_codes_runs_nothing_of_ours(tmp_path):
     (tmp_path / "train.py").write_text(SOURCE)
     r = _run(sys.executable, "-m", "flake8", "--isolated", "--select", "E9", "train.py", cwd=tmp_path)
     assert r.returncode == 0 and "TRN" not in r.stdout
+
+
+def test_flake8_names_valid_python_torchcheck_cannot_analyse(tmp_path):
+    """LibCST cannot read ``(x): int = 1`` though CPython can: one TRN001 note on the file, no
+    traceback and no TRN000 syntax error."""
+    (tmp_path / "train.py").write_text("import torch\n(x): int = 1\n")
+    r = _run(sys.executable, "-m", "flake8", "--isolated", "--select", "TRN", "train.py", cwd=tmp_path)
+    assert "Traceback" not in r.stderr, r.stderr
+    assert r.stdout.startswith("train.py:1:1: TRN001 torchcheck could not analyse this file: cannot lint train.py"), \
+        r.stdout
+    assert "TRN000" not in r.stdout

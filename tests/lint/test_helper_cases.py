@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from lint_rules.engine import lint_source
+from lint_rules.registry import default_codes
 
 CASES = Path(__file__).parent / "helpers_cases"
 _EXPECT = re.compile(r"#\s*EXPECT((?:\s+TRN\d{3})+)")
@@ -27,7 +28,7 @@ def _expected(source: str) -> set[tuple[int, str]]:
 @pytest.mark.parametrize("path", sorted(CASES.glob("*.py")), ids=lambda p: p.stem)
 def test_helper_case(path: Path) -> None:
     source = path.read_text(encoding="utf-8")
-    result = lint_source(source, str(path))
+    result = lint_source(source, str(path), default_codes(preview=True))  # every rule, preview included
     assert not result.internal_error
     found = {(f.line, f.code) for f in result.findings}
     assert found == _expected(source)

@@ -205,6 +205,23 @@ def test_syntax_newer_than_the_interpreter_is_still_left_to_libcst(tmp_path):
     assert '"code": "TRN301"' in r.stdout and "TRN000" not in r.stdout, r.stdout
 
 
+def test_valid_python_libcst_cannot_read_is_not_called_a_syntax_error(tmp_path):
+    """CPython accepts a parenthesised annotated target (``(x): int = 1``); LibCST 1.x does not. That
+    is torchcheck's limit, not the user's mistake: no TRN000, a note on stderr naming the file, the
+    other files linted, exit 2 (as Ruff exits when it cannot lint a file). A real syntax error in a
+    third file is still TRN000."""
+    write(tmp_path, {"odd.py": "import torch\n(x): int = 1\n" + DATA_PARALLEL,
+                     "bad.py": "import torch\nx = = 1\n", "a.py": DATA_PARALLEL})
+    r = lint(".", cwd=tmp_path)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert "a.py:2:9: TRN301" in r.stdout
+    assert "bad.py:2:5: TRN000 [error] SyntaxError: invalid syntax" in r.stdout
+    assert "odd.py" not in r.stdout, r.stdout
+    assert "torchcheck: error: cannot lint odd.py: it is valid Python, but torchcheck's parser (LibCST) " \
+           "cannot read it (error at 2:5); the file was not checked" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
 # ---------------------------------------------------------- atomic fixes
 _SLOW_DISK = """
 import os, sys, time

@@ -39,6 +39,16 @@ def test_trn301_is_a_preview_rule():
     assert registry.is_preview("TRN301") and not registry.is_preview("TRN101")
 
 
+def test_lint_source_without_codes_runs_the_default_tier():
+    """The Python API with no selection runs what ``torchcheck lint`` runs with none: preview off;
+    every rule when asked for by code."""
+    from lint_rules import lint_source
+
+    assert [f.code for f in lint_source(SOURCE, "train.py").findings] == ["TRN101"]
+    every = lint_source(SOURCE, "train.py", registry.default_codes(preview=True)).findings
+    assert sorted(f.code for f in every) == ["TRN101", "TRN301"]
+
+
 @pytest.mark.parametrize(("args", "config", "expected"), [
     ((), None, ["TRN101"]),                                        # preview rules are off by default
     (("--select", "ALL"), None, ["TRN101"]),                       # ALL means the default tier ...

@@ -610,7 +610,7 @@ CAUGHT_TODAY = [
 
 
 def _codes(source: str) -> set[str]:
-    result = lint_source(textwrap.dedent(source), "reduction.py")
+    result = lint_source(textwrap.dedent(source), "reduction.py", registry.default_codes(preview=True))  # every rule
     assert not result.internal_error, [f.message for f in result.findings]
     return {f.code for f in result.findings}
 

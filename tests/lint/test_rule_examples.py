@@ -39,7 +39,7 @@ def test_invalid_example_is_flagged_on_marked_lines(code, example):
 @pytest.mark.parametrize(("code", "example"), list(_cases("INVALID")))
 def test_invalid_example_flagged_with_every_rule_enabled(code, example):
     # The other rules must not crash on it; this rule's finding survives.
-    result = lint_source(textwrap.dedent(example.code), "example.py")
+    result = lint_source(textwrap.dedent(example.code), "example.py", registry.default_codes(preview=True))
     assert not result.internal_error, [f.message for f in result.findings]
     assert code in {f.code for f in result.findings}
 
