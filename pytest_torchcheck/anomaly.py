@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     import torch
 
 
-def _tensors(obj: Any, path: str = "", depth: int = 0) -> Iterator[tuple[str, "torch.Tensor"]]:
+def iter_tensors(obj: Any, path: str = "", depth: int = 0) -> Iterator[tuple[str, "torch.Tensor"]]:
     """Every tensor in a nested structure, with a path such as ``[0]['logits']``."""
     import torch
 
@@ -32,14 +32,14 @@ def _tensors(obj: Any, path: str = "", depth: int = 0) -> Iterator[tuple[str, "t
         return
     elif isinstance(obj, dict):
         for k, v in obj.items():
-            yield from _tensors(v, f"{path}[{k!r}]", depth + 1)
+            yield from iter_tensors(v, f"{path}[{k!r}]", depth + 1)
     elif isinstance(obj, (list, tuple)):
         fields = getattr(obj, "_fields", None)  # namedtuple
         for i, v in enumerate(obj):
-            yield from _tensors(v, f"{path}.{fields[i]}" if fields else f"{path}[{i}]", depth + 1)
+            yield from iter_tensors(v, f"{path}.{fields[i]}" if fields else f"{path}[{i}]", depth + 1)
     elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         for f in dataclasses.fields(obj):
-            yield from _tensors(getattr(obj, f.name), f"{path}.{f.name}", depth + 1)
+            yield from iter_tensors(getattr(obj, f.name), f"{path}.{f.name}", depth + 1)
 
 
 def _nonfinite_counts(t: "torch.Tensor") -> tuple[int, int]:
@@ -85,7 +85,7 @@ def assert_finite(obj: Any, name: str | None = None) -> None:
         for bname, b in obj.named_buffers():
             items.append((f"buffer {bname}", b))
     else:
-        items = [(f"{label}{path}", t) for path, t in _tensors(obj)]
+        items = [(f"{label}{path}", t) for path, t in iter_tensors(obj)]
         if not items:
             raise TypeError(f"assert_finite: no tensor found in {type(obj).__name__}")
     bad = []
@@ -170,7 +170,7 @@ class NanGuard:
             # Pre-hooks run outermost first: the first module seen names its subtree.
             self._learn_names(module)
         if self.backward:
-            for path, t in _tensors(args):
+            for path, t in iter_tensors(args):
                 if t.requires_grad:
                     self._add_role(t, module, "input" + path, "input")
 
@@ -179,7 +179,7 @@ class NanGuard:
         if self.failure is not None:
             return
         self.checked_modules += 1
-        for path, t in _tensors(output):
+        for path, t in iter_tensors(output):
             if not (t.is_floating_point() or t.is_complex()):
                 continue
             if not bool(torch_isfinite_all(t)):
@@ -190,9 +190,9 @@ class NanGuard:
     def _fail_forward(self, module: Any, args: tuple, where: str, t: Any) -> None:
         __tracebackhide__ = True
         nan, inf = _nonfinite_counts(t)
-        inputs = [f"    input{p}: {_describe_range(x)}" for p, x in _tensors(args)] or ["    (no tensor inputs)"]
+        inputs = [f"    input{p}: {_describe_range(x)}" for p, x in iter_tensors(args)] or ["    (no tensor inputs)"]
         name = self._name(module)
-        first_bad_input = any(sum(_nonfinite_counts(x)) for _, x in _tensors(args))
+        first_bad_input = any(sum(_nonfinite_counts(x)) for _, x in iter_tensors(args))
         cause = ("its inputs were already non-finite: the data or an op outside any module produced them"
                  if first_bad_input else
                  f"{type(module).__name__}.forward produced them from finite inputs "

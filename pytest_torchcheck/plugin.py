@@ -1,4 +1,6 @@
-"""The ``pytest11`` entry point: options, ini keys, markers, fixtures and hooks.
+"""The ``pytest11`` entry point: its options, ini keys, markers, fixtures and hooks (the parts shared with the
+sub-plugins -- option precedence, stash keys, the marker registry, devices, the report section -- are in
+``core``).
 
 Loading this module imports neither torch nor CUDA: torch is imported inside the
 fixtures and hooks of tests that use it, and devices are found in a subprocess.
@@ -7,77 +9,29 @@ Option precedence: marker > command line > environment > ini > default.
 
 from __future__ import annotations
 
-import os
-import random
-import sys
-from typing import Any, Callable, Iterator, NamedTuple
+from typing import Any, Iterator
 
 import pytest
 
+from pytest_torchcheck import core
+from pytest_torchcheck.core import BASE_SEED, ITEM_BASE, ITEM_SEED, Marker, Option, our_markers
 from pytest_torchcheck.errors import TorchcheckFailure
 from pytest_torchcheck.seeding import derive_seed, seed_everything
 
 # Capabilities with hooks of their own are sub-plugins, registered with this one (so ``-p no:torchcheck``
-# disables them all). Each one imports no torch at load time.
+# disables them all). Each one imports no torch at load time, registers its own options and markers through
+# ``core``, and imports nothing from this module.
 pytest_plugins = ("pytest_torchcheck.distributed.plugin", "pytest_torchcheck.budgets.plugin")
 
-SEED_HELP = "base seed: each test is seeded from it and its test id (an integer, or 'random'; default 0)"
-DEVICES_HELP = "devices torch_device runs on, e.g. 'cpu,cuda' (default: detected in a subprocess)"
 LINT_HELP = "lint every collected Python file with torchcheck's static rules (one item per file)"
 NAN_GUARD_HELP = "guard every test with nan_guard (fail at the first non-finite module output or gradient)"
 
-
-class Option(NamedTuple):
-    name: str  # ini key; the flag is --torchcheck-<name> with dashes
-    help: str
-    env: str
-    parse: Callable[[str, str], Any]
-    default: str
-    flag_kwargs: dict
-
-
-def _parse_seed(value: str, source: str) -> int:
-    value = str(value).strip()
-    if value.lower() == "random":
-        return random.SystemRandom().randrange(2**32)
-    try:
-        seed = int(value)
-    except ValueError:
-        raise pytest.UsageError(f"{source}: expected an integer seed or 'random', got {value!r}") from None
-    if not 0 <= seed < 2**32:
-        raise pytest.UsageError(f"{source}: seed must be in 0..{2**32 - 1}, got {seed}")
-    return seed
-
-
-def _parse_devices(value: str, source: str) -> tuple[str, ...] | None:
-    if value == "":
-        return None
-    from pytest_torchcheck.devices import parse_devices
-    from pytest_torchcheck.errors import TorchcheckUsageError
-
-    try:
-        return parse_devices(value, source)
-    except TorchcheckUsageError as e:
-        raise pytest.UsageError(str(e)) from None
-
-
-def _parse_bool(value: str, source: str) -> bool:
-    text = str(value).strip().lower()
-    if text in ("1", "true", "yes", "on"):
-        return True
-    if text in ("0", "false", "no", "off", ""):
-        return False
-    raise pytest.UsageError(f"{source}: expected true or false, got {value!r}")
-
-
 OPTIONS = {
-    "seed": Option("torchcheck_seed", SEED_HELP, "TORCHCHECK_SEED", _parse_seed, "0",
-                   {"metavar": "N"}),
-    "devices": Option("torchcheck_devices", DEVICES_HELP, "TORCHCHECK_DEVICES", _parse_devices, "",
-                      {"metavar": "LIST"}),
-    "nan_guard": Option("torchcheck_nan_guard", NAN_GUARD_HELP, "TORCHCHECK_NAN_GUARD", _parse_bool, "false",
+    "seed": core.SEED,
+    "devices": core.DEVICES_OPTION,
+    "nan_guard": Option("torchcheck_nan_guard", NAN_GUARD_HELP, "TORCHCHECK_NAN_GUARD", core.parse_bool, "false",
                         {"action": "store_const", "const": "true"}),
-    "lint": Option("torchcheck_lint", LINT_HELP, "TORCHCHECK_LINT", _parse_bool, "false",
+    "lint": Option("torchcheck_lint", LINT_HELP, "TORCHCHECK_LINT", core.parse_bool, "false",
                    {"action": "store_const", "const": "true"}),
 }
 
@@ -96,47 +50,30 @@ MARKERS: dict[str, tuple[str, str, dict[str, tuple[tuple[type, ...], Any]], tupl
                         "base seed for this test, overriding --torchcheck-seed",
                         {"seed": ((int,), None)}, ("seed",)),
 }
+LINT_MARKER = Marker("torchcheck_lint", "torchcheck_lint", "a torchcheck static-lint item (--torchcheck-lint)")
 
-BASE_SEED = pytest.StashKey[int]()
-DEVICES = pytest.StashKey[Any]()
-ITEM_SEED = pytest.StashKey[int]()
-ITEM_BASE = pytest.StashKey[int]()
 GUARDS = pytest.StashKey[list]()
 MARKER_ERROR = pytest.StashKey[str]()
 NAN_GUARD_ALL = pytest.StashKey[bool]()
 LINT_ALL = pytest.StashKey[bool]()
-OUR_MARKERS = pytest.StashKey[frozenset]()
 
 _TORCHCHECK_FIXTURES = frozenset({"torch_seed", "torch_device", "nan_guard"})
 
 
 # ------------------------------------------------------------------ options
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("torchcheck", "torchcheck: checks for PyTorch training code")
-    for key, opt in OPTIONS.items():
-        flag = "--" + opt.name.replace("_", "-")
-        group.addoption(flag, dest=opt.name, default=None, help=f"{opt.help} [env {opt.env}, ini {opt.name}]",
-                        **opt.flag_kwargs)
-        parser.addini(opt.name, opt.help, default=opt.default)
+    core.add_options(parser, OPTIONS)
 
 
 def option_value(config: pytest.Config, key: str) -> Any:
-    """Command line > environment > ini > default, parsed, with the source named on error."""
-    opt = OPTIONS[key]
-    cli = config.getoption(opt.name)
-    if cli is not None:
-        return opt.parse(cli, "--" + opt.name.replace("_", "-"))
-    env = os.environ.get(opt.env)
-    if env is not None and env != "":
-        return opt.parse(env, f"environment variable {opt.env}")
-    ini = config.getini(opt.name)
-    source = f"ini option {opt.name} in {config.inipath}" if config.inipath else f"ini option {opt.name}"
-    return opt.parse(ini if ini is not None else opt.default, source)
+    """This plugin's option ``key``: command line > environment > ini > default."""
+    return core.option_value(config, OPTIONS[key])
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    for name, (signature, help_text, _, _) in MARKERS.items():
-        config.addinivalue_line("markers", f"{signature}: {help_text}")
+    core.register_markers(config, *(Marker(name, signature, help_text)
+                                    for name, (signature, help_text, _, _) in MARKERS.items()), LINT_MARKER)
+    core.add_rerun_flags(config, _rerun_flags)
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None and "torchcheck_seed" in workerinput:
         config.stash[BASE_SEED] = workerinput["torchcheck_seed"]  # the controller's, even for 'random'
@@ -145,7 +82,6 @@ def pytest_configure(config: pytest.Config) -> None:
     option_value(config, "devices")  # validate early
     config.stash[NAN_GUARD_ALL] = option_value(config, "nan_guard")
     config.stash[LINT_ALL] = option_value(config, "lint")
-    config.addinivalue_line("markers", "torchcheck_lint: a torchcheck static-lint item (--torchcheck-lint)")
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistSeed(), "torchcheck-xdist")
 
@@ -165,29 +101,6 @@ def pytest_report_header(config: pytest.Config) -> str:
 
 
 # ------------------------------------------------------------------ markers
-# Every marker torchcheck reads: this plugin's, the DDP harness's and the budgets'.
-OUR_MARKER_NAMES = frozenset(MARKERS) | {"distributed", "budget"}
-
-
-def our_markers(item: pytest.Item) -> frozenset[str]:
-    """Which of torchcheck's markers ``item`` carries (most tests carry none), walked once per item.
-
-    The walk reads each node's ``own_markers`` up the parent chain, as ``iter_markers`` does, without
-    its generators: it runs for every test of every suite that has the plugin installed.
-    """
-    found = item.stash.get(OUR_MARKERS, None)
-    if found is None:
-        names = []
-        node: Any = item
-        while node is not None:
-            for mark in node.own_markers:
-                if mark.name in OUR_MARKER_NAMES:
-                    names.append(mark.name)
-            node = node.parent
-        found = item.stash[OUR_MARKERS] = frozenset(names)
-    return found
-
-
 def _marker_kwargs(item: pytest.Item, name: str) -> dict[str, Any] | None:
     """The validated arguments of the closest ``name`` marker, or None if absent."""
     if name not in our_markers(item):
@@ -224,14 +137,6 @@ class _MarkerError(Exception):
     pass
 
 
-def _devices(config: pytest.Config) -> Any:
-    if DEVICES not in config.stash:
-        from pytest_torchcheck.devices import detect
-
-        config.stash[DEVICES] = detect(option_value(config, "devices"), "--torchcheck-devices")
-    return config.stash[DEVICES]
-
-
 def pytest_collect_file(file_path: Any, parent: pytest.Collector) -> Any:
     if file_path.suffix == ".py" and parent.config.stash.get(LINT_ALL, False):
         from pytest_torchcheck.lint_items import LintFile
@@ -242,7 +147,7 @@ def pytest_collect_file(file_path: Any, parent: pytest.Collector) -> Any:
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "torch_device" in metafunc.fixturenames:
-        names = _devices(metafunc.config).names
+        names = core.devices(metafunc.config).names
         metafunc.parametrize("torch_device", names, indirect=True, ids=list(names))
 
 
@@ -262,7 +167,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     item.stash[ITEM_SEED] = derive_seed(base, item.nodeid)
     seed_everything(item.stash[ITEM_SEED])
     if cuda is not None:
-        devices = _devices(item.config)
+        devices = core.devices(item.config)
         if devices.cuda_count < cuda["min_devices"]:
             # Reported at the test, as skipif markers are, not at this hook.
             raise pytest.skip.Exception(
@@ -301,7 +206,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
             hide_library_frames(call.excinfo)  # the traceback ends at the user's frame
     report = yield
     if report.failed and _is_torchcheck_failure(item, call):
-        report.sections.append(("torchcheck", _section(item)))
+        report.sections.append(("torchcheck", core.report_section(item)))
     return report
 
 
@@ -315,41 +220,8 @@ def _is_torchcheck_failure(item: pytest.Item, call: pytest.CallInfo) -> bool:
     return bool(_TORCHCHECK_FIXTURES & set(getattr(item, "fixturenames", ())))
 
 
-def rerun_command(item: pytest.Item) -> str:
-    import shlex
-
-    base = item.stash.get(ITEM_BASE, item.config.stash[BASE_SEED])
-    args = ["python", "-m", "pytest", item.nodeid, f"--torchcheck-seed={base}"]
-    # Effective values, not just flags: a failure found under an env/ini setting must reproduce without it.
-    devices = option_value(item.config, "devices")
-    if devices:
-        args.append(f"--torchcheck-devices={','.join(devices)}")
-    if option_value(item.config, "nan_guard"):
-        args.append("--torchcheck-nan-guard")
-    return f"cd {shlex.quote(str(item.config.rootpath))} && {shlex.join(args)}"
-
-
-def _section(item: pytest.Item, world_size: int | None = None) -> str:
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        version = getattr(torch, "__version__", "unknown")
-    else:  # e.g. a distributed test, run in rank processes only
-        from importlib import metadata
-
-        try:
-            version = f"{metadata.version('torch')} (not imported in the pytest process)"
-        except metadata.PackageNotFoundError:
-            version = "not installed"
-    callspec = getattr(item, "callspec", None)
-    device = callspec.params.get("torch_device", "cpu") if callspec is not None else "cpu"
-    base = item.stash.get(ITEM_BASE, item.config.stash[BASE_SEED])
-    seed = item.stash.get(ITEM_SEED, derive_seed(base, item.nodeid))
-    world = str(world_size) if world_size is not None else os.environ.get("WORLD_SIZE", "1")
-    return (f"seed: {seed} (base seed {base}, test id {item.nodeid})\n"
-            f"torch: {version}\n"
-            f"device: {device}\n"
-            f"world size: {world}\n"
-            f"rerun: {rerun_command(item)}")
+def _rerun_flags(config: pytest.Config) -> list[str]:
+    return ["--torchcheck-nan-guard"] if option_value(config, "nan_guard") else []
 
 
 # ----------------------------------------------------------------- fixtures

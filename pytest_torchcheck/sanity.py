@@ -9,7 +9,7 @@ import random
 import sys
 from typing import TYPE_CHECKING, Any, Callable
 
-from pytest_torchcheck.anomaly import _tensors
+from pytest_torchcheck.anomaly import iter_tensors
 from pytest_torchcheck.errors import TorchcheckFailure, TorchcheckUsageError
 from pytest_torchcheck.modes import STOCHASTIC_LAYERS
 
@@ -234,7 +234,7 @@ def assert_batch_independent(model: Callable[..., Any], inputs: "torch.Tensor", 
         raise TorchcheckUsageError("assert_batch_independent: inputs must be floating point (gradients flow "
                                    "through them); for token ids, pass the embedded inputs to the rest of the model")
     x.requires_grad_(True)
-    outs = [t for _, t in _tensors(model(x)) if t.is_floating_point() and t.requires_grad]
+    outs = [t for _, t in iter_tensors(model(x)) if t.is_floating_point() and t.requires_grad]
     if not outs:
         raise TorchcheckUsageError("assert_batch_independent: the model's output does not depend on its inputs")
     batch = x.shape[0]
@@ -345,7 +345,7 @@ class _Watch:
     def _pre(self, module: Any, args: Any) -> None:
         self.seen.append((module, module.training))
         if self._depth == 0:
-            self.inputs.extend((module, f"input{path}", t, t._version) for path, t in _tensors(args))
+            self.inputs.extend((module, f"input{path}", t, t._version) for path, t in iter_tensors(args))
         self._depth += 1
 
     def _post(self, module: Any, args: Any, output: Any) -> None:
@@ -413,7 +413,7 @@ def assert_deterministic(fn: Callable[[], Any], runs: int = 2, *, seed: int | No
             names = _module_names(model, [m for m, _ in seen])
             stochastic_on = sorted({names(m) for m, training in seen
                                     if training and type(m).__name__ in STOCHASTIC_LAYERS})
-        tensors = [(f"output{p}", t) for p, t in _tensors(out)]
+        tensors = [(f"output{p}", t) for p, t in iter_tensors(out)]
         if not tensors:
             raise TorchcheckUsageError(f"assert_deterministic: fn returned no tensor ({type(out).__name__})")
         if model is not None:

@@ -24,7 +24,7 @@ _DATA_NAME = re.compile(
     re.I)
 # Wrappers around an iterable that keep its items: enumerate(loader), tqdm(loader), ...
 _ITER_WRAPPERS = frozenset({"enumerate", "zip", "iter", "islice", "tqdm", "trange"})
-_FUNCTIONS = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
+FUNCTION_SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
 _STEPPERS = frozenset({OPTIMIZER, DISTRIBUTED_OPTIMIZER, SCALER})
 # A batch fetched inside a counting loop: `X, Y = get_batch("val")`, `next(val_iter)`.
 _FETCH_NAME = re.compile(r"(^|_)(batch|batches|sample)($|_)|^next$", re.I)
@@ -54,7 +54,7 @@ class FileFacts:
         if start is None:
             return
         ordered = model.ordered
-        own = model.enclosing_function(container) if not isinstance(container, _FUNCTIONS) else container
+        own = model.enclosing_function(container) if not isinstance(container, FUNCTION_SCOPES) else container
         for i in range(start + 1, len(ordered)):
             node = ordered[i]
             if not model.is_inside(node, container):

@@ -7,7 +7,7 @@ import libcst as cst
 from lint_rules.analysis.model import is_true
 from lint_rules.analysis.summaries import Summaries
 from lint_rules.analysis.names import SET_GRAD_ENABLED
-from lint_rules.analysis.evaluation import FileFacts, _FUNCTIONS
+from lint_rules.analysis.evaluation import FileFacts, FUNCTION_SCOPES
 from lint_rules.rule import WARNING, Invalid, Rule, Valid
 
 if TYPE_CHECKING:
@@ -381,7 +381,7 @@ class EvaluationWithoutNoGrad(Rule):
     def _under_set_grad_enabled(self, node: cst.CSTNode) -> bool:
         """Inside ``with torch.set_grad_enabled(<anything>)``: the author manages grad mode."""
         for a in self.model.ancestors(node):
-            if isinstance(a, _FUNCTIONS):
+            if isinstance(a, FUNCTION_SCOPES):
                 return False
             if isinstance(a, cst.With):
                 for item in a.items:

@@ -760,26 +760,33 @@ def _memory_held(cuda: bool) -> dict[str, int]:
     return held
 
 
+# What budgets.spec's keys name as their instrument (Key.instrument); a test holds the two in step.
+INSTRUMENTS = frozenset({"flops", "cuda_peaks", "cpu_memory", "ops", "syncs", "compile", "timer", "held_memory"})
+
+
 @contextlib.contextmanager
 def instruments(keys: set[str], m: Measurement) -> Iterator[None]:
-    """The counters ``keys`` need, around one run; results land in ``m``."""
+    """The counters the limits ``keys`` need, around one run; results land in ``m``."""
+    from pytest_torchcheck.budgets.spec import instruments as needed
+
+    need = needed(keys)
     with contextlib.ExitStack() as stack:
         flop_counter = None
-        if "flops" in keys:
+        if "flops" in need:
             from torch.utils.flop_counter import FlopCounterMode
 
             flop_counter = stack.enter_context(FlopCounterMode(display=False))
         cuda = None
-        if keys & {"cuda_memory", "cuda_reserved"}:
+        if "cuda_peaks" in need:
             cuda = stack.enter_context(CudaPeaks())
         allocator = None
-        if "cpu_memory" in keys and AllocatorPeak.usable():
+        if "cpu_memory" in need and AllocatorPeak.usable():
             allocator = stack.enter_context(AllocatorPeak())
-        sampled = "cpu_memory" in keys and allocator is None  # a profiler was already running: sample malloc
+        sampled = "cpu_memory" in need and allocator is None  # a profiler was already running: sample malloc
         op_counter = None
-        if "ops" in keys or sampled:
-            op_counter = stack.enter_context(OpCounter(count="ops" in keys, memory=sampled))
-        if "syncs" in keys:
+        if "ops" in need or sampled:
+            op_counter = stack.enter_context(OpCounter(count="ops" in need, memory=sampled))
+        if "syncs" in need:
             m.syncs = stack.enter_context(SyncCounter())
         try:
             yield
@@ -787,7 +794,7 @@ def instruments(keys: set[str], m: Measurement) -> Iterator[None]:
             if op_counter is not None:
                 op_counter.finish()
     if op_counter is not None:
-        if "ops" in keys:
+        if "ops" in need:
             m.ops = op_counter.ops
         if sampled:
             m.cpu_peak = op_counter.peak_above_start
@@ -808,9 +815,12 @@ def instruments(keys: set[str], m: Measurement) -> Iterator[None]:
 def measure_function(fn: Callable[[], Any], keys: set[str], warmup: int, repeats: int, timed: bool) -> Measurement:
     """``warmup`` plain runs, one instrumented run, then ``repeats`` runs for time and memory growth."""
     __tracebackhide__ = True
+    from pytest_torchcheck.budgets.spec import instruments as needed
+
+    need = needed(keys)
     m = Measurement()
     with contextlib.ExitStack() as stack:
-        if keys & {"graph_breaks", "recompiles"}:
+        if "compile" in need:
             m.compile = stack.enter_context(CompileWatcher())  # compile events count in every run
         for _ in range(warmup):
             fn()
@@ -823,7 +833,7 @@ def measure_function(fn: Callable[[], Any], keys: set[str], warmup: int, repeats
                 fn()
             m.runs += 1
             m.cpu_peak, m.cpu_sizes, m.cpu_remeasure = again.peak, again.largest, again.outgrew_registry
-        growth = "memory_growth" in keys
+        growth = "held_memory" in need
         if timed or growth:
             timer = Timer()
             m.time_method = timer.method
@@ -854,9 +864,11 @@ def measure_function(fn: Callable[[], Any], keys: set[str], warmup: int, repeats
 @contextlib.contextmanager
 def measure_block(keys: set[str]) -> Iterator[Measurement]:
     """One run of a ``with`` block (no warm-up, no repeats)."""
+    from pytest_torchcheck.budgets.spec import instruments as needed
+
     m = Measurement(block=True)
     with contextlib.ExitStack() as stack:
-        if keys & {"graph_breaks", "recompiles"}:
+        if "compile" in needed(keys):
             m.compile = stack.enter_context(CompileWatcher())
         with instruments(keys, m):
             yield m

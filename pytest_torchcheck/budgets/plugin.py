@@ -13,9 +13,10 @@ from typing import Any, Iterator
 
 import pytest
 
+from pytest_torchcheck import core
 from pytest_torchcheck.budgets import SIGNATURE
+from pytest_torchcheck.core import Marker, Option, our_markers
 from pytest_torchcheck.errors import TorchcheckFailure, TorchcheckUsageError
-from pytest_torchcheck.plugin import Option, our_markers
 
 # spec, units and baseline load on first use (a budgeted test, a budget option): a suite without budgets
 # does not pay for them at start-up.
@@ -86,9 +87,9 @@ OPTIONS = {
                            ".torchcheck/baselines", {"metavar": "DIR"}),
 }
 
-MARKER_LINE = (f"{SIGNATURE}: fail the test when its body exceeds a limit (memory peaks and growth, "
-               f"host-device syncs, FLOPs, ATen ops, torch.compile graph breaks/recompiles, time); limits take "
-               f"units ('512MiB', '200ms'); warmup=N runs the body N times first")
+MARKER = Marker("budget", SIGNATURE, "fail the test when its body exceeds a limit (memory peaks and growth, "
+                "host-device syncs, FLOPs, ATen ops, torch.compile graph breaks/recompiles, time); limits take "
+                "units ('512MiB', '200ms'); warmup=N runs the body N times first")
 
 
 class Settings:
@@ -114,41 +115,24 @@ MARKER_ERROR = pytest.StashKey[str]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("torchcheck", "torchcheck: checks for PyTorch training code")
-    for opt in OPTIONS.values():
-        flag = "--" + opt.name.replace("_", "-")
-        group.addoption(flag, dest=opt.name, default=None, help=f"{opt.help} [env {opt.env}, ini {opt.name}]",
-                        **opt.flag_kwargs)
-        parser.addini(opt.name, f"{opt.help} (default: {opt.default or 'none'})", default="")
+    # The ini keys default to empty: a default comes from OPTIONS only when no layer set the key.
+    core.add_options(parser, OPTIONS, default_in_ini_help=True)
 
 
 def _sources(config: pytest.Config, key: str) -> list[tuple[str, str]]:
     """(raw value, source) from ini, environment and command line, lowest precedence first."""
-    opt = OPTIONS[key]
-    found = []
-    ini = config.getini(opt.name)
-    if ini is not None and str(ini).strip() != "":
-        where = f"ini option {opt.name} in {config.inipath}" if config.inipath else f"ini option {opt.name}"
-        found.append((str(ini), where))
-    env = os.environ.get(opt.env)
-    if env:
-        found.append((env, f"environment variable {opt.env}"))
-    cli = config.getoption(opt.name)
-    if cli is not None:
-        found.append((cli, "--" + opt.name.replace("_", "-")))
-    return found
+    return core.option_sources(config, OPTIONS[key])
 
 
 def _value(config: pytest.Config, key: str) -> tuple[Any, str]:
     opt = OPTIONS[key]
     found = _sources(config, key)
-    flag = "--" + opt.name.replace("_", "-")
-    raw, source = found[-1] if found else (opt.default, f"the default ({flag} or ini {opt.name} changes it)")
+    raw, source = found[-1] if found else (opt.default, f"the default ({opt.flag} or ini {opt.name} changes it)")
     return opt.parse(raw, source), source
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", MARKER_LINE)
+    core.register_markers(config, MARKER)
     try:
         defaults = [(_spec(raw, source), source) for raw, source in _sources(config, "budget")]
         save, _ = _value(config, "baseline_save")
@@ -207,11 +191,10 @@ def _runtest_setup(item: pytest.Item) -> None:
         pytest.fail(f"@pytest.mark.budget on {item.nodeid}: only test functions can carry a budget", pytrace=False)
     cuda = sorted(spec.CUDA_KEYS & set(budget.limits))
     if cuda and "RANK" not in os.environ:  # inside a rank, the measurement itself skips without CUDA
-        from pytest_torchcheck.plugin import _devices  # found in a subprocess: CUDA stays untouched here
-
-        if _devices(item.config).cuda_count < 1:
+        devices = core.devices(item.config)  # found in a subprocess: CUDA stays untouched here
+        if devices.cuda_count < 1:
             raise pytest.skip.Exception(
-                f"budget {', '.join(cuda)} needs CUDA: no CUDA device found ({_devices(item.config).source}); "
+                f"budget {', '.join(cuda)} needs CUDA: no CUDA device found ({devices.source}); "
                 f"the limit is not checked on this machine", _use_item_location=True)
     item.stash[MARKER_BUDGET] = budget
 

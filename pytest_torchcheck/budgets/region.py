@@ -42,7 +42,7 @@ def skip_unsupported(budget: Budget) -> None:
         raise pytest.skip.Exception(f"budget {', '.join(cuda)} needs CUDA: torch.cuda.is_available() is False "
                                     f"(torch {torch.__version__}); the limit is not checked on this machine",
                                     _use_item_location=True)
-    memory = sorted({"cpu_memory", "memory_growth"} & set(budget.limits))
+    memory = sorted(spec.HOST_MEMORY_KEYS & set(budget.limits))
     if memory and measure.cpu_in_use is None:
         raise pytest.skip.Exception(f"budget {', '.join(memory)}: {measure.CPU_MEMORY_UNAVAILABLE}",
                                     _use_item_location=True)
@@ -63,7 +63,7 @@ def run_function(fn: Callable[[], Any], budget: Budget, ctx: Context, region: st
     skip_unsupported(budget)
     key = ctx.region_key(region)
     b = ctx.baselines
-    timed = "time" in budget.limits or b.active
+    timed = "timer" in spec.instruments(budget.limits.keys()) or b.active
     keys = set(budget.limits)
     m = measure_function(fn, keys, budget.warmup, budget.repeats, timed)
     cpu_limit = budget.limits.get("cpu_memory")

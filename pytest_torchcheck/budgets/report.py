@@ -9,7 +9,7 @@ from typing import Callable
 
 from pytest_torchcheck.budgets import units
 from pytest_torchcheck.budgets.measure import ALLOCATOR, Measurement, short_path
-from pytest_torchcheck.budgets.spec import Budget
+from pytest_torchcheck.budgets.spec import KEYS, LIMITS, Budget
 from pytest_torchcheck.errors import TorchcheckFailure
 
 TOP = 5
@@ -45,8 +45,7 @@ def current_device() -> str:
 
 
 def _fmt(key: str, value: float) -> str:
-    unit = {"cpu_memory": "bytes", "cuda_memory": "bytes", "cuda_reserved": "bytes", "memory_growth": "bytes",
-            "time": "seconds", "flops": "flops"}.get(key, "count")
+    unit = KEYS[key].unit
     if unit == "bytes":
         return units.format_bytes(value)
     if unit == "seconds":
@@ -64,7 +63,7 @@ class Violation:
     change: str = ""  # how to change this limit, when it was not set by a budget key
 
 
-def _syncs(m: Measurement, limit: int) -> Violation | None:
+def _syncs(key: str, m: Measurement, limit: int) -> Violation | None:
     total = m.syncs.total
     if total <= limit:
         return None
@@ -75,21 +74,21 @@ def _syncs(m: Measurement, limit: int) -> Violation | None:
                  "nonzero, a boolean mask, a tensor in an `if`); keep it on the device (loss.detach()) and read it "
                  "only when logging. A CPU tensor counts as the device tensor it is in a GPU run; torch's "
                  "reads of host tensors (optimizer step counters, samplers) and of host scalars do not count.")
-    return Violation("syncs", f"syncs {total} > limit {limit}", lines)
+    return Violation(key, f"{key} {total} > limit {limit}", lines)
 
 
-def _ops(m: Measurement, limit: int) -> Violation | None:
+def _ops(key: str, m: Measurement, limit: int) -> Violation | None:
     total = sum(m.ops.values())
     if total <= limit:
         return None
     top = ", ".join(f"aten.{op} {n}" for op, n in m.ops.most_common(TOP))
-    return Violation("ops", f"ops {total} > limit {limit}", [
+    return Violation(key, f"{key} {total} > limit {limit}", [
         f"ops: {total} ATen operator calls, limit {limit}; top operators: {top}",
         "  likely cause: more kernel launches: a Python loop over elements or layers, an extra forward, "
         "an unfused elementwise chain, or a new operator in the step"])
 
 
-def _flops(m: Measurement, limit: int) -> Violation | None:
+def _flops(key: str, m: Measurement, limit: int) -> Violation | None:
     if m.flops <= limit:
         return None
     ranked = sorted(m.flops_by_op.items(), key=lambda kv: -kv[1])[:TOP]
@@ -105,7 +104,7 @@ def _flops(m: Measurement, limit: int) -> Violation | None:
 GRAPH_KEPT_NODES = 200
 
 
-def _cpu_memory(m: Measurement, limit: int) -> Violation | None:
+def _cpu_memory(key: str, m: Measurement, limit: int) -> Violation | None:
     if m.cpu_peak <= limit:
         return None
     head = (f"cpu_memory: peak {_fmt('cpu_memory', m.cpu_peak)} above the region's start on cpu, "
@@ -137,7 +136,8 @@ def _cpu_memory(m: Measurement, limit: int) -> Violation | None:
                                    f"{_fmt('cpu_memory', limit)}", lines)
 
 
-def _cuda(key: str, values: dict[int, int], limit: int) -> Violation | None:
+def _cuda(key: str, m: Measurement, limit: int) -> Violation | None:
+    values = m.cuda_allocated if key == "cuda_memory" else m.cuda_reserved
     over = {d: v for d, v in values.items() if v > limit}
     if not over:
         return None
@@ -150,7 +150,7 @@ def _cuda(key: str, values: dict[int, int], limit: int) -> Violation | None:
     return Violation(key, f"{key} {_fmt(key, worst)} > limit {_fmt(key, limit)}", lines)
 
 
-def _growth(m: Measurement, limit: int) -> Violation | None:
+def _growth(key: str, m: Measurement, limit: int) -> Violation | None:
     per = {dev: m.growth_per_run(dev) for dev in m.growth}
     over = {dev: g for dev, g in per.items() if g > limit}
     if not over:
@@ -169,7 +169,7 @@ def _growth(m: Measurement, limit: int) -> Violation | None:
                                       f"{_fmt('memory_growth', limit)}", lines)
 
 
-def _time(m: Measurement, limit: float) -> Violation | None:
+def _time(key: str, m: Measurement, limit: float) -> Violation | None:
     t = m.time
     if t <= limit:
         return None
@@ -199,18 +199,15 @@ def _compile(key: str, m: Measurement, limit: int) -> Violation | None:
     return Violation(key, f"{key} {count} > limit {limit}", lines)
 
 
-CHECKS: dict[str, Callable[[Measurement, object], Violation | None]] = {
-    "syncs": _syncs, "ops": _ops, "flops": _flops, "cpu_memory": _cpu_memory,
-    "cuda_memory": lambda m, lim: _cuda("cuda_memory", m.cuda_allocated, lim),
-    "cuda_reserved": lambda m, lim: _cuda("cuda_reserved", m.cuda_reserved, lim),
-    "memory_growth": _growth, "time": _time,
-    "graph_breaks": lambda m, lim: _compile("graph_breaks", m, lim),
-    "recompiles": lambda m, lim: _compile("recompiles", m, lim),
+# What budgets.spec's keys name as their check (Key.check): (key, measurement, limit) -> a violation or None.
+CHECKS: dict[str, Callable[[str, Measurement, object], Violation | None]] = {
+    "syncs": _syncs, "ops": _ops, "flops": _flops, "cpu_memory": _cpu_memory, "cuda_memory": _cuda,
+    "memory_growth": _growth, "time": _time, "compile": _compile,
 }
 
 
 def violations(budget: Budget, m: Measurement) -> list[Violation]:
-    return [v for key, limit in budget.limits.items() if (v := CHECKS[key](m, limit)) is not None]
+    return [v for key, limit in budget.limits.items() if (v := CHECKS[LIMITS[key].check](key, m, limit)) is not None]
 
 
 def check(budget: Budget, m: Measurement, where: Where, extra: list[Violation] = ()) -> None:

@@ -14,45 +14,79 @@ from pytest_torchcheck.errors import TorchcheckUsageError
 
 
 class Key(NamedTuple):
+    """One budget key, declared once: how it is parsed, printed, measured, checked and documented.
+
+    Everything else reads these declarations: the parser below, the skips (``needs``), the `with`-block
+    restriction (``repeated``), ``measure.instruments`` (``instrument``), ``report.violations`` (``check``)
+    and the failure messages' units. A new key that an existing instrument reads and an existing check
+    compares is one entry here (and its name in ``budgets.SIGNATURE``, which a test keeps in step).
+    """
+
     parse: Callable[[object], Any]
     allowed: str  # what a value may be, for error messages
     unit: str  # how the measured value is printed: bytes, seconds, count, flops
-    what: str  # one-line meaning, for README/--markers
+    what: str  # one-line meaning, for the docs and --markers
+    instrument: str = ""  # what measures a limit: one of measure.INSTRUMENTS
+    check: str = ""  # what compares the measurement with a limit: one of report.CHECKS, called with the key
+    needs: str = ""  # "cuda": skipped without CUDA; "host_memory": skipped without glibc's mallinfo2()
+    repeated: bool = False  # needs the region to run more than once: the marker, or the fixture given a function
+    default: str = ""  # as the signature shows it
 
 
 LIMITS: dict[str, Key] = {
     "cpu_memory": Key(units.parse_size, units.SIZE_HELP, "bytes",
-                      "peak CPU memory (torch tensors + native allocations) above the region's start"),
+                      "peak CPU memory (torch tensors + native allocations) above the region's start",
+                      instrument="cpu_memory", check="cpu_memory", needs="host_memory"),
     "cuda_memory": Key(units.parse_size, units.SIZE_HELP, "bytes",
-                       "peak CUDA memory allocated per device above the region's start (skipped without CUDA)"),
+                       "peak CUDA memory allocated per device above the region's start (skipped without CUDA)",
+                       instrument="cuda_peaks", check="cuda_memory", needs="cuda"),
     "cuda_reserved": Key(units.parse_size, units.SIZE_HELP, "bytes",
-                         "peak CUDA memory reserved by the caching allocator per device (skipped without CUDA)"),
+                         "peak CUDA memory reserved by the caching allocator per device (skipped without CUDA)",
+                         instrument="cuda_peaks", check="cuda_memory", needs="cuda"),
     "memory_growth": Key(units.parse_size, units.SIZE_HELP, "bytes",
-                         "memory still held after each repeated run, per run (median; leaks)"),
+                         "memory still held after each repeated run, per run (median; leaks)",
+                         instrument="held_memory", check="memory_growth", needs="host_memory", repeated=True),
     "syncs": Key(units.parse_count, units.COUNT_HELP, "count",
                  "host-device synchronisations (.item(), .cpu(), .tolist(), .numpy(), nonzero, boolean masks, "
-                 "printing); counted identically on CPU and GPU"),
-    "flops": Key(units.parse_count, units.COUNT_HELP, "flops", "floating-point operations (torch's flop counter)"),
-    "ops": Key(units.parse_count, units.COUNT_HELP, "count", "ATen operator calls (a kernel-launch proxy)"),
-    "graph_breaks": Key(units.parse_count, units.COUNT_HELP, "count", "torch.compile graph breaks"),
-    "recompiles": Key(units.parse_count, units.COUNT_HELP, "count", "torch.compile recompilations"),
+                 "printing); counted identically on CPU and GPU", instrument="syncs", check="syncs"),
+    "flops": Key(units.parse_count, units.COUNT_HELP, "flops", "floating-point operations (torch's flop counter)",
+                 instrument="flops", check="flops"),
+    "ops": Key(units.parse_count, units.COUNT_HELP, "count", "ATen operator calls (a kernel-launch proxy)",
+               instrument="ops", check="ops"),
+    "graph_breaks": Key(units.parse_count, units.COUNT_HELP, "count", "torch.compile graph breaks",
+                        instrument="compile", check="compile"),
+    "recompiles": Key(units.parse_count, units.COUNT_HELP, "count", "torch.compile recompilations",
+                      instrument="compile", check="compile"),
     "time": Key(units.parse_time, units.TIME_HELP, "seconds",
-                "median wall time of the repeated runs (CUDA events when CUDA is in use)"),
+                "median wall time of the repeated runs (CUDA events when CUDA is in use)",
+                instrument="timer", check="time", repeated=True),
 }
 SETTINGS: dict[str, Key] = {
     "warmup": Key(lambda v: units.parse_int(v, 0), "an integer >= 0", "count",
-                  "unmeasured runs of the region first (default 0; needs the region as a function)"),
+                  "unmeasured runs of the region first (default 0; needs the region as a function)",
+                  repeated=True, default="0"),
     "repeats": Key(lambda v: units.parse_int(v, 1), "an integer >= 1", "count",
-                   "measured runs for time and memory_growth (default 5)"),
+                   "measured runs for time and memory_growth (default 5)", default="5"),
     "tolerance": Key(units.parse_ratio, "a ratio >= 1", "ratio",
                      "baseline comparison: fail when slower than baseline x tolerance"),
     "name": Key(units.parse_name, "a non-empty string", "", "the region's name in messages and baselines"),
 }
 KEYS = {**LIMITS, **SETTINGS}
 # Keys that need the region to run more than once: the marker, or the fixture given a function.
-REPEATED = frozenset({"warmup", "time", "memory_growth"})
-CUDA_KEYS = frozenset({"cuda_memory", "cuda_reserved"})
+REPEATED = frozenset(k for k, key in KEYS.items() if key.repeated)
+CUDA_KEYS = frozenset(k for k, key in KEYS.items() if key.needs == "cuda")
+HOST_MEMORY_KEYS = frozenset(k for k, key in KEYS.items() if key.needs == "host_memory")
 DEFAULT_REPEATS = 5
+
+
+def signature() -> str:
+    """The marker's signature, from the declarations (``budgets.SIGNATURE`` keeps a copy for start-up)."""
+    return f"budget(*, {', '.join(f'{k}={key.default}' for k, key in KEYS.items())})"
+
+
+def instruments(keys: set[str] | frozenset[str]) -> frozenset[str]:
+    """What must measure a region with limits ``keys``."""
+    return frozenset(LIMITS[k].instrument for k in keys if k in LIMITS)
 
 
 class BudgetUsageError(TorchcheckUsageError):
@@ -72,7 +106,7 @@ class Budget:
 
     @property
     def needs_repeats(self) -> bool:
-        return bool({"time", "memory_growth"} & set(self.limits))
+        return any(LIMITS[k].repeated for k in self.limits)
 
 
 def parse_values(values: Mapping[str, object], source: str) -> dict[str, Any]:

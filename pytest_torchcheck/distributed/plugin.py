@@ -15,22 +15,13 @@ from typing import Any
 
 import pytest
 
+from pytest_torchcheck import core
 from pytest_torchcheck.distributed import ENV_WORKER
-
-SIGNATURE = "distributed(world_size=2, backend='gloo', timeout=60, isolate=False)"
-MARKER_HELP = ("run the test in every rank of a real torch.distributed process group (fixtures rank, world_size, "
-               "process_group, rank_device, tmp_path per rank); passes only if every rank passes")
-BACKENDS = ("gloo", "nccl")
-TIMEOUT_INI = "torchcheck_distributed_timeout"
-TIMEOUT_HELP = "default per-test deadline, in seconds, of @pytest.mark.distributed tests (default 60)"
-ISOLATE_INI = "torchcheck_distributed_isolate"
-ISOLATE_HELP = ("run every distributed test in fresh rank processes forked from the preloaded zygote instead of "
-                "the warm pool (default false)")
+from pytest_torchcheck.distributed.marker import (DEFAULTS, ISOLATE_HELP, ISOLATE_INI, MARKER, PROBLEM, TIMEOUT_HELP,
+                                                  TIMEOUT_INI, ini_defaults, spec_or_problem)
 
 MODE = pytest.StashKey[str]()  # "parent", "rank" or "torchrun"
 HARNESS = pytest.StashKey[Any]()
-PROBLEM = pytest.StashKey[tuple]()  # ("fail" | "skip", message): raised at setup instead of running in ranks
-DEFAULTS = pytest.StashKey[tuple]()  # (timeout, isolate) from ini
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -40,13 +31,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.hookimpl(trylast=True)  # after the terminal reporter exists, which torchrun mode silences on ranks > 0
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", f"{SIGNATURE}: {MARKER_HELP}")
+    core.register_markers(config, MARKER)
     worker = os.environ.get(ENV_WORKER)
     if worker:
         config.stash[MODE] = "rank"
     else:
         config.stash[MODE] = "torchrun" if launched_by_torchrun() else "parent"
-    config.stash[DEFAULTS] = (_ini_timeout(config), _ini_isolate(config))
+    config.stash[DEFAULTS] = ini_defaults(config)
     if config.stash[MODE] == "torchrun":
         from pytest_torchcheck.distributed.torchrun import TorchrunSession
 
@@ -61,82 +52,6 @@ def launched_by_torchrun() -> bool:
     if env.get(ENV_WORKER):
         return False
     return all(env.get(k) for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"))
-
-
-def _ini_source(config: pytest.Config, key: str) -> str:
-    return f"ini option {key} in {config.inipath}" if config.inipath else f"ini option {key}"
-
-
-def _ini_timeout(config: pytest.Config) -> float:
-    raw = str(config.getini(TIMEOUT_INI)).strip()
-    try:
-        value = float(raw)
-    except ValueError:
-        value = float("nan")
-    if not value > 0 or value == float("inf"):
-        raise pytest.UsageError(f"{_ini_source(config, TIMEOUT_INI)}: expected a positive number of seconds, "
-                                f"got {raw!r}")
-    return value
-
-
-def _ini_isolate(config: pytest.Config) -> bool:
-    from pytest_torchcheck.plugin import _parse_bool
-
-    return _parse_bool(str(config.getini(ISOLATE_INI)).strip(), _ini_source(config, ISOLATE_INI))
-
-
-# ------------------------------------------------------------------ marker
-class MarkerError(Exception):
-    pass
-
-
-def marker_spec(item: pytest.Item) -> dict[str, Any] | None:
-    """The validated arguments of the ``distributed`` marker, or None if the test has none."""
-    marker = item.get_closest_marker("distributed")
-    if marker is None:
-        return None
-    where = f"@pytest.mark.distributed on {item.nodeid}"
-    timeout, isolate = item.config.stash[DEFAULTS]
-    values: dict[str, Any] = {"world_size": 2, "backend": "gloo", "timeout": timeout, "isolate": isolate}
-    if len(marker.args) > 1:
-        raise MarkerError(f"{where}: takes at most 1 positional argument (world_size), got {len(marker.args)}; "
-                          f"signature: {SIGNATURE}")
-    given = dict(zip(("world_size",), marker.args))
-    for key, value in marker.kwargs.items():
-        if key not in values:
-            raise MarkerError(f"{where}: unknown keyword {key!r}; valid keywords: {', '.join(values)}")
-        given[key] = value
-    values.update(given)
-    callspec = getattr(item, "callspec", None)
-    if callspec is not None and "world_size" in callspec.params:
-        if "world_size" in given and given["world_size"] != callspec.params["world_size"]:
-            raise MarkerError(f"{where}: world_size={given['world_size']!r} conflicts with the parametrized "
-                              f"world_size={callspec.params['world_size']!r}; give it in one place")
-        values["world_size"] = callspec.params["world_size"]
-    ws = values["world_size"]
-    if not isinstance(ws, int) or isinstance(ws, bool) or ws < 1:
-        raise MarkerError(f"{where}: world_size={ws!r} must be an integer >= 1")
-    if values["backend"] not in BACKENDS:
-        raise MarkerError(f"{where}: backend={values['backend']!r} is not supported; use one of "
-                          f"{', '.join(map(repr, BACKENDS))}")
-    t = values["timeout"]
-    if isinstance(t, bool) or not isinstance(t, (int, float)) or not t > 0 or t == float("inf"):
-        raise MarkerError(f"{where}: timeout={t!r} must be a positive number of seconds")
-    if not isinstance(values["isolate"], bool):
-        raise MarkerError(f"{where}: isolate={values['isolate']!r} must be True or False")
-    return values
-
-
-def spec_or_problem(item: pytest.Item) -> dict[str, Any] | None:
-    """The marker's arguments for a distributed test that can run; None for any other test, or (with the
-    reason stashed for ``pytest_runtest_setup`` to raise) for one whose marker is wrong."""
-    if item.get_closest_marker("distributed") is None:
-        return None
-    try:
-        return marker_spec(item)
-    except MarkerError as e:
-        item.stash[PROBLEM] = ("fail", str(e))
-        return None
 
 
 def shipping_problem(function: Any) -> str | None:
@@ -172,9 +87,7 @@ def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: objec
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     # The per-test hooks are registered only when a distributed test was collected: a suite without one
     # pays nothing per test.
-    from pytest_torchcheck.plugin import our_markers
-
-    if not config.pluginmanager.has_plugin(_RUN_HOOKS) and any("distributed" in our_markers(i) for i in items):
+    if not config.pluginmanager.has_plugin(_RUN_HOOKS) and any("distributed" in core.our_markers(i) for i in items):
         config.pluginmanager.register(_RunHooks(), _RUN_HOOKS)
 
 
@@ -190,9 +103,7 @@ def _runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool |
                                        f"in rank processes, not {type(item).__name__} items")
         return None
     if spec["backend"] == "nccl":
-        from pytest_torchcheck.plugin import _devices
-
-        devices = _devices(item.config)
+        devices = core.devices(item.config)
         if devices.cuda_count < spec["world_size"]:
             item.stash[PROBLEM] = ("skip", f"backend='nccl' with world_size={spec['world_size']} needs "
                                            f"{spec['world_size']} CUDA devices, found {devices.cuda_count} "

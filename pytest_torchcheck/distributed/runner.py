@@ -18,7 +18,7 @@ _FORWARDED = {"-p": True, "-o": True, "--override-ini": True, "--import-mode": T
 
 def rank_args(config: pytest.Config) -> list[str]:
     """The command line of the rank-side pytest session: the parent's rootdir, ini file and plugins."""
-    from pytest_torchcheck.plugin import BASE_SEED
+    from pytest_torchcheck.core import BASE_SEED
 
     args = ["--rootdir", str(config.rootpath), "-p", "no:cacheprovider", "-p", "no:faulthandler",
             "-p", "no:xdist", "-p", "no:randomly", "--capture=no", f"--verbosity={config.option.verbose}"]
@@ -47,7 +47,7 @@ def rank_args(config: pytest.Config) -> list[str]:
 
 def run_in_ranks(item: pytest.Item, nextitem: pytest.Item | None, spec: dict, harness: Any) -> None:
     from pytest_torchcheck.distributed.harness import HarnessError
-    from pytest_torchcheck.plugin import _section
+    from pytest_torchcheck.core import report_section
 
     ihook = item.ihook
     ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
@@ -57,7 +57,7 @@ def run_in_ranks(item: pytest.Item, nextitem: pytest.Item | None, spec: dict, ha
         return config.hook.pytest_report_from_serializable(config=config, data=data)
 
     def section() -> str:
-        return _section(item, world_size=spec["world_size"])
+        return report_section(item, world_size=spec["world_size"])
 
     try:
         run = harness.run(item.nodeid, str(item.path), spec["world_size"], spec["backend"], float(spec["timeout"]),

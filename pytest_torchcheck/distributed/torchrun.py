@@ -100,7 +100,7 @@ class TorchrunSession:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
-        from pytest_torchcheck.distributed.plugin import PROBLEM, spec_or_problem
+        from pytest_torchcheck.distributed.marker import PROBLEM, spec_or_problem
 
         spec = spec_or_problem(item)
         if spec is None:
@@ -124,7 +124,7 @@ class TorchrunSession:
 
         from pytest_torchcheck.distributed.harness import RankResult, TestRun
         from pytest_torchcheck.distributed.merge import merge
-        from pytest_torchcheck.plugin import _section
+        from pytest_torchcheck.core import report_section
 
         config = item.config
         started = time.time()
@@ -172,7 +172,7 @@ class TorchrunSession:
             results[r] = res
         run = TestRun(self.world_size, results, started)
         merged = merge(item, run, lambda d: config.hook.pytest_report_from_serializable(config=config, data=d),
-                       lambda: _section(item, world_size=self.world_size))
+                       lambda: report_section(item, world_size=self.world_size))
         item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
         for report in merged:
             item.ihook.pytest_runtest_logreport(report=report)

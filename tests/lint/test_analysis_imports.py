@@ -3,73 +3,18 @@
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import lint_rules.analysis.scopes as _scopes
+from tests.import_graph import find_cycle
+from tests.import_graph import import_graph as _import_graph
 
 PACKAGE = "lint_rules.analysis"
 ANALYSIS_DIR = Path(_scopes.__file__).parent
 
 
-def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
-
-
-def _imports(tree: ast.AST, own: set[str]) -> set[str]:
-    """Analysis modules imported anywhere in ``tree``, except under ``if TYPE_CHECKING:``."""
-    found: set[str] = set()
-    stack: list[ast.AST] = [tree]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.If) and _is_type_checking(node.test):
-            stack.extend(node.orelse)
-            continue
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name.startswith(PACKAGE + "."):
-                    found.add(alias.name.split(".")[2])
-        elif isinstance(node, ast.ImportFrom) and node.module is not None and node.level == 0:
-            if node.module == PACKAGE:
-                found.update(a.name for a in node.names if a.name in own)
-            elif node.module.startswith(PACKAGE + "."):
-                found.add(node.module.split(".")[2])
-        stack.extend(ast.iter_child_nodes(node))
-    return found
-
-
 def import_graph(directory: Path) -> dict[str, set[str]]:
-    own = {p.stem for p in directory.glob("*.py")}
-    return {p.stem: _imports(ast.parse(p.read_text(encoding="utf-8")), own) & own
-            for p in directory.glob("*.py")}
-
-
-def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
-    """One import cycle as a path ``[a, b, ..., a]``, or None."""
-    state: dict[str, int] = {}  # 1: on the current path, 2: done
-    path: list[str] = []
-
-    def visit(node: str) -> list[str] | None:
-        state[node] = 1
-        path.append(node)
-        for nxt in sorted(graph.get(node, ())):
-            if state.get(nxt) == 1:
-                return path[path.index(nxt):] + [nxt]
-            if nxt not in state:
-                found = visit(nxt)
-                if found:
-                    return found
-        path.pop()
-        state[node] = 2
-        return None
-
-    for start in sorted(graph):
-        if start not in state:
-            found = visit(start)
-            if found:
-                return found
-    return None
+    return _import_graph(directory, PACKAGE)
 
 
 def test_analysis_package_has_no_import_cycle() -> None:

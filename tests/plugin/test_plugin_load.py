@@ -88,6 +88,14 @@ def test_markers_are_documented_with_signatures(inner):
         "@pytest.mark.requires_cuda(min_devices=1): skip unless at least min_devices CUDA devices *",
         "@pytest.mark.torchcheck_seed(seed): base seed for this test, overriding --torchcheck-seed",
     ])
+    # The sub-plugins register their own markers through pytest_torchcheck.core, each once.
+    for line in ("@pytest.mark.distributed(world_size=2, backend='gloo', timeout=60, isolate=False): run the test *",
+                 "@pytest.mark.budget(*, cpu_memory=, *warmup=0, repeats=5, tolerance=, name=): fail the test when *",
+                 "@pytest.mark.torchcheck_lint: a torchcheck static-lint item (--torchcheck-lint)"):
+        result.stdout.fnmatch_lines([line])
+    for name in ("nan_guard", "requires_cuda", "torchcheck_seed", "distributed", "budget", "torchcheck_lint"):
+        assert sum(line.startswith(f"@pytest.mark.{name}(") or line.startswith(f"@pytest.mark.{name}:")
+                   for line in result.outlines) == 1, name
 
 
 def test_help_lists_every_option_with_its_env_and_ini_twin(inner):

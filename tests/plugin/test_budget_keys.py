@@ -1,0 +1,69 @@
+"""Each budget key is one declaration in budgets/spec.py: parsing, unit, instrument, check and the marker's
+signature all follow from it."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_torchcheck.budgets import SIGNATURE, spec, units
+
+
+def test_every_limit_names_an_instrument_and_a_check_that_exist():
+    from pytest_torchcheck.budgets import measure, report
+
+    for key, declared in spec.LIMITS.items():
+        assert declared.instrument in measure.INSTRUMENTS, key
+        assert declared.check in report.CHECKS, key
+        assert declared.unit in ("bytes", "seconds", "count", "flops"), key
+    # Nothing measured or checked that no key asks for.
+    assert {k.instrument for k in spec.LIMITS.values()} == measure.INSTRUMENTS
+    assert {k.check for k in spec.LIMITS.values()} == set(report.CHECKS)
+    assert not any(k.instrument or k.check for k in spec.SETTINGS.values())
+
+
+def test_the_start_up_copy_of_the_signature_matches_the_declarations():
+    # budgets.SIGNATURE is a literal so that `pytest --markers` does not load spec.py at start-up.
+    assert SIGNATURE == spec.signature(), f"set budgets.SIGNATURE to {spec.signature()!r}"
+
+
+def test_derived_key_sets():
+    assert spec.CUDA_KEYS == {"cuda_memory", "cuda_reserved"}
+    assert spec.HOST_MEMORY_KEYS == {"cpu_memory", "memory_growth"}
+    assert spec.REPEATED == {"warmup", "time", "memory_growth"}
+    assert spec.instruments({"graph_breaks", "recompiles", "time"}) == {"compile", "timer"}
+    assert spec.Budget(limits={"time": 1.0}).needs_repeats and not spec.Budget(limits={"syncs": 0}).needs_repeats
+
+
+def test_a_key_added_in_one_place_is_parsed_measured_and_checked(monkeypatch):
+    """A new key reusing an instrument and a check: one declaration, and the whole path serves it."""
+    from pytest_torchcheck.budgets import measure, report
+    from pytest_torchcheck.errors import TorchcheckFailure
+
+    import torch
+
+    key = spec.Key(units.parse_count, units.COUNT_HELP, "count", "ATen calls, by another name",
+                   instrument="ops", check="ops")
+    monkeypatch.setitem(spec.LIMITS, "aten_calls", key)
+    monkeypatch.setitem(spec.KEYS, "aten_calls", key)
+    budget = spec.build([(spec.parse_spec_string("aten_calls=1k", "--torchcheck-budget"), "--torchcheck-budget"),
+                         (spec.parse_values({"aten_calls": 2}, "@pytest.mark.budget"), "@pytest.mark.budget")])
+    assert budget.limits == {"aten_calls": 2} and budget.sources["aten_calls"] == "@pytest.mark.budget"
+    x = torch.ones(3)
+    m = measure.measure_function(lambda: (x + 1) * 2 - 3, set(budget.limits), 0, 1, False)
+    assert sum(m.ops.values()) == 3
+    where = report.Where("test_x", "step", None, "cpu")
+    with pytest.raises(TorchcheckFailure) as failure:
+        report.check(budget, m, where)
+    message = str(failure.value)
+    assert message.startswith("budget exceeded: aten_calls 3 > limit 2 in region 'step' of test_x")
+    assert "aten_calls was set by @pytest.mark.budget" in message
+
+
+def test_the_guide_documents_every_key():
+    import re
+    from pathlib import Path
+
+    guide = Path(__file__).resolve().parents[2] / "docs" / "plugin" / "budgets.md"
+    rows = [line.split("|")[1] for line in guide.read_text().splitlines() if line.startswith("| `")]
+    documented = {name for cell in rows for name in re.findall(r"`(\w+)`", cell)}
+    assert documented == set(spec.KEYS)
