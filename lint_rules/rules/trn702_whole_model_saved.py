@@ -7,6 +7,8 @@ from lint_rules.analysis.context import in_test
 from lint_rules.analysis.modules import facts
 
 _SAVE = "torch.save"
+_UNCALLED_MESSAGE = ("torch.save(model.state_dict) saves the bound method, which pickles the whole "
+                     "module: call state_dict()")
 
 
 class WholeModelSaved(Rule):
@@ -16,8 +18,10 @@ class WholeModelSaved(Rule):
     built from a `torch.nn` class or a module class of the same file, `self`
     inside a module class, `model.module`, or, as a last resort, a variable named
     like a model), or a dict/list/tuple literal holding one
-    (`{"model": model, "epoch": epoch}`). Quiet for `model.state_dict()` and for
-    values assigned from a `state_dict()`.
+    (`{"model": model, "epoch": epoch}`). Also flags the method itself,
+    `torch.save(model.state_dict, path)` without the call: pickling a bound
+    method pickles the module it is bound to. Quiet for `model.state_dict()` and
+    for values assigned from a `state_dict()`.
 
     ## Why is this bad?
     `torch.save(model)` pickles the module object, which records the import path
@@ -112,6 +116,15 @@ class WholeModelSaved(Rule):
             torch.save(optimizer.state_dict(), "opt.pt")
             """
         ),
+        Valid(
+            """
+            # a state_dict attribute of something that is not a module (a loaded checkpoint)
+            import torch
+            def export(ckpt, path):
+                torch.save(ckpt.state_dict, path)
+                torch.save({"weights": ckpt.state_dict}, path)
+            """
+        ),
     ]
     INVALID = [
         Invalid(
@@ -145,6 +158,16 @@ class WholeModelSaved(Rule):
                 torch_save(model.cpu(), "final.pt")  # BUG
             """
         ),
+        Invalid(
+            """
+            # the state_dict method saved without calling it
+            import torch
+            class Session:
+                def save(self, folder):
+                    torch.save(self.model.state_dict, f"{folder}/model.pt")  # BUG
+                    torch.save({"model": self.model.state_dict}, f"{folder}/ckpt.pt")  # BUG
+            """
+        ),
     ]
 
     def __init__(self, model) -> None:
@@ -163,11 +186,15 @@ class WholeModelSaved(Rule):
             if arg.keyword is not None and arg.keyword.value == "obj":
                 obj = arg.value
         if self._holds_module(obj) and not in_test(self.model, node):
-            self.report(node)
+            uncalled = isinstance(obj, cst.Attribute) and obj.attr.value == "state_dict"
+            self.report(node, _UNCALLED_MESSAGE if uncalled else None)
 
     def _holds_module(self, obj: cst.CSTNode, depth: int = 0) -> bool:
         if depth > 3:
             return False
+        if isinstance(obj, cst.Attribute) and obj.attr.value == "state_dict":
+            # model.state_dict without the call: a bound method, pickled with its module
+            return self._facts.is_module_value(obj.value)
         if isinstance(obj, cst.Name):
             # checkpoint = {"model": model, ...}; torch.save(checkpoint, path)
             bindings = self.model.bindings_of(obj) or ()
