@@ -292,6 +292,19 @@ class TensorAttributeNotRegistered(Rule):
                 def forward(self, x):
                     self.seen = self.seen + x.shape[0]
                     return x
+
+            # a recurrent state updated from itself through local variables
+            class Cell(nn.Module):
+                def __init__(self, n):
+                    super().__init__()
+                    self.gate = nn.Linear(n, n)
+                    self.carry = torch.zeros(1, n)  # BUG
+
+                def forward(self, x):
+                    prev = self.carry
+                    c = torch.sigmoid(self.gate(x)) * prev
+                    self.carry = c.detach()
+                    return c
             """
         ),
     ]
@@ -330,7 +343,7 @@ class TensorAttributeNotRegistered(Rule):
             if names is None or attr in names:
                 continue
             bindings = fx.attr_bindings(cls, attr)
-            if any(self._is_parameter(b.value) or _recomputed(b, attr) and not self._init_time_binding(b, cls)
+            if any(self._is_parameter(b.value) or _recomputed(self.model, b, attr) and not self._init_time_binding(b, cls)
                    for b in bindings):
                 continue
             if kind == LEAF:
@@ -424,23 +437,31 @@ class TensorAttributeNotRegistered(Rule):
         return None
 
 
-def _recomputed(binding, attr: str) -> bool:
+def _recomputed(model, binding, attr: str) -> bool:
     """Assigned afresh in another method from values that do not read it: a cache
     refreshed at run time (``self.rel_indices = self.get_rel_indices(n)``), not state."""
     fn = binding.scope.node
     if not isinstance(fn, cst.FunctionDef) or fn.name.value == "__init__" or binding.value is None:
         return False
-    return not _reads_attribute(binding.value, attr)
+    return not _reads_attribute(model, binding.value, attr, fn)
 
 
-def _reads_attribute(expr: cst.CSTNode, attr: str) -> bool:
-    """``expr`` reads ``self.<attr>``: a setter's parameter named like the attribute
-    (``self.src_lengths = src_lengths``) does not."""
-    stack = [expr]
+def _reads_attribute(model, expr: cst.CSTNode, attr: str, fn: cst.FunctionDef) -> bool:
+    """``expr`` reads ``self.<attr>``, directly or through local variables of ``fn``
+    (``ct = f * self.ct_1 + i; self.ct_1 = ct.detach()``): a recurrent state updated from
+    itself. A setter's parameter named like the attribute (``self.src_lengths =
+    src_lengths``) does not read it."""
+    stack = [(expr, 0)]
+    seen: set[int] = set()
     while stack:
-        node = stack.pop()
+        node, depth = stack.pop()
         if isinstance(node, cst.Attribute) and node.attr.value == attr \
                 and isinstance(node.value, cst.Name) and node.value.value == "self":
             return True
-        stack.extend(node.children)
+        if isinstance(node, cst.Name) and depth < 4:
+            for b in model.bindings_of(node) or ():
+                if b.kind == ASSIGN and b.value is not None and b.scope.node is fn and id(b.value) not in seen:
+                    seen.add(id(b.value))
+                    stack.append((b.value, depth + 1))
+        stack.extend((child, depth) for child in node.children)
     return False
