@@ -80,7 +80,7 @@ class TensorAttributeNotRegistered(Rule):
     free helper functions, or created lazily in `forward` are not flagged. A
     helper that `__init__` calls and code in another file calls again at run time
     is still taken for construction. An attribute that another method reassigns from values that do not
-    read it (a cache refreshed at run time, `self.x = self.build(n)`) is taken for
+    read it (directly or through its local variables; a cache refreshed at run time, `self.x = self.build(n)`) is taken for
     a cache and not flagged, even when that method is a `reset()` of real state. A constant that is deliberately kept out of `state_dict()`
     should be a buffer with `persistent=False`; suppress the finding only if the
     attribute is never used on another device. Findings for tensors that do not
