@@ -107,8 +107,7 @@ class Provenance:
     def _value_binding(self, b: "Binding", depth: int) -> str | None:
         if b.kind == ASSIGN and b.value is not None:
             return self.of_value(b.value, b.node, depth + 1)
-        if b.kind == FOR and isinstance(getattr(b.node, "target", None), cst.Name) \
-                and isinstance(b.value, cst.Call):
+        if b.kind == FOR and isinstance(getattr(b.node, "target", None), cst.Name) and b.value is not None:
             # `for row in torch.softmax(scores, -1)`: the rows of a tensor are what it is
             return self.of_value(b.value, b.node, depth + 1)
         return None
