@@ -54,9 +54,10 @@ class UnregisteredSubmodules(Rule):
 
     ## Known problems
     An element is recognised as a module when it is built in place from a
-    `torch.nn` class or a module class defined in the same file (or from a local
-    variable assigned one); modules built from classes imported from elsewhere,
-    or passed in as arguments, are not recognised. A list kept unregistered on
+    `torch.nn` class, a module class defined in the same file or in another file
+    of the project (followed through its imports), or a local variable assigned
+    one; modules built from classes of installed packages, or passed in as
+    arguments, are not recognised. A list kept unregistered on
     purpose (a reference to a parent or teacher model that must not be trained or
     saved) is flagged; suppress it with `# noqa: TRN401`. Containers handed to your
     own helper that registers them are recognised only when the helper's result
@@ -459,6 +460,11 @@ class UnregisteredSubmodules(Rule):
                 return self._elements(expr.args[0].value)
         return []
 
+    def _project_module_class(self, func: cst.CSTNode) -> bool:
+        """A class imported from another file of the project that is an ``nn.Module`` there."""
+        project = getattr(self.model, "project_facts", None)
+        return project is not None and project.is_module_class(self.model, func) is True
+
     def _trainable(self, expr: cst.CSTNode, depth: int = 0) -> bool:
         """A module, a parameter, or a tensor that requires grad, built right here."""
         if depth > 3:
@@ -477,7 +483,9 @@ class UnregisteredSubmodules(Rule):
             if q in TENSOR_FACTORIES:
                 arg = keyword_arg(expr, "requires_grad")
                 return arg is not None and is_true(arg.value)
-            return is_torch_module_class_name(q) and not q.endswith("Loss")
+            if is_torch_module_class_name(q):
+                return not q.endswith("Loss")
+            return self._project_module_class(expr.func)
         if isinstance(expr.func, cst.Name):
             bindings = self.model.bindings_of(expr.func)
             if bindings and len(bindings) == 1 and bindings[0].kind == CLASS:
