@@ -176,6 +176,10 @@ class FileFacts:
                 for node in self.body_nodes(loop))
         return self._fetches[key]
 
+    def iterates_data(self, expr: cst.CSTNode) -> bool:
+        """``expr`` is data to iterate: a loader, ``loaders["dev"]``, an iterable spelled like one."""
+        return self._iterates_data(expr)
+
     def _iterates_data(self, expr: cst.CSTNode, depth: int = 0) -> bool:
         if depth > 3:
             return False

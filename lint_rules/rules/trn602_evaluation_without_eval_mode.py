@@ -357,9 +357,10 @@ class EvaluationWithoutEvalMode(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         # tx, ty = next(iter(test_loader)); with torch.no_grad(): net(tx)  -- inside a training loop
         facts = self._facts
-        if not facts.is_model_call(node) or not self.model.in_no_grad(node):
-            return
+        # cheapest test first: this runs for every call of the file
         if not any(self._drawn_batch(a.value) for a in node.args if a.keyword is None and not a.star):
+            return
+        if not facts.is_model_call(node) or not self.model.in_no_grad(node):
             return
         if not any(self.model.training.is_training_loop(lp) for lp in self.model.enclosing_loops(node)):
             return
@@ -378,12 +379,13 @@ class EvaluationWithoutEvalMode(Rule):
             and self._next_of_iter(b.node.value) for b in bindings)
 
     def _next_of_iter(self, call: cst.Call) -> bool:
-        q = self.model.qualified_name(call.func)
-        if q != "builtins.next" or not call.args:
+        if not (isinstance(call.func, cst.Name) and call.func.value == "next") or not call.args:
+            return False
+        if self.model.qualified_name(call.func) != "builtins.next":
             return False
         inner = call.args[0].value
         return isinstance(inner, cst.Call) and self.model.qualified_name(inner.func) == "builtins.iter" \
-            and bool(inner.args) and self._facts._iterates_data(inner.args[0].value)
+            and bool(inner.args) and self._facts.iterates_data(inner.args[0].value)
 
     def _mode_set(self, loop: cst.For) -> bool:
         facts = self._facts
