@@ -3,7 +3,8 @@
 A summary is built from one file alone (so it can be cached by the file's
 content) and is plain JSON: its top-level classes (bases as written, whether the
 file shows them to be ``nn.Module`` classes, whether they define ``forward`` and
-what it returns), its top-level functions (what they return), its module-level
+what it returns), its top-level functions (what they return, and which of them
+step an optimizer), its module-level
 instances (``model = nn.Sequential(..., nn.Sigmoid())``: what calling them
 returns) and its imports, as written, so that phase two
 (:mod:`lint_rules.analysis.project_index`) can follow names across files.
@@ -22,7 +23,7 @@ from lint_rules.analysis.model import FileModel, dotted
 from lint_rules.analysis.provenance import Provenance
 
 def empty() -> dict:
-    return {"classes": {}, "functions": {}, "instances": {}, "imports": {}}
+    return {"classes": {}, "functions": {}, "instances": {}, "imports": {}, "stepping": []}
 
 
 def summarise_source(source: str) -> dict:
@@ -65,6 +66,8 @@ def summarise(model: FileModel, provenance: Provenance | None = None) -> dict:
             out["classes"][stmt.name.value] = _class(model, prov, stmt)
         elif isinstance(stmt, cst.FunctionDef):
             out["functions"][stmt.name.value] = _function_returns(prov, stmt)
+            if _steps_optimizer(model, stmt):
+                out["stepping"].append(stmt.name.value)
         elif isinstance(stmt, cst.SimpleStatementLine):
             for small in stmt.body:
                 if isinstance(small, cst.ImportFrom):
@@ -75,6 +78,7 @@ def summarise(model: FileModel, provenance: Provenance | None = None) -> dict:
                     for t in small.targets:
                         if isinstance(t.target, cst.Name):
                             out["instances"][t.target.value] = prov.of_module(small.value, small)
+    _close_stepping(model, out)
     # Only what a module-level binding ends as counts; drop instances that are None to keep it small.
     out["instances"] = {k: v for k, v in out["instances"].items() if v is not None}
     return out
@@ -88,6 +92,48 @@ def _class(model: FileModel, prov: Provenance, node: cst.ClassDef) -> dict:
     bases = [text for b in node.bases if b.keyword is None and (text := dotted(b.value)) is not None]
     return {"bases": bases, "module": facts(model).is_module_class(node),
             "forward": has_forward, "output": output}
+
+
+def _close_stepping(model: FileModel, out: dict) -> None:
+    """A top-level function that calls a stepping function of the same file steps too
+    (``train()`` calling ``_train_or_test()``), up to three calls deep."""
+    functions = [stmt for stmt in model.module.body if isinstance(stmt, cst.FunctionDef)]
+    stepping = set(out["stepping"])
+    for _ in range(3):
+        grown = [fn.name.value for fn in functions
+                 if fn.name.value not in stepping and _calls_any(fn, stepping)]
+        if not grown:
+            break
+        stepping.update(grown)
+        out["stepping"].extend(grown)
+
+
+def _calls_any(fn: cst.FunctionDef, names: set[str]) -> bool:
+    stack: list[cst.CSTNode] = [fn.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in names:
+            return True
+        stack.extend(node.children)
+    return False
+
+
+def _steps_optimizer(model: FileModel, fn: cst.FunctionDef) -> bool:
+    """``fn`` calls ``<optimizer>.step()`` in its own body (``run_epoch(model, loader, optimizer)``)."""
+    from lint_rules.analysis.kinds import OPTIMIZER
+
+    stack: list[cst.CSTNode] = [fn.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                and node.func.attr.value == "step" and model.kind_of(node.func.value) == OPTIMIZER:
+            return True
+        stack.extend(node.children)
+    return False
 
 
 def _function_returns(prov: Provenance, fn: cst.FunctionDef) -> str | None:

@@ -644,6 +644,7 @@ CAUGHT_REDUCTIONS = [
     "trn603_model_only_passed_to_loss_helper",
     "trn604_dropout_module_built_in_forward",
     "trn702_state_dict_method_not_called",
+    "trn801_step_inside_project_helper",
     "trn804_wrap_differs_by_branch",
 ]
 
