@@ -44,7 +44,7 @@ def summarise_source(source: str) -> dict:
             return empty()
         model = None
         try:
-            model = FileModel(module, frozenset({cst.Return}))
+            model = FileModel(module, frozenset({cst.Return, cst.Call}))
             return summarise(model)
         except (RecursionError, MemoryError, ValueError):
             # A pathological file offers nothing to its importers; their lint goes on.
@@ -66,8 +66,6 @@ def summarise(model: FileModel, provenance: Provenance | None = None) -> dict:
             out["classes"][stmt.name.value] = _class(model, prov, stmt)
         elif isinstance(stmt, cst.FunctionDef):
             out["functions"][stmt.name.value] = _function_returns(prov, stmt)
-            if _steps_optimizer(model, stmt):
-                out["stepping"].append(stmt.name.value)
         elif isinstance(stmt, cst.SimpleStatementLine):
             for small in stmt.body:
                 if isinstance(small, cst.ImportFrom):
@@ -78,7 +76,7 @@ def summarise(model: FileModel, provenance: Provenance | None = None) -> dict:
                     for t in small.targets:
                         if isinstance(t.target, cst.Name):
                             out["instances"][t.target.value] = prov.of_module(small.value, small)
-    _close_stepping(model, out)
+    out["stepping"] = _stepping(model, [stmt for stmt in model.module.body if isinstance(stmt, cst.FunctionDef)])
     # Only what a module-level binding ends as counts; drop instances that are None to keep it small.
     out["instances"] = {k: v for k, v in out["instances"].items() if v is not None}
     return out
@@ -94,46 +92,33 @@ def _class(model: FileModel, prov: Provenance, node: cst.ClassDef) -> dict:
             "forward": has_forward, "output": output}
 
 
-def _close_stepping(model: FileModel, out: dict) -> None:
-    """A top-level function that calls a stepping function of the same file steps too
+def _stepping(model: FileModel, functions: list[cst.FunctionDef]) -> list[str]:
+    """The top-level functions that call ``<optimizer>.step()`` in their own body
+    (``run_epoch(model, loader, optimizer)``), or call such a function of the same file
     (``train()`` calling ``_train_or_test()``), up to three calls deep."""
-    functions = [stmt for stmt in model.module.body if isinstance(stmt, cst.FunctionDef)]
-    stepping = set(out["stepping"])
-    for _ in range(3):
-        grown = [fn.name.value for fn in functions
-                 if fn.name.value not in stepping and _calls_any(fn, stepping)]
-        if not grown:
-            break
-        stepping.update(grown)
-        out["stepping"].extend(grown)
-
-
-def _calls_any(fn: cst.FunctionDef, names: set[str]) -> bool:
-    stack: list[cst.CSTNode] = [fn.body]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            continue
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in names:
-            return True
-        stack.extend(node.children)
-    return False
-
-
-def _steps_optimizer(model: FileModel, fn: cst.FunctionDef) -> bool:
-    """``fn`` calls ``<optimizer>.step()`` in its own body (``run_epoch(model, loader, optimizer)``)."""
     from lint_rules.analysis.kinds import OPTIMIZER
 
-    stack: list[cst.CSTNode] = [fn.body]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            continue
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
-                and node.func.attr.value == "step" and model.kind_of(node.func.value) == OPTIMIZER:
-            return True
-        stack.extend(node.children)
-    return False
+    own = {id(fn): fn.name.value for fn in functions}
+    stepping: list[str] = []
+    callees: dict[str, set[str]] = {}
+    for call in model.nodes(cst.Call):
+        name = own.get(id(model.enclosing_function(call)))
+        if name is None:
+            continue  # module level, a method, or a nested function
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "step" \
+                and model.kind_of(func.value) == OPTIMIZER:
+            if name not in stepping:
+                stepping.append(name)
+        elif isinstance(func, cst.Name):
+            callees.setdefault(name, set()).add(func.value)
+    for _ in range(3):
+        grown = [fn.name.value for fn in functions if fn.name.value not in stepping
+                 and callees.get(fn.name.value, set()) & set(stepping)]
+        if not grown:
+            break
+        stepping.extend(grown)
+    return stepping
 
 
 def _function_returns(prov: Provenance, fn: cst.FunctionDef) -> str | None:
