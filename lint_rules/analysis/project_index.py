@@ -26,7 +26,7 @@ _ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
 
 SUMMARY_VERSION = 2  # bump when the shape or meaning of a summary changes
-SUMMARY_KEYS = frozenset({"classes", "functions", "instances", "imports"})
+SUMMARY_KEYS = frozenset({"classes", "functions", "instances", "imports", "stepping"})
 
 
 def _sha(data: bytes):
