@@ -66,6 +66,15 @@ class ProjectFacts:
             return found[3]
         return None
 
+    def steps_optimizer(self, model: "FileModel", expr: cst.CSTNode) -> bool:
+        """True when ``expr`` names a project function, defined in another file, that calls
+        ``optimizer.step()`` in its body."""
+        found = self._resolve_local(model, expr)
+        if found is None or found[0] != "function":
+            return False
+        held = self._summary(found[1])
+        return held is not None and found[2] in held.get("stepping", ())
+
     def is_module_class(self, model: "FileModel", expr: cst.CSTNode) -> bool | None:
         """True when ``expr`` names a project class that is an ``nn.Module``; None when unknown."""
         found = self._resolve_local(model, expr)

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 _DATA_NAME = re.compile(
     r"loader|(^|_)dl($|_)|batches|dataset|(^|_)ds$|(^|_)data($|_)|samples|(^|_)(val|valid|validation|test|eval)(_|$)",
     re.I)
+# A container of loaders, subscripted: `loaders["valid"]`, `self.dataloaders[split]`.
+_LOADERS_NAME = re.compile(r"loaders$", re.I)
 # Wrappers around an iterable that keep its items: enumerate(loader), tqdm(loader), ...
 _ITER_WRAPPERS = frozenset({"enumerate", "zip", "iter", "islice", "tqdm", "trange"})
 FUNCTION_SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
@@ -174,6 +176,10 @@ class FileFacts:
                 for node in self.body_nodes(loop))
         return self._fetches[key]
 
+    def iterates_data(self, expr: cst.CSTNode) -> bool:
+        """``expr`` is data to iterate: a loader, ``loaders["dev"]``, an iterable spelled like one."""
+        return self._iterates_data(expr)
+
     def _iterates_data(self, expr: cst.CSTNode, depth: int = 0) -> bool:
         if depth > 3:
             return False
@@ -185,7 +191,11 @@ class FileFacts:
                            for a in expr.args)
             return bool(leaf) and _DATA_NAME.search(leaf) is not None  # self.val_dataloader()
         if isinstance(expr, cst.Subscript):
-            return self.model.kind_of(expr) == LOADER  # loaders["dev"]
+            if self.model.kind_of(expr) == LOADER:  # loaders["dev"] from a literal
+                return True
+            # self.loaders["valid"] filled elsewhere: the container's spelling, as for names
+            text = dotted(expr.value)
+            return text is not None and _LOADERS_NAME.search(text.rsplit(".", 1)[-1]) is not None
         if isinstance(expr, (cst.Name, cst.Attribute)):
             if self.model.kind_of(expr) == LOADER:
                 return True

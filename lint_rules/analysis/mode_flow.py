@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from lint_rules.analysis.evaluation import FileFacts, local_function, mode_call
+from lint_rules.analysis.kinds import MODULE
 from lint_rules.analysis.scopes import dotted
 from lint_rules.analysis.summaries import Summaries
 from lint_rules.analysis.training import BACKWARD, STEP
@@ -47,10 +48,11 @@ class ModeFlow:
 
     def loop_events(self, loop: cst.CSTNode) -> list[ModeEvent]:
         """The events of one iteration of ``loop``, in order."""
-        return self._events(loop, loop, {}, (), 0, None)
+        return self._events(loop, loop, {}, (), 0, None, None)
 
     def _events(self, container: cst.CSTNode, loop: cst.CSTNode, subst: dict[str, str | None],
-                stack: tuple[int, ...], depth: int, entry: cst.Call | None) -> list[ModeEvent]:
+                stack: tuple[int, ...], depth: int, entry: cst.Call | None,
+                top: cst.Call | None) -> list[ModeEvent]:
         """Mode, training and model-call events of one run of ``container``'s body, in order."""
         model = self.model
         facts = self._facts
@@ -65,10 +67,15 @@ class ModeFlow:
             anchor = node if depth == 0 else None
             func = node.func
             callee = local_function(model, func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+            if entry is None or depth == 0:
+                # loss = dsm_loss(score, x); loss.backward(): the model is trained through a loss
+                # function this file cannot see into (imported, or a method of another object)
+                for arg in self._models_in_loss(node):
+                    out.append(ModeEvent(CALL, _spelling(arg, subst), node))
             if callee is not None:
                 if depth < MAX_DEPTH and id(callee) not in stack and callee is not container:
                     inner = self._events(callee, loop, self._bind(callee, node, subst), (*stack, id(callee)),
-                                         depth + 1, node)
+                                         depth + 1, node, top or node)
                     out.extend(ModeEvent(e.kind, e.receiver, anchor or e.anchor) for e in inner)
                 continue
             mode = mode_call(node)
@@ -76,7 +83,7 @@ class ModeFlow:
                 out.append(ModeEvent(mode, _spelling(func.value, subst), anchor or node))
             elif id(node) in self._event_nodes:
                 out.append(ModeEvent(TRAINING, None, anchor or node))
-            elif facts.is_model_call(node) and self._in_training(node):
+            elif facts.is_model_call(node) and (self._in_training(node) or self._loss_helper_call(node, top)):
                 out.append(ModeEvent(CALL, _spelling(func, subst), anchor or node))
         return out
 
@@ -94,6 +101,26 @@ class ModeFlow:
             if arg.keyword is not None and arg.keyword.value in out:
                 out[arg.keyword.value] = _spelling(arg.value, subst)
         return out
+
+    def _models_in_loss(self, call: cst.Call) -> list[cst.CSTNode]:
+        """Models passed to ``call`` when its result is assigned to a name that ``backward()`` is
+        called on, outside no_grad."""
+        model = self.model
+        parent = model.parent(call)
+        if not (isinstance(parent, cst.Assign) and parent.value is call and len(parent.targets) == 1):
+            return []
+        target = parent.targets[0].target
+        if not isinstance(target, cst.Name) or not model.is_backward_receiver(target) or model.in_no_grad(call):
+            return []
+        return [a.value for a in call.args
+                if isinstance(a.value, (cst.Name, cst.Attribute)) and model.kind_of(a.value) == MODULE]
+
+    def _loss_helper_call(self, call: cst.Call, top: cst.Call | None) -> bool:
+        """``loss = denoising_loss(net, x)`` in the training loop: the helper calls the model
+        once, with autograd on, for the loop's training step."""
+        model = self.model
+        return top is not None and not model.enclosing_loops(call) and not model.in_no_grad(call) \
+            and not model.in_no_grad(top) and self._in_training(top)
 
     def _in_training(self, call: cst.Call) -> bool:
         """A model call that runs where the model is trained."""

@@ -25,8 +25,8 @@ from collections import OrderedDict
 _ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
 
-SUMMARY_VERSION = 1  # bump when the shape or meaning of a summary changes
-SUMMARY_KEYS = frozenset({"classes", "functions", "instances", "imports"})
+SUMMARY_VERSION = 2  # bump when the shape or meaning of a summary changes
+SUMMARY_KEYS = frozenset({"classes", "functions", "instances", "imports", "stepping"})
 
 
 def _sha(data: bytes):

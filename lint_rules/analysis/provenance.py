@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from lint_rules.analysis.scopes import ASSIGN, CLASS, PARAM, dotted, keyword_arg
+from lint_rules.analysis.scopes import ASSIGN, CLASS, FOR, PARAM, dotted, keyword_arg
 
 if TYPE_CHECKING:
     from lint_rules.analysis.model import Binding, FileModel
@@ -34,6 +34,8 @@ _FUNCTIONS = {
     "torch.nn.functional.linear": LOGITS,
 }
 _TENSOR_METHODS = {"softmax": SOFTMAX, "log_softmax": LOG_SOFTMAX, "sigmoid": SIGMOID}
+# exp() undoes a log: exp(log_softmax(x)) is softmax(x).
+_EXP = frozenset({"torch.exp", "torch.special.exp"})
 # Layers whose output is one of the above, by canonical class name.
 _LAYERS = {
     "torch.nn.Softmax": SOFTMAX,
@@ -78,8 +80,7 @@ class Provenance:
             return self.of_value(expr.value, at, depth + 1)
         if isinstance(expr, cst.Name):
             return self._agree(reaching_bindings(self.model, expr, at),
-                               lambda b: self.of_value(b.value, b.node, depth + 1)
-                               if b.kind == ASSIGN and b.value is not None else None)
+                               lambda b: self._value_binding(b, depth))
         if not isinstance(expr, cst.Call):
             return None
         func = expr.func
@@ -87,17 +88,29 @@ class Provenance:
         if q is not None:
             if q in _FUNCTIONS:
                 return _FUNCTIONS[q]
+            if q in _EXP and expr.args and not expr.args[0].star:
+                return _exp_of(self.of_value(expr.args[0].value, at, depth + 1))
             if q in _MODULE_WRAPPERS or q.startswith("torch.nn.") and q.rsplit(".", 1)[1][:1].isupper():
                 return None  # constructs a module; it is not a value
         if isinstance(func, cst.Attribute) and q is None:
             method = func.attr.value
             if method in _TENSOR_METHODS:
                 return _TENSOR_METHODS[method]
+            if method == "exp" and not expr.args:
+                return _exp_of(self.of_value(func.value, at, depth + 1))
             if method in _PRESERVING:
                 return self.of_value(func.value, at, depth + 1)
         if q is not None and q.startswith("torch.nn.parallel.data_parallel") and expr.args:
             return self.of_module(expr.args[0].value, at, depth + 1)  # data_parallel(module, inputs)
         return self.of_module(func, at, depth + 1)
+
+    def _value_binding(self, b: "Binding", depth: int) -> str | None:
+        if b.kind == ASSIGN and b.value is not None:
+            return self.of_value(b.value, b.node, depth + 1)
+        if b.kind == FOR and isinstance(getattr(b.node, "target", None), cst.Name) and b.value is not None:
+            # `for row in torch.softmax(scores, -1)`: the rows of a tensor are what it is
+            return self.of_value(b.value, b.node, depth + 1)
+        return None
 
     # ------------------------------------------------------------ modules
     def of_module(self, expr: cst.CSTNode, at: cst.CSTNode, depth: int = 0) -> str | None:
@@ -172,6 +185,10 @@ class Provenance:
             return None
         verdicts = {judge(item) for item in items}
         return verdicts.pop() if len(verdicts) == 1 else None
+
+
+def _exp_of(kind: str | None) -> str | None:
+    return SOFTMAX if kind == LOG_SOFTMAX else None
 
 
 def reaching_bindings(model: "FileModel", name: cst.Name, at: cst.CSTNode) -> list["Binding"] | None:
@@ -319,7 +336,14 @@ class LossSinks:
             bindings = model.bindings_of(func)
         return bool(bindings) and all(b.kind == ASSIGN and self._constructs_loss(b.value) for b in bindings)
 
-    def _constructs_loss(self, expr: cst.CSTNode | None) -> bool:
+    def _constructs_loss(self, expr: cst.CSTNode | None, depth: int = 0) -> bool:
+        if isinstance(expr, cst.Name) and depth == 0:
+            # `self.criterion = criterion` with `criterion=nn.CrossEntropyLoss()` as the default
+            bindings = self.model.bindings_of(expr)
+            return bool(bindings) and all(
+                b.kind == PARAM and isinstance(b.node, cst.Param) and self._constructs_loss(b.node.default, 1)
+                or b.kind == ASSIGN and self._constructs_loss(b.value, 1)
+                for b in bindings)
         return isinstance(expr, cst.Call) and isinstance(expr.func, (cst.Name, cst.Attribute)) \
             and self.model.qualified_name(expr.func) in self.classes
 
@@ -333,11 +357,14 @@ class LossSinks:
                     func = value.func
                     leaf = func.attr.value if isinstance(func, cst.Attribute) else \
                         func.value if isinstance(func, cst.Name) else None
-                    if leaf in self._class_leaves or (
-                            isinstance(func, cst.Name) and self._constructs_loss(value)):
-                        for t in node.targets:
-                            text = dotted(t.target)
-                            if text is not None:
-                                found.add(text)
+                    if not (leaf in self._class_leaves or (
+                            isinstance(func, cst.Name) and self._constructs_loss(value))):
+                        continue
+                elif not (isinstance(value, cst.Name) and self._constructs_loss(value)):
+                    continue
+                for t in node.targets:
+                    text = dotted(t.target)
+                    if text is not None:
+                        found.add(text)
             self._criteria = (found, {text.rsplit(".", 1)[-1] for text in found})
         return self._criteria

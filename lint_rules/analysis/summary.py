@@ -3,7 +3,8 @@
 A summary is built from one file alone (so it can be cached by the file's
 content) and is plain JSON: its top-level classes (bases as written, whether the
 file shows them to be ``nn.Module`` classes, whether they define ``forward`` and
-what it returns), its top-level functions (what they return), its module-level
+what it returns), its top-level functions (what they return, and which of them
+step an optimizer), its module-level
 instances (``model = nn.Sequential(..., nn.Sigmoid())``: what calling them
 returns) and its imports, as written, so that phase two
 (:mod:`lint_rules.analysis.project_index`) can follow names across files.
@@ -22,7 +23,7 @@ from lint_rules.analysis.model import FileModel, dotted
 from lint_rules.analysis.provenance import Provenance
 
 def empty() -> dict:
-    return {"classes": {}, "functions": {}, "instances": {}, "imports": {}}
+    return {"classes": {}, "functions": {}, "instances": {}, "imports": {}, "stepping": []}
 
 
 def summarise_source(source: str) -> dict:
@@ -43,7 +44,7 @@ def summarise_source(source: str) -> dict:
             return empty()
         model = None
         try:
-            model = FileModel(module, frozenset({cst.Return}))
+            model = FileModel(module, frozenset({cst.Return, cst.Call}))
             return summarise(model)
         except (RecursionError, MemoryError, ValueError):
             # A pathological file offers nothing to its importers; their lint goes on.
@@ -75,6 +76,7 @@ def summarise(model: FileModel, provenance: Provenance | None = None) -> dict:
                     for t in small.targets:
                         if isinstance(t.target, cst.Name):
                             out["instances"][t.target.value] = prov.of_module(small.value, small)
+    out["stepping"] = _stepping(model, [stmt for stmt in model.module.body if isinstance(stmt, cst.FunctionDef)])
     # Only what a module-level binding ends as counts; drop instances that are None to keep it small.
     out["instances"] = {k: v for k, v in out["instances"].items() if v is not None}
     return out
@@ -88,6 +90,35 @@ def _class(model: FileModel, prov: Provenance, node: cst.ClassDef) -> dict:
     bases = [text for b in node.bases if b.keyword is None and (text := dotted(b.value)) is not None]
     return {"bases": bases, "module": facts(model).is_module_class(node),
             "forward": has_forward, "output": output}
+
+
+def _stepping(model: FileModel, functions: list[cst.FunctionDef]) -> list[str]:
+    """The top-level functions that call ``<optimizer>.step()`` in their own body
+    (``run_epoch(model, loader, optimizer)``), or call such a function of the same file
+    (``train()`` calling ``_train_or_test()``), up to three calls deep."""
+    from lint_rules.analysis.kinds import OPTIMIZER
+
+    own = {id(fn): fn.name.value for fn in functions}
+    stepping: list[str] = []
+    callees: dict[str, set[str]] = {}
+    for call in model.nodes(cst.Call):
+        name = own.get(id(model.enclosing_function(call)))
+        if name is None:
+            continue  # module level, a method, or a nested function
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "step" \
+                and model.kind_of(func.value) == OPTIMIZER:
+            if name not in stepping:
+                stepping.append(name)
+        elif isinstance(func, cst.Name):
+            callees.setdefault(name, set()).add(func.value)
+    for _ in range(3):
+        grown = [fn.name.value for fn in functions if fn.name.value not in stepping
+                 and callees.get(fn.name.value, set()) & set(stepping)]
+        if not grown:
+            break
+        stepping.extend(grown)
+    return stepping
 
 
 def _function_returns(prov: Provenance, fn: cst.FunctionDef) -> str | None:

@@ -21,7 +21,9 @@ class LossAccumulatedWithGraph(Rule):
     Flags a loss tensor (the result of a criterion, of an `F.*_loss` function, or a
     value `backward()` is called on) accumulated across loop iterations without
     `.detach()` or `.item()`: `total += loss`, `total = total + loss`,
-    `losses.append(loss)`, `self.epoch_loss += loss` in a per-step helper. The loop
+    `losses.append(loss)`, `self.epoch_loss += loss` in a per-step helper, and a
+    step's output dict kept whole (`history.append(out)` after `out["loss"].backward()`,
+    unless the entry was replaced, `out["loss"] = out["loss"].detach()`). The loop
     is a training loop, or a loop over a `DataLoader`, and the accumulator outlives
     the iteration. Quiet under `torch.no_grad()`, for accumulators reset at the top
     of the iteration (`loss = loss + aux` in one step), and for accumulators that are
@@ -153,8 +155,42 @@ class LossAccumulatedWithGraph(Rule):
                 return total
             """
         ),
+        Valid(
+            """
+            # the output's loss replaced by a detached copy before the output is kept
+            import torch
+            def train_epoch(module, loader, opt):
+                history = []
+                for batch in loader:
+                    opt.zero_grad()
+                    out = module.training_step(batch)
+                    out["loss"].backward()
+                    opt.step()
+                    out["loss"] = out["loss"].detach()
+                    history.append(out)
+                    stats = module.training_step(batch)
+                    stats = {k: v.item() for k, v in stats.items()}
+                    history.append(stats)
+                return history
+            """
+        ),
     ]
     INVALID = [
+        Invalid(
+            """
+            # the step's output dict kept for the epoch, loss and graph included
+            import torch
+            def train_epoch(module, loader, opt):
+                history = []
+                for batch in loader:
+                    opt.zero_grad()
+                    out = module.training_step(batch)
+                    out["loss"].backward()
+                    opt.step()
+                    history.append(out)  # BUG
+                return history
+            """
+        ),
         Invalid(
             """
             import torch
@@ -258,9 +294,50 @@ class LossAccumulatedWithGraph(Rule):
                 return
             if not any(self.model.kind_of(e.value) == LOSS for e in arg.elements):
                 return
-        elif self.model.kind_of(arg) != LOSS:
+        elif self.model.kind_of(arg) != LOSS and not self._holds_loss(arg, node):
             return
         self._check(node, receiver, arg)
+
+    def _holds_loss(self, holder: cst.CSTNode, node: cst.CSTNode) -> bool:
+        """``holder`` is a local container with ``holder[k].backward()`` (or ``holder.k``)
+        earlier in the same function, and neither it nor that entry is rebound in between."""
+        model = self.model
+        if not isinstance(holder, cst.Name):
+            return False
+        fn = model.enclosing_function(node)
+        here = model.order.get(id(node))
+        bindings = model.bindings_of(holder) or ()
+        if fn is None or here is None or not bindings:
+            return False
+        for ev in model.training.events:
+            call = ev.node
+            if ev.kind != BACKWARD or not isinstance(call.func, cst.Attribute) \
+                    or call.func.attr.value != "backward":
+                continue
+            entry = call.func.value
+            if not isinstance(entry, (cst.Subscript, cst.Attribute)) or not isinstance(entry.value, cst.Name) \
+                    or entry.value.value != holder.value or model.enclosing_function(call) is not fn:
+                continue
+            start = model.order.get(id(call))
+            if start is None or start >= here:
+                continue
+            if any(b.kind == ASSIGN and start < (model.order.get(id(b.node)) or -1) < here for b in bindings):
+                continue  # the holder was rebuilt after backward()
+            if not self._entry_replaced(entry, fn, start, here):
+                return True
+        return False
+
+    def _entry_replaced(self, entry: cst.CSTNode, fn: cst.CSTNode, start: int, end: int) -> bool:
+        model = self.model
+        code = model.module.code_for_node(entry)
+        for assign in model.nodes(cst.Assign):
+            pos = model.order.get(id(assign))
+            if pos is None or not start < pos < end or model.enclosing_function(assign) is not fn:
+                continue
+            if any(type(t.target) is type(entry) and model.module.code_for_node(t.target) == code
+                   for t in assign.targets):
+                return True
+        return False
 
     # ------------------------------------------------------------------ checks
     def _check(self, node: cst.CSTNode, target: cst.CSTNode, value: cst.CSTNode) -> None:

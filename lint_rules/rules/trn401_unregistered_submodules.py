@@ -11,6 +11,10 @@ from lint_rules.analysis.spelling import spelling
 
 _CONTAINER_CALLS = frozenset({"builtins.list", "builtins.tuple", "builtins.dict"})
 _ADDERS = frozenset({"append", "extend", "insert"})
+# Annotations of a container's elements: List[nn.Module], list[nn.Linear], Dict[str, nn.Module] ...
+_GENERIC_CONTAINERS = frozenset({"typing.List", "builtins.list", "typing.Sequence", "typing.MutableSequence",
+                                 "typing.Dict", "builtins.dict", "typing.Tuple", "builtins.tuple",
+                                 "collections.abc.Sequence", "collections.abc.MutableSequence"})
 _LITERALS = (cst.List, cst.Tuple, cst.Set, cst.Dict, cst.ListComp, cst.SetComp, cst.DictComp,
              cst.GeneratorExp)
 
@@ -21,7 +25,9 @@ class UnregisteredSubmodules(Rule):
     Flags an attribute of an `nn.Module` subclass that is assigned a plain Python
     `list`, `tuple` or `dict` holding modules, `nn.Parameter`s or tensors created
     with `requires_grad=True`: a literal, a comprehension, `[...] * n`, or an empty
-    container filled with `.append()`/`.extend()`/`[key] = ...` in the class.
+    container filled with `.append()`/`.extend()`/`[key] = ...` in the class, also
+    with elements of unknown type when the class annotates the attribute as a
+    container of modules (`self.branches: Optional[List[nn.Module]]`).
     Quiet when the container is later wrapped (`self.layers =
     nn.ModuleList(self.layers)`, `nn.Sequential(*self.layers)`) or registered with
     `add_module`/`register_parameter`.
@@ -54,9 +60,10 @@ class UnregisteredSubmodules(Rule):
 
     ## Known problems
     An element is recognised as a module when it is built in place from a
-    `torch.nn` class or a module class defined in the same file (or from a local
-    variable assigned one); modules built from classes imported from elsewhere,
-    or passed in as arguments, are not recognised. A list kept unregistered on
+    `torch.nn` class, a module class defined in the same file or in another file
+    of the project (followed through its imports), or a local variable assigned
+    one; modules built from classes of installed packages, or passed in as
+    arguments, are not recognised. A list kept unregistered on
     purpose (a reference to a parent or teacher model that must not be trained or
     saved) is flagged; suppress it with `# noqa: TRN401`. Containers handed to your
     own helper that registers them are recognised only when the helper's result
@@ -150,8 +157,46 @@ class UnregisteredSubmodules(Rule):
                         self.add_module(f"layer{i}", layer)
             """
         ),
+        Valid(
+            """
+            # annotated containers: registered, of names, or of modules never added
+            from typing import List, Optional
+            import torch.nn as nn
+            class Parallel(nn.Module):
+                def __init__(self, layers, names):
+                    super().__init__()
+                    self.branches: Optional[nn.ModuleList] = None
+                    if layers:
+                        self.branches = nn.ModuleList()
+                        for layer in layers:
+                            self.branches.append(layer)
+                    self.names: List[str] = []
+                    for n in names:
+                        self.names.append(n)
+                    self.hooks: List[nn.Module] = []
+            """
+        ),
     ]
     INVALID = [
+        Invalid(
+            """
+            # modules passed in, kept in a list the class annotates as holding modules
+            from typing import List, Optional
+            import torch
+            import torch.nn as nn
+            class Parallel(nn.Module):
+                def __init__(self, layers):
+                    super().__init__()
+                    self.branches: Optional[List[nn.Module]] = None
+                    if layers:
+                        self.branches = []  # BUG
+                        for layer in layers:
+                            self.branches.append(layer)
+
+                def forward(self, x):
+                    return torch.cat([b(x) for b in self.branches], dim=-1)
+            """
+        ),
         Invalid(
             """
             import torch.nn as nn
@@ -346,7 +391,7 @@ class UnregisteredSubmodules(Rule):
             items += added.get(key, [])
             if local:
                 items += added.get(id(container), [])
-            if any(self._trainable(item) for item in items):
+            if any(self._trainable(item) for item in items) or (items and self._declared_modules(cls, attr)):
                 self.report(stmt, fix=None if local else self._fix(stmt, container, items))
 
     def _fix(self, stmt: cst.CSTNode, container: cst.CSTNode, items: list[cst.CSTNode]) -> RuleFix | None:
@@ -459,6 +504,37 @@ class UnregisteredSubmodules(Rule):
                 return self._elements(expr.args[0].value)
         return []
 
+    def _declared_modules(self, cls: cst.ClassDef, attr: str) -> bool:
+        """The class annotates the attribute as a container of modules:
+        ``self.branches: Optional[List[nn.Module]] = None``."""
+        for b in self._facts.attr_bindings(cls, attr):
+            if not isinstance(b.node, cst.AnnAssign):
+                continue
+            stack: list[cst.CSTNode] = [b.node.annotation.annotation]
+            while stack:
+                node = stack.pop()
+                if isinstance(node, cst.Subscript) and self.model.qualified_name(node.value) in _GENERIC_CONTAINERS:
+                    if any(isinstance(el.slice, cst.Index) and self._names_module_class(el.slice.value)
+                           for el in node.slice):
+                        return True
+                stack.extend(node.children)
+        return False
+
+    def _names_module_class(self, expr: cst.CSTNode) -> bool:
+        if not isinstance(expr, (cst.Name, cst.Attribute)):
+            return False
+        q = self.model.qualified_name(expr)
+        if q is not None:
+            return (is_torch_module_class_name(q) and not q.endswith("Loss")) or self._project_module_class(expr)
+        bindings = self.model.bindings_of(expr) if isinstance(expr, cst.Name) else None
+        return bool(bindings) and len(bindings) == 1 and bindings[0].kind == CLASS \
+            and self._facts.is_module_class(bindings[0].value)
+
+    def _project_module_class(self, func: cst.CSTNode) -> bool:
+        """A class imported from another file of the project that is an ``nn.Module`` there."""
+        project = getattr(self.model, "project_facts", None)
+        return project is not None and project.is_module_class(self.model, func) is True
+
     def _trainable(self, expr: cst.CSTNode, depth: int = 0) -> bool:
         """A module, a parameter, or a tensor that requires grad, built right here."""
         if depth > 3:
@@ -477,7 +553,9 @@ class UnregisteredSubmodules(Rule):
             if q in TENSOR_FACTORIES:
                 arg = keyword_arg(expr, "requires_grad")
                 return arg is not None and is_true(arg.value)
-            return is_torch_module_class_name(q) and not q.endswith("Loss")
+            if is_torch_module_class_name(q):
+                return not q.endswith("Loss")
+            return self._project_module_class(expr.func)
         if isinstance(expr.func, cst.Name):
             bindings = self.model.bindings_of(expr.func)
             if bindings and len(bindings) == 1 and bindings[0].kind == CLASS:

@@ -1,11 +1,14 @@
 from __future__ import annotations
 
+from collections import Counter
+
 import libcst as cst
 
 from lint_rules.analysis.model import ASSIGN, is_true, keyword_arg
 from lint_rules.analysis.names import NON_TENSOR_TORCH, PARAMETER, TENSOR_FACTORIES
 from lint_rules.rule import ERROR, WARNING, Invalid, Rule, Valid
 from lint_rules.analysis.modules import facts, self_attribute
+from lint_rules.analysis.summaries import Summaries
 
 TENSOR = "tensor"
 LEAF = "leaf"  # requires_grad=True
@@ -32,7 +35,8 @@ _NOT_TENSOR_METHODS = frozenset(
 class TensorAttributeNotRegistered(Rule):
     """
     ## What it does
-    Flags `self.x = <tensor>` in the `__init__` of an `nn.Module` subclass, where
+    Flags `self.x = <tensor>` in the `__init__` of an `nn.Module` subclass (or in
+    a method only `__init__` calls), where
     the tensor is created there (`torch.zeros(...)`, `torch.tensor(...)`,
     `torch.arange(n).float()`, a local variable holding one). With
     `requires_grad=True` it should be an `nn.Parameter`; otherwise a buffer
@@ -70,10 +74,13 @@ class TensorAttributeNotRegistered(Rule):
     ```
 
     ## Known problems
-    Only tensors created in `__init__` itself are seen: tensors passed in as
-    arguments, built by helper functions, or created lazily in `forward` are not
-    flagged. An attribute that another method reassigns from values that do not
-    read it (a cache refreshed at run time, `self.x = self.build(n)`) is taken for
+    Only tensors created in `__init__`, or in a method of the class that only
+    `__init__` calls (`self.reset_state(width)`, up to 3 calls deep, called
+    nowhere else in the file), are seen: tensors passed in as arguments, built by
+    free helper functions, or created lazily in `forward` are not flagged. A
+    helper that `__init__` calls and code in another file calls again at run time
+    is still taken for construction. An attribute that another method reassigns from values that do not
+    read it (directly or through its local variables; a cache refreshed at run time, `self.x = self.build(n)`) is taken for
     a cache and not flagged, even when that method is a `reset()` of real state. A constant that is deliberately kept out of `state_dict()`
     should be a buffer with `persistent=False`; suppress the finding only if the
     attribute is never used on another device. Findings for tensors that do not
@@ -189,8 +196,46 @@ class TensorAttributeNotRegistered(Rule):
                     self.x = torch.randn(n, 3)
             """
         ),
+        Valid(
+            """
+            # a helper that __init__ calls and forward calls again: run-time state, refreshed
+            import torch
+            from torch import nn
+            class Cell(nn.Module):
+                def __init__(self, width):
+                    super().__init__()
+                    self.gate = nn.Linear(width, width)
+                    self.reset_state(width)
+
+                def reset_state(self, width):
+                    self.carry = torch.zeros(1, width)
+
+                def forward(self, x):
+                    if x.shape[0] != self.carry.shape[0]:
+                        self.reset_state(x.shape[1])
+                    return torch.sigmoid(self.gate(x)) * self.carry
+            """
+        ),
     ]
     INVALID = [
+        Invalid(
+            """
+            # state created in a helper that only __init__ calls
+            import torch
+            from torch import nn
+            class Cell(nn.Module):
+                def __init__(self, width):
+                    super().__init__()
+                    self.gate = nn.Linear(width, width)
+                    self._init_state(width)
+
+                def _init_state(self, width):
+                    self.carry = torch.zeros(1, width)  # BUG
+
+                def forward(self, x):
+                    return torch.sigmoid(self.gate(x)) * self.carry
+            """
+        ),
         Invalid(
             """
             import torch
@@ -247,6 +292,19 @@ class TensorAttributeNotRegistered(Rule):
                 def forward(self, x):
                     self.seen = self.seen + x.shape[0]
                     return x
+
+            # a recurrent state updated from itself through local variables
+            class Cell(nn.Module):
+                def __init__(self, n):
+                    super().__init__()
+                    self.gate = nn.Linear(n, n)
+                    self.carry = torch.zeros(1, n)  # BUG
+
+                def forward(self, x):
+                    prev = self.carry
+                    c = torch.sigmoid(self.gate(x)) * prev
+                    self.carry = c.detach()
+                    return c
             """
         ),
     ]
@@ -255,6 +313,7 @@ class TensorAttributeNotRegistered(Rule):
         super().__init__(model)
         self._facts = facts(model)
         self._candidates: list[tuple[cst.ClassDef, str, cst.CSTNode, str]] = []
+        self._method_calls: Counter[str] | None = None
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for t in node.targets:
@@ -271,7 +330,7 @@ class TensorAttributeNotRegistered(Rule):
         if kind is None:
             return
         found = self._facts.module_method(stmt)
-        if found is None or found[0].name.value != "__init__":
+        if found is None or not self._init_time(found[0], found[1], 0):
             return
         attr = self_attribute(target, found[0])
         if attr is not None:
@@ -284,7 +343,8 @@ class TensorAttributeNotRegistered(Rule):
             if names is None or attr in names:
                 continue
             bindings = fx.attr_bindings(cls, attr)
-            if any(self._is_parameter(b.value) or _recomputed(b, attr) for b in bindings):
+            if any(self._is_parameter(b.value) or _recomputed(self.model, b, attr) and not self._init_time_binding(b, cls)
+                   for b in bindings):
                 continue
             if kind == LEAF:
                 self.report(stmt, "Tensor with requires_grad=True assigned to a module attribute is not "
@@ -292,6 +352,35 @@ class TensorAttributeNotRegistered(Rule):
                             ERROR)
             else:
                 self.report(stmt)
+
+    def _init_time(self, method: cst.FunctionDef, cls: cst.ClassDef, depth: int) -> bool:
+        """``__init__`` itself, or a method of ``cls`` that only init-time methods call, as
+        ``self.<method>(...)``; no other call of that name anywhere in the file."""
+        if method.name.value == "__init__":
+            return True
+        if depth >= 3:
+            return False
+        name = method.name.value
+        sites = self.model.fact(Summaries).call_sites(method)
+        if not sites:
+            return False
+        for call in sites:
+            func = call.func
+            if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
+                    and func.value.value == "self"):
+                return False
+            caller = self._facts.module_method(call)
+            if caller is None or caller[1] is not cls or not self._init_time(caller[0], cls, depth + 1):
+                return False
+        # obj.reset_state() from a training loop re-creates the state at run time: a cache
+        if self._method_calls is None:
+            self._method_calls = Counter(c.func.attr.value for c in self.model.nodes(cst.Call)
+                                         if isinstance(c.func, cst.Attribute))
+        return self._method_calls[name] == len(sites)
+
+    def _init_time_binding(self, binding, cls: cst.ClassDef) -> bool:
+        fn = binding.scope.node
+        return isinstance(fn, cst.FunctionDef) and self._init_time(fn, cls, 0)
 
     def _is_parameter(self, value: cst.CSTNode | None) -> bool:
         return isinstance(value, cst.Call) and self.model.qualified_name(value.func) == PARAMETER
@@ -348,23 +437,31 @@ class TensorAttributeNotRegistered(Rule):
         return None
 
 
-def _recomputed(binding, attr: str) -> bool:
+def _recomputed(model, binding, attr: str) -> bool:
     """Assigned afresh in another method from values that do not read it: a cache
     refreshed at run time (``self.rel_indices = self.get_rel_indices(n)``), not state."""
     fn = binding.scope.node
     if not isinstance(fn, cst.FunctionDef) or fn.name.value == "__init__" or binding.value is None:
         return False
-    return not _reads_attribute(binding.value, attr)
+    return not _reads_attribute(model, binding.value, attr, fn)
 
 
-def _reads_attribute(expr: cst.CSTNode, attr: str) -> bool:
-    """``expr`` reads ``self.<attr>``: a setter's parameter named like the attribute
-    (``self.src_lengths = src_lengths``) does not."""
-    stack = [expr]
+def _reads_attribute(model, expr: cst.CSTNode, attr: str, fn: cst.FunctionDef) -> bool:
+    """``expr`` reads ``self.<attr>``, directly or through local variables of ``fn``
+    (``ct = f * self.ct_1 + i; self.ct_1 = ct.detach()``): a recurrent state updated from
+    itself. A setter's parameter named like the attribute (``self.src_lengths =
+    src_lengths``) does not read it."""
+    stack = [(expr, 0)]
+    seen: set[int] = set()
     while stack:
-        node = stack.pop()
+        node, depth = stack.pop()
         if isinstance(node, cst.Attribute) and node.attr.value == attr \
                 and isinstance(node.value, cst.Name) and node.value.value == "self":
             return True
-        stack.extend(node.children)
+        if isinstance(node, cst.Name) and depth < 4:
+            for b in model.bindings_of(node) or ():
+                if b.kind == ASSIGN and b.value is not None and b.scope.node is fn and id(b.value) not in seen:
+                    seen.add(id(b.value))
+                    stack.append((b.value, depth + 1))
+        stack.extend((child, depth) for child in node.children)
     return False

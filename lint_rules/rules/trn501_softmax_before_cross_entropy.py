@@ -22,7 +22,8 @@ class SoftmaxBeforeCrossEntropy(Rule):
     whose input is the output of `softmax`: a `softmax(...)` call, a variable
     assigned one, or a model whose last layer is `nn.Softmax` (`nn.Sequential(...,
     nn.Softmax(dim=1))`, or a module whose `forward` returns a softmax, defined in
-    this file or imported from another file of the project). An input that went through `log_softmax` is reported as a warning:
+    this file or imported from another file of the project), also as
+    `exp(log_softmax(x))` and row by row (`for row in torch.softmax(scores, -1)`). An input that went through `log_softmax` is reported as a warning:
     it is redundant rather than wrong.
 
     ## Why is this bad?
@@ -53,7 +54,9 @@ class SoftmaxBeforeCrossEntropy(Rule):
     Models are followed into the project's other files (classes, module-level
     instances and functions imported from them), not into installed packages. A
     model passed in as an argument without a type annotation naming its class, a
-    criterion passed in as an argument or imported from another file, and tuple
+    criterion passed in as an argument (unless its default constructs one:
+    `criterion=nn.CrossEntropyLoss()`, whose caller may pass another loss) or
+    imported from another file, and tuple
     outputs are not resolved, so such cases are missed. A variable that is a softmax on one branch
     only (`if use_probs: out = out.softmax(1)`) is not flagged. Softmax used as
     the *target* (soft labels, distillation) is fine and not flagged.
@@ -134,6 +137,27 @@ class SoftmaxBeforeCrossEntropy(Rule):
             loss = criterion(net(x), y)
             """
         ),
+        Valid(
+            """
+            # the same shapes on logits; exp() of a log that is not log_softmax; a criterion argument
+            import torch
+            import torch.nn as nn
+            class MatchingLoss(nn.Module):
+                def __init__(self, criterion=nn.CrossEntropyLoss(), other=None):
+                    super().__init__()
+                    self.criterion = criterion
+                    self.other = other
+
+                def forward(self, scores, target):
+                    loss = self.criterion(scores, target)
+                    loss = loss + self.criterion(torch.exp(torch.log(scores.clamp(min=1e-6))), target)
+                    for row in scores:
+                        loss = loss + self.criterion(row, target[:1])
+                    for i, row in enumerate(torch.softmax(scores, -1)):
+                        print(i, row.max())
+                    return loss + self.other(torch.softmax(scores, -1), target)
+            """
+        ),
     ]
     INVALID = [
         Invalid(
@@ -189,6 +213,28 @@ class SoftmaxBeforeCrossEntropy(Rule):
 
             def compute_loss(model: Classifier, x, y):
                 return nn.CrossEntropyLoss()(model(x), y)  # BUG
+            """
+        ),
+        Invalid(
+            """
+            # a criterion from a parameter default, exp() of log_softmax, and rows of probabilities
+            import torch
+            import torch.nn as nn
+            class MatchingLoss(nn.Module):
+                def __init__(self, criterion=nn.CrossEntropyLoss()):
+                    super().__init__()
+                    self.criterion = criterion
+
+                def forward(self, scores, target):
+                    loss = self.criterion(torch.softmax(scores, -1), target)  # BUG
+                    probs = torch.log_softmax(scores, dim=1).exp()
+                    loss = loss + self.criterion(probs, target)  # BUG
+                    for row in torch.softmax(scores, -1):
+                        loss = loss + self.criterion(row, target[:1])  # BUG
+                    outputs = torch.softmax(scores, -1)
+                    for out in outputs:
+                        loss = loss + self.criterion(out, target[:1])  # BUG
+                    return loss
             """
         ),
     ]

@@ -18,7 +18,7 @@ class EvaluationWithoutNoGrad(Rule):
     ## What it does
     Flags an evaluation loop that calls the model with autograd on. An evaluation
     loop iterates data (a `DataLoader`, an iterable spelled like one: `val_loader`,
-    `test_data`, ..., or a `range` loop that fetches a batch: `X, Y =
+    `test_data`, `self.loaders["valid"]`, ..., or a `range` loop that fetches a batch: `X, Y =
     get_batch("val")`), calls a model, and neither calls `backward()`, steps or
     hands over an optimizer, nor asks for input gradients. It is quiet
     under `torch.no_grad()`, `torch.inference_mode()` (as a block or a decorator),
@@ -115,6 +115,19 @@ class EvaluationWithoutNoGrad(Rule):
             with torch.no_grad():
                 for x, y in loaders["dev"]:
                     out = models["generator"](x)
+
+            # a dict of loaders filled elsewhere: the training split, and the evaluation under no_grad
+            class Runner:
+                def fit(self):
+                    for x, y in self.loaders["train"]:
+                        self.opt.zero_grad()
+                        self.loss_fn(self.net(x), y).backward()
+                        self.opt.step()
+
+                @torch.no_grad()
+                def evaluate(self):
+                    for x, y in self.loaders["valid"]:
+                        print(self.net(x))
             """
         ),
         Valid(
@@ -264,6 +277,12 @@ class EvaluationWithoutNoGrad(Rule):
             models["generator"].eval()
             for x, y in loaders["dev"]:  # BUG
                 out = models["generator"](x)
+
+            class Runner:
+                def evaluate(self):
+                    self.net.eval()
+                    for x, y in self.loaders["valid"]:  # BUG
+                        print(self.net(x))
             """
         ),
         Invalid(

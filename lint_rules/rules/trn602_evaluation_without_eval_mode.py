@@ -24,7 +24,9 @@ class EvaluationWithoutEvalMode(Rule):
     `model.eval()`), or, for an evaluation function, by the last mode call before
     a call of that function in this file. A `model.train()` placed just before the
     loop with no training in between is taken as deliberate (re-estimating
-    batch-norm statistics).
+    batch-norm statistics). Also flags an evaluation on one batch inside a
+    training loop: a model called under `torch.no_grad()` on a batch drawn with
+    `next(iter(test_loader))`, with no `eval()` before it in the function.
 
     ## Why is this bad?
     In training mode, dropout zeroes random activations and batch norm normalises
@@ -201,8 +203,44 @@ class EvaluationWithoutEvalMode(Rule):
                         out = net(x)
             """
         ),
+        Valid(
+            """
+            # a test batch drawn inside the training loop, evaluated in eval mode
+            import torch
+            import torch.nn.functional as F
+            def fit(net, opt, train_loader, test_loader, epochs):
+                for epoch in range(epochs):
+                    for i, (x, y) in enumerate(train_loader):
+                        net.train()
+                        opt.zero_grad()
+                        F.nll_loss(net(x), y).backward()
+                        opt.step()
+                        if i % 10 == 0:
+                            tx, ty = next(iter(test_loader))
+                            net.eval()
+                            with torch.no_grad():
+                                print((net(tx).argmax(1) == ty).float().mean().item())
+            """
+        ),
     ]
     INVALID = [
+        Invalid(
+            """
+            # a test batch drawn inside the training loop, evaluated in train mode
+            import torch
+            import torch.nn.functional as F
+            def fit(net, opt, train_loader, test_loader, epochs):
+                for epoch in range(epochs):
+                    for i, (x, y) in enumerate(train_loader):
+                        opt.zero_grad()
+                        F.nll_loss(net(x), y).backward()
+                        opt.step()
+                        if i % 10 == 0:
+                            tx, ty = next(iter(test_loader))
+                            with torch.no_grad():
+                                print((net(tx).argmax(1) == ty).float().mean().item())  # BUG
+            """
+        ),
         Invalid(
             """
             # the model call sits in a self.eval_step(batch) helper
@@ -315,6 +353,39 @@ class EvaluationWithoutEvalMode(Rule):
         if calls and not self._mode_set(node) and any(
                 self._modules.mode_dependent(call.func) is not False for call in calls):
             self.report(node)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        # tx, ty = next(iter(test_loader)); with torch.no_grad(): net(tx)  -- inside a training loop
+        facts = self._facts
+        # cheapest test first: this runs for every call of the file
+        if not any(self._drawn_batch(a.value) for a in node.args if a.keyword is None and not a.star):
+            return
+        if not facts.is_model_call(node) or not self.model.in_no_grad(node):
+            return
+        if not any(self.model.training.is_training_loop(lp) for lp in self.model.enclosing_loops(node)):
+            return
+        last = facts.last_mode_before(node, self.model.enclosing_function(node))
+        if (last is None or last[0] == TRAIN) and self._modules.mode_dependent(node.func) is not False:
+            self.report(node)
+
+    def _drawn_batch(self, expr: cst.CSTNode) -> bool:
+        """``expr`` was bound from ``next(iter(<data>))``: one batch drawn from a loader."""
+        if not isinstance(expr, cst.Name):
+            return False
+        bindings = self.model.bindings_of(expr) or ()
+        # `tx, ty = next(...)` binds each name with no value of its own: read the statement's
+        return bool(bindings) and all(
+            isinstance(b.node, cst.Assign) and isinstance(b.node.value, cst.Call)
+            and self._next_of_iter(b.node.value) for b in bindings)
+
+    def _next_of_iter(self, call: cst.Call) -> bool:
+        if not (isinstance(call.func, cst.Name) and call.func.value == "next") or not call.args:
+            return False
+        if self.model.qualified_name(call.func) != "builtins.next":
+            return False
+        inner = call.args[0].value
+        return isinstance(inner, cst.Call) and self.model.qualified_name(inner.func) == "builtins.iter" \
+            and bool(inner.args) and self._facts.iterates_data(inner.args[0].value)
 
     def _mode_set(self, loop: cst.For) -> bool:
         facts = self._facts

@@ -70,7 +70,12 @@ class TrainModeNotRestored(Rule):
     An `eval()` in one branch of an `if` whose other branch calls `train()` is
     taken as a per-pass choice of mode and never flagged. Helpers of this file are
     followed three calls deep, and a constant argument (`set_mode(model, "train")`)
-    selects the branch of `if mode == "train":` that runs.
+    selects the branch of `if mode == "train":` that runs. A model counts as
+    trained in the loop when it is called there with autograd on, also inside a
+    loss helper of this file, or when it is passed to any call whose result is
+    backpropagated (`loss = dsm_loss(score, x)`, with `dsm_loss` imported): a
+    teacher handed to such a distillation loss, and put in `eval()` inside the
+    loop, is taken for a trained model.
 
     ## References
     - https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.train
@@ -234,8 +239,61 @@ class TrainModeNotRestored(Rule):
                     break
             """
         ),
+        Valid(
+            """
+            # an EMA copy evaluated through the same loss helper under no_grad: not the trained model
+            import torch
+            from losses import dsm_loss
+            def train(net, ema_net, opt, loader, test_x):
+                net.train()
+                for step, x in enumerate(loader):
+                    loss = dsm_loss(net, x)
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+                    if step % 100 == 0:
+                        ema_net.eval()
+                        with torch.no_grad():
+                            print(dsm_loss(ema_net, test_x).item())
+            """
+        ),
     ]
     INVALID = [
+        Invalid(
+            """
+            # the model is only handed to loss functions: a local helper, and an imported one
+            import torch
+            from losses import dsm_loss
+            def denoising_loss(net, x):
+                noise = torch.randn_like(x)
+                return ((net(x + noise) + noise) ** 2).mean()
+
+            def train(net, opt, loader, test_x):
+                net.train()
+                for step, x in enumerate(loader):
+                    loss = denoising_loss(net, x)
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+                    if step % 100 == 0:
+                        net.eval()  # BUG
+                        with torch.no_grad():
+                            print(denoising_loss(net, test_x).item())
+
+            def train_imported(net_cls, opt, loader, test_x):
+                score = torch.nn.DataParallel(net_cls())
+                score.train()
+                for step, x in enumerate(loader):
+                    loss = dsm_loss(score, x)
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+                    if step % 100 == 0:
+                        score.eval()  # BUG
+                        with torch.no_grad():
+                            print(dsm_loss(score, test_x).item())
+            """
+        ),
         Invalid(
             """
             # the helper's constant argument picks eval(); train() is only set once, before

@@ -15,6 +15,12 @@ _SDPA = "scaled_dot_product_attention"
 _SDPA_DROPOUT_POSITION = 4
 _SDPA_MESSAGE = ("scaled_dot_product_attention(dropout_p=...) without checking self.training keeps "
                  "attention dropout on after model.eval()")
+# nn.Dropout & co. built inside a method and called there: a new module is in training mode and
+# is never registered, so the parent's eval() cannot reach it.
+_DROPOUT_MODULES = frozenset({"Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout",
+                              "FeatureAlphaDropout"})
+_MODULE_MESSAGE = ("nn.Dropout built and called inside a method is always in training mode: "
+                   "model.eval() cannot reach it")
 
 
 class FunctionalDropoutIgnoresMode(Rule):
@@ -26,7 +32,10 @@ class FunctionalDropoutIgnoresMode(Rule):
     with a non-zero `dropout_p` there. Quiet when `training=` is passed (normally
     `training=self.training`), when the probability depends on the mode
     (`p=self.p if self.training else 0.0`, directly or through a local variable),
-    and under `if self.training:`.
+    and under `if self.training:`. Also flags an `nn.Dropout(p)` (or
+    `Dropout1d/2d/3d`, `AlphaDropout`) built and called inside such a method,
+    `nn.Dropout(0.3)(h)` or through a local variable: the new module starts in
+    training mode and is not a registered child, so `model.eval()` never reaches it.
 
     ## Why is this bad?
     Unlike `nn.Dropout`, the functional form does not know the module's mode:
@@ -117,8 +126,41 @@ class FunctionalDropoutIgnoresMode(Rule):
                     return F.dropout(x, 0.5, training=True)
             """
         ),
+        Valid(
+            """
+            # dropout modules built once and registered (also lazily), or put in eval mode
+            import torch.nn as nn
+            class Head(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(8, 2)
+                    self.drop = nn.Dropout(0.3)
+
+                def forward(self, h):
+                    if not hasattr(self, "extra"):
+                        self.extra = nn.Dropout(0.1)
+                    h = self.extra(self.drop(h))
+                    if self.training:
+                        h = nn.Dropout(0.2)(h)
+                    return self.fc(nn.Dropout(0.1).eval()(h))
+            """
+        ),
     ]
     INVALID = [
+        Invalid(
+            """
+            import torch.nn as nn
+            class Classifier(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(16, 2)
+
+                def forward(self, h):
+                    h = nn.Dropout(0.3)(h)  # BUG
+                    drop = nn.Dropout2d(p=0.1)
+                    return self.fc(drop(h))  # BUG
+            """
+        ),
         Invalid(
             """
             import torch.nn as nn
@@ -169,6 +211,10 @@ class FunctionalDropoutIgnoresMode(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
+        if isinstance(func, (cst.Call, cst.Name)) and self._is_fresh_dropout_module(func):
+            if self._facts.module_method(node) is not None and not self._guarded(node):
+                self.report(node, _MODULE_MESSAGE)
+            return
         name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
         if name in _DROPOUTS:
             if _argument(node, "training", _TRAINING_POSITION) is not None:
@@ -193,6 +239,25 @@ class FunctionalDropoutIgnoresMode(Rule):
         if self._guarded_by_mode(node, found[0]):
             return
         self.report(node, message)
+
+    def _guarded(self, node: cst.Call) -> bool:
+        found = self._facts.module_method(node)
+        return found is None or self._guarded_by_mode(node, found[0])
+
+    def _is_fresh_dropout_module(self, func: cst.CSTNode) -> bool:
+        """``nn.Dropout(p)`` itself, or a local name bound only to one in the same function."""
+        if isinstance(func, cst.Name):
+            bindings = self.model.bindings_of(func) or ()
+            return bool(bindings) and all(
+                b.kind == ASSIGN and isinstance(b.value, cst.Call) and self._is_dropout_call(b.value)
+                and self.model.enclosing_function(b.node) is self.model.enclosing_function(func)
+                for b in bindings)
+        return isinstance(func, cst.Call) and self._is_dropout_call(func)
+
+    def _is_dropout_call(self, call: cst.Call) -> bool:
+        f = call.func
+        name = f.attr.value if isinstance(f, cst.Attribute) else f.value if isinstance(f, cst.Name) else None
+        return name in _DROPOUT_MODULES and self.model.qualified_name(f) == f"torch.nn.{name}"
 
     def _depends_on_mode(self, expr: cst.CSTNode) -> bool:
         """``expr`` reads ``training``, directly or through a local variable."""

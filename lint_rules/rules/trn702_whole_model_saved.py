@@ -4,9 +4,15 @@ import libcst as cst
 
 from lint_rules.rule import WARNING, Invalid, Rule, Valid
 from lint_rules.analysis.context import in_test
+from lint_rules.analysis.kinds import MODULE, OPTIMIZER
+from lint_rules.analysis.model import dotted
 from lint_rules.analysis.modules import facts
 
 _SAVE = "torch.save"
+# Methods only models and optimizers have: what an object with a state_dict() method is used for.
+_STATEFUL_METHODS = frozenset({"parameters", "named_parameters", "load_state_dict", "zero_grad", "step"})
+_UNCALLED_MESSAGE = ("torch.save(x.state_dict) saves the bound method, which pickles the whole "
+                     "model or optimizer object: call state_dict()")
 
 
 class WholeModelSaved(Rule):
@@ -16,8 +22,12 @@ class WholeModelSaved(Rule):
     built from a `torch.nn` class or a module class of the same file, `self`
     inside a module class, `model.module`, or, as a last resort, a variable named
     like a model), or a dict/list/tuple literal holding one
-    (`{"model": model, "epoch": epoch}`). Quiet for `model.state_dict()` and for
-    values assigned from a `state_dict()`.
+    (`{"model": model, "epoch": epoch}`). Also flags the method itself,
+    `torch.save(model.state_dict, path)` without the call, on a model or an
+    optimizer (known by its construction, or by the file calling its
+    `parameters()`, `step()`, `zero_grad()` or `load_state_dict()`): pickling a
+    bound method pickles the object it is bound to. Quiet for `model.state_dict()` and
+    for values assigned from a `state_dict()`.
 
     ## Why is this bad?
     `torch.save(model)` pickles the module object, which records the import path
@@ -112,6 +122,15 @@ class WholeModelSaved(Rule):
             torch.save(optimizer.state_dict(), "opt.pt")
             """
         ),
+        Valid(
+            """
+            # a state_dict attribute of something that is not a module (a loaded checkpoint)
+            import torch
+            def export(ckpt, path):
+                torch.save(ckpt.state_dict, path)
+                torch.save({"weights": ckpt.state_dict}, path)
+            """
+        ),
     ]
     INVALID = [
         Invalid(
@@ -145,6 +164,25 @@ class WholeModelSaved(Rule):
                 torch_save(model.cpu(), "final.pt")  # BUG
             """
         ),
+        Invalid(
+            """
+            # the state_dict method saved without calling it
+            import torch
+            class Session:
+                def save(self, folder):
+                    torch.save(self.model.state_dict, f"{folder}/model.pt")  # BUG
+                    torch.save({"model": self.model.state_dict}, f"{folder}/ckpt.pt")  # BUG
+                    torch.save(self.optimizer.state_dict, f"{folder}/optim.pt")  # BUG
+
+            class Frame:
+                def __init__(self, model_def, optimizer_def):
+                    self.net = model_def()
+                    self.opt = optimizer_def(self.net.parameters())
+
+                def save(self, path):
+                    torch.save(self.net.state_dict, path)  # BUG
+            """
+        ),
     ]
 
     def __init__(self, model) -> None:
@@ -163,11 +201,24 @@ class WholeModelSaved(Rule):
             if arg.keyword is not None and arg.keyword.value == "obj":
                 obj = arg.value
         if self._holds_module(obj) and not in_test(self.model, node):
-            self.report(node)
+            uncalled = isinstance(obj, cst.Attribute) and obj.attr.value == "state_dict"
+            self.report(node, _UNCALLED_MESSAGE if uncalled else None)
+
+    def _has_state(self, expr: cst.CSTNode) -> bool:
+        """A model or optimizer by use: the file calls ``<expr>.parameters()``, ``.step()``, ..."""
+        text = dotted(expr)
+        if text is None:
+            return False
+        return self.model.kind_of(expr) in (MODULE, OPTIMIZER) or any(
+            isinstance(c.func, cst.Attribute) and c.func.attr.value in _STATEFUL_METHODS
+            and dotted(c.func.value) == text for c in self.model.nodes(cst.Call))
 
     def _holds_module(self, obj: cst.CSTNode, depth: int = 0) -> bool:
         if depth > 3:
             return False
+        if isinstance(obj, cst.Attribute) and obj.attr.value == "state_dict":
+            # model.state_dict without the call: a bound method, pickled with its module
+            return self._facts.is_module_value(obj.value) or self._has_state(obj.value)
         if isinstance(obj, cst.Name):
             # checkpoint = {"model": model, ...}; torch.save(checkpoint, path)
             bindings = self.model.bindings_of(obj) or ()

@@ -49,8 +49,11 @@ class SchedulerStepBeforeOptimizerStep(Rule):
     type annotation, or, as a last resort, a name such as `scheduler` or
     `lr_sched`. `step(value)` calls are skipped: they pass the epoch or a metric
     explicitly (`ReduceLROnPlateau`, timm and diffusers schedulers), so the order
-    does not shift anything. Optimizer steps hidden in helpers defined in other files
-    are not seen.
+    does not shift anything. Optimizer steps in helpers are seen in functions of
+    this file and in top-level functions of the project's other files
+    (`engine.run_epoch(model, loader, optimizer)`) whose own body calls
+    `optimizer.step()`; deeper chains across files and methods of classes defined
+    elsewhere are not.
 
     ## References
     - https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate
@@ -236,11 +239,15 @@ class SchedulerStepBeforeOptimizerStep(Rule):
             if self._in_region(ev.node, region) and not model.mutually_exclusive(ev.node, sched_step):
                 out.append(ev.node)
         stepping = self._stepping_functions()
-        if stepping:
+        project = getattr(model, "project_facts", None)
+        if stepping or project is not None:
             for call in model.nodes(cst.Call):
+                if not isinstance(call.func, (cst.Name, cst.Attribute)):
+                    continue
                 fn = facts.local_function(call.func)
-                if fn is not None and id(fn) in stepping and self._in_region(call, region) \
-                        and not model.mutually_exclusive(call, sched_step):
+                steps = id(fn) in stepping if fn is not None else \
+                    project is not None and self._in_region(call, region) and project.steps_optimizer(model, call.func)
+                if steps and self._in_region(call, region) and not model.mutually_exclusive(call, sched_step):
                     out.append(call)
         return out
 

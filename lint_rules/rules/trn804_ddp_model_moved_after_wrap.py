@@ -10,6 +10,10 @@ _DDP = "torch.nn.parallel.DistributedDataParallel"
 _MOVES = frozenset({"to", "cuda", "cpu"})
 
 
+# Statements that run only sometimes: a rebinding inside one does not replace the value on every path.
+_CONDITIONAL = (cst.If, cst.For, cst.While, cst.Try, cst.TryStar, cst.ExceptHandler, cst.Match)
+
+
 class DdpModelMovedAfterWrap(Rule):
     """
     ## What it does
@@ -112,6 +116,20 @@ class DdpModelMovedAfterWrap(Rule):
                 model = model.cuda()
             """
         ),
+        Valid(
+            """
+            # the wrapped model replaced on every path before the move
+            import torch.nn as nn
+            def build(net, use_cuda, device):
+                if use_cuda:
+                    net = nn.parallel.DistributedDataParallel(net)
+                else:
+                    net = LocalAverager(net)
+                net = Exported(net)
+                net.to(device)
+                return net
+            """
+        ),
     ]
     INVALID = [
         Invalid(
@@ -156,6 +174,19 @@ class DdpModelMovedAfterWrap(Rule):
             wrapped = DistributedDataParallel(Net()).cuda()  # BUG
             """
         ),
+        Invalid(
+            """
+            # wrapped in one branch only, moved after the branches
+            import torch.nn as nn
+            def build(net, use_cuda, device):
+                if use_cuda:
+                    net = nn.parallel.DistributedDataParallel(net)
+                else:
+                    net = LocalAverager(net)
+                net.to(device)  # BUG
+                return net
+            """
+        ),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -198,7 +229,7 @@ class DdpModelMovedAfterWrap(Rule):
             return False
         fn = model.enclosing_function(use)
         index = model.order[id(use)]
-        latest = None
+        earlier = []
         for b in bindings:
             if model.enclosing_function(b.node) is not fn:
                 continue
@@ -206,10 +237,19 @@ class DdpModelMovedAfterWrap(Rule):
             if order is None or order >= index or model.mutually_exclusive(b.node, use) \
                     or model.is_inside(use, b.node):  # `net = net.cuda()` reads the old binding
                 continue
-            if latest is None or order > latest[0]:
-                latest = (order, b)
-        if latest is None:
-            return False
-        b = latest[1]
-        return b.kind == ASSIGN and isinstance(b.value, cst.Call) \
-            and model.qualified_name(b.value.func) == _DDP
+            earlier.append((order, b))
+        # the bindings that can still hold the value here: not replaced by a later one that
+        # runs on every path to the move (`if ddp: net = DDP(net) else: net = Local(net)` keeps both)
+        killers = [o for o, b in earlier if self._always_runs_before(b.node, use, fn)]
+        return any(b.kind == ASSIGN and isinstance(b.value, cst.Call)
+                   and model.qualified_name(b.value.func) == _DDP
+                   and not any(k > o for k in killers)
+                   for o, b in earlier)
+
+    def _always_runs_before(self, stmt: cst.CSTNode, use: cst.CSTNode, fn: cst.CSTNode | None) -> bool:
+        for a in self.model.ancestors(stmt):
+            if a is fn:
+                return True
+            if isinstance(a, _CONDITIONAL) and not self.model.is_inside(use, a):
+                return False
+        return True

@@ -162,3 +162,76 @@ def test_is_module_class_follows_bases_across_files(tmp_path: Path) -> None:
     net, plain = (s.body[0].value for s in module.body[1:])
     assert facts.is_module_class(model, net) is True
     assert not facts.is_module_class(model, plain)
+
+
+HEAD_MODULE = """\
+import torch
+class AnchorHead(torch.nn.Module):
+    def __init__(self, scale):
+        super().__init__()
+        self.scale = torch.nn.Parameter(torch.tensor(scale))
+    def forward(self, x):
+        return x * self.scale
+class Config:
+    def __init__(self, scale):
+        self.scale = scale
+"""
+
+DETECTOR = """\
+import torch
+from proposals import {name}
+class Detector(torch.nn.Module):
+    def __init__(self, scales):
+        super().__init__()
+        self.heads = {container}
+"""
+
+
+@pytest.mark.parametrize(("name", "container", "expected"), [
+    ("AnchorHead", "[AnchorHead(s) for s in scales]", {"TRN401"}),
+    ("AnchorHead", "torch.nn.ModuleList([AnchorHead(s) for s in scales])", set()),  # the fix
+    ("Config", "[Config(s) for s in scales]", set()),  # a project class that is not a module
+])
+def test_trn401_sees_module_classes_of_other_files(tmp_path: Path, name: str, container: str,
+                                                    expected: set[str]) -> None:
+    (tmp_path / "proposals.py").write_text(HEAD_MODULE)
+    path = tmp_path / "detector.py"
+    facts = ProjectFacts(ProjectIndex(), str(path))
+    result = lint_source(DETECTOR.format(name=name, container=container), str(path), {"TRN401"}, facts=facts)
+    assert {f.code for f in result.findings} == expected
+
+
+ENGINE = """\
+import torch
+def run_epoch(model, loader, optimizer):
+    for x, y in loader:
+        optimizer.zero_grad()
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        optimizer.step()
+def evaluate(model, loader):
+    return [model(x) for x, _ in loader]
+"""
+
+MAIN = """\
+import torch
+import engine
+def main(model, loader, epochs):
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    schedule = torch.optim.lr_scheduler.StepLR(optimizer, step_size=5)
+    for epoch in range(epochs):
+{body}
+"""
+
+
+@pytest.mark.parametrize(("body", "expected"), [
+    ("        schedule.step()\n        engine.run_epoch(model, loader, optimizer)\n", {"TRN801"}),
+    ("        engine.run_epoch(model, loader, optimizer)\n        schedule.step()\n", set()),  # the fix
+    ("        schedule.step()\n        engine.evaluate(model, loader)\n", set()),  # a helper that does not step
+])
+def test_trn801_sees_optimizer_steps_in_helpers_of_other_files(tmp_path: Path, body: str, expected: set[str]) -> None:
+    (tmp_path / "engine.py").write_text(ENGINE)
+    path = tmp_path / "main.py"
+    facts = ProjectFacts(ProjectIndex(), str(path))
+    result = lint_source(MAIN.format(body=body), str(path), {"TRN801"}, facts=facts)
+    assert {f.code for f in result.findings} == expected
+    assert any(d[0] == "summary" for d in facts.deps)

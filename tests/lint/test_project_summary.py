@@ -97,4 +97,13 @@ def test_a_comment_or_a_body_edit_leaves_the_summary_unchanged() -> None:
 
 
 def test_unparsable_source_summarises_to_nothing() -> None:
-    assert summary("class Net(nn.Module:\n") == {"classes": {}, "functions": {}, "instances": {}, "imports": {}}
+    assert summary("class Net(nn.Module:\n") == {"classes": {}, "functions": {}, "instances": {}, "imports": {}, "stepping": []}
+
+
+def test_functions_that_step_an_optimizer_are_listed() -> None:
+    s = summary("def run_epoch(model, loader, optimizer):\n    for x in loader:\n        optimizer.step()\n"
+                "def schedule(scheduler):\n    scheduler.step()\n"
+                "def nested(optimizer):\n    def inner():\n        optimizer.step()\n    return inner\n"
+                "def train(model, loader, optimizer):\n    return run_epoch(model, loader, optimizer)\n")
+    # a scheduler step and a nested function's step do not count; a caller of a stepping function does
+    assert s["stepping"] == ["run_epoch", "train"]

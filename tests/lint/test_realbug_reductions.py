@@ -1,9 +1,10 @@
 """Reductions of real bug-fix commits (benchmarks/realbugs/manifest.toml), in our own words.
 
 Each reduction is the bug's shape before the fix, which must be reported with the case's code, and
-the shape after the fix, which must not. Only shapes the linter catches today are asserted here:
-those it misses live in benchmarks/realbugs/reductions/ and are scored by score.py, and the tests
-below only check that they stay well-formed.
+the shape after the fix, which must not. Shapes the linter catches are asserted here: inline
+(CAUGHT_TODAY), or as folders of benchmarks/realbugs/reductions/ named in CAUGHT_REDUCTIONS (those
+score.py scores, some of them multi-file). The other folders are the ones it misses; the tests below
+only check that they stay well-formed.
 """
 
 from __future__ import annotations
@@ -623,6 +624,38 @@ def test_reduction_before_fix_is_reported(name, code, before, after):
 @pytest.mark.parametrize(("name", "code", "before", "after"), CAUGHT_TODAY, ids=[c[0] for c in CAUGHT_TODAY])
 def test_reduction_after_fix_is_quiet(name, code, before, after):
     assert code not in _codes(after)
+
+
+# Folders of benchmarks/realbugs/reductions/ the linter catches (before reported, after quiet).
+CAUGHT_REDUCTIONS = [
+    "trn105_variable_requires_grad_then_cuda",
+    "trn106_output_dict_kept_for_epoch",
+    "trn302_loader_through_wrapper",
+    "trn401_annotated_list_filled_by_append",
+    "trn401_project_module_in_list",
+    "trn402_state_created_in_init_helper",
+    "trn501_criterion_parameter_default",
+    "trn501_exp_of_log_softmax",
+    "trn501_rows_of_probabilities",
+    "trn502_sigmoid_head_in_model_module",
+    "trn601_loader_from_dict",
+    "trn601_model_call_in_helper",
+    "trn602_test_batch_inside_train_loop",
+    "trn603_model_only_passed_to_loss_helper",
+    "trn604_dropout_module_built_in_forward",
+    "trn702_state_dict_method_not_called",
+    "trn801_step_inside_project_helper",
+    "trn804_wrap_differs_by_branch",
+]
+
+
+@pytest.mark.parametrize("name", CAUGHT_REDUCTIONS)
+def test_caught_reduction_folder_is_reported_before_and_quiet_after(name):
+    from score import codes_reported
+
+    reduction = {r.name: r for r in load_reductions(BENCH / "reductions")}[name]
+    assert reduction.expected in codes_reported(reduction.before)
+    assert reduction.expected not in codes_reported(reduction.after)
 
 
 def test_manifest_is_well_formed_and_wide_enough():
