@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
     from lint_rules.project import ProjectInfo
 
-__all__ = ["Settings", "lint_file", "lint_paths", "lint_text"]
+__all__ = ["Settings", "files_of", "lint_file", "lint_paths", "lint_text"]
 
 # Below this many files per worker, process start-up costs more than it saves.
 _MIN_FILES_PER_WORKER = 8
@@ -147,10 +147,7 @@ def lint_paths(paths: Iterable[str | Path], settings: Settings | None = None, *,
     the walk (an unreadable directory).
     """
     settings = settings if settings is not None else Settings.resolve()
-    cfg = settings.config
-    files = discover([str(p) for p in paths], cfg.exclude, cfg.root, respect_gitignore=settings.respect_gitignore,
-                     notes=notes)
-    jobs = [_prepare(p, settings) for p in files]  # the cache (or the no-torch pre-filter) answers here
+    jobs = [_prepare(p, settings) for p in files_of(paths, settings, notes=notes)]  # the cache (or the no-torch pre-filter) answers here
     todo = [j for j in jobs if not isinstance(j, FileResult)]
     workers = min(settings.jobs or _cpu_count(), max(1, len(todo) // _MIN_FILES_PER_WORKER))
     if workers > 1:

@@ -173,3 +173,25 @@ def test_an_unreadable_file_is_a_result_with_an_error(tmp_path: Path) -> None:
     assert result.findings == [] and "cannot decode latin.py" in result.error
     missing = lint_file(tmp_path / "gone.py", Settings.resolve(tmp_path, isolated=True), shown="gone.py")
     assert missing.error.startswith("cannot read gone.py")
+
+
+def test_each_file_is_read_hashed_and_looked_up_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from lint_rules import cache
+
+    for i in range(3):
+        (tmp_path / f"m{i}.py").write_text(f"import torch\nm{i} = torch.nn.DataParallel(m)\n")
+    reads: list[str] = []
+    loads: list[str] = []
+    keys: list[str] = []
+    real_read, real_load, real_key = Path.read_bytes, cache.load, cache.key
+    monkeypatch.setattr(Path, "read_bytes", lambda self: reads.append(self.name) or real_read(self))
+    monkeypatch.setattr(cache, "load", lambda *a, **k: loads.append(a[1]) or real_load(*a, **k))
+    monkeypatch.setattr(cache, "key", lambda *a, **k: keys.append(a[1]) or real_key(*a, **k))
+    monkeypatch.chdir(tmp_path)
+    settings = Settings.resolve(isolated=True, preview=True, cache_dir=tmp_path / "cache", jobs=1)
+    cold = list(lint_paths(["."], settings))
+    assert [r.path for r in cold] == ["m0.py", "m1.py", "m2.py"] and all(r.findings for r in cold)
+    assert sorted(reads) == ["m0.py", "m1.py", "m2.py"] and len(loads) == 3 and len(keys) == 3  # misses: once each
+    reads.clear(), loads.clear(), keys.clear()
+    assert list(lint_paths(["."], settings)) == cold  # warm: every file answered by the cache
+    assert sorted(reads) == ["m0.py", "m1.py", "m2.py"] and len(loads) == 3 and len(keys) == 3
