@@ -68,6 +68,9 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "loop.py").write_text(LOOP)
     (root / "cells.ipynb").write_text(notebook("import torch\n", "# a comment\nm = torch.nn.DataParallel(m)\n"
                                                "n = torch.nn.DataParallel(n)  # noqa: TRN301\n"))
+    # Load every module a lint needs now, before pytester snapshots sys.modules: its restore would drop
+    # the ones first imported inside a test, and later tests would meet a second copy of each rule class.
+    list(lint_paths([root], Settings.resolve(root, jobs=1)))
     return root
 
 
@@ -77,7 +80,9 @@ def key(path: str, cell: int | None, line: int, column: int, code: str, message:
 
 def via_api(root: Path, monkeypatch: pytest.MonkeyPatch) -> set[Key]:
     monkeypatch.chdir(root)
-    settings = Settings.resolve()
+    # In process, one worker: pytester's sys.modules snapshot would leave a pool's pickled classes stale;
+    # the command line below lints the same files with a process pool.
+    settings = Settings.resolve(jobs=1)
     results = list(lint_paths(["."], settings))
     assert [r.path for r in results] == sorted(r.path for r in results)  # a stable order
     assert not [r.error for r in results if r.error]
@@ -140,7 +145,7 @@ def test_every_front_end_reports_what_the_api_reports(corpus: Path, pytester: py
 
 def test_lint_text_and_lint_file_agree_with_lint_paths(corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(corpus)
-    settings = Settings.resolve()
+    settings = Settings.resolve(jobs=1)
     for result in lint_paths(["."], settings):
         path = Path(result.path)
         assert lint_file(path, settings) == result
@@ -156,8 +161,9 @@ def test_settings_resolve_like_the_command_line(tmp_path: Path) -> None:
     assert settings.fix == "unsafe" and settings.unsafe_fixes and settings.cache_dir is None
     assert "TRN301" not in settings.codes_for(tmp_path / "gen" / "x.py")
     assert "TRN301" in settings.codes_for(tmp_path / "x.py")
-    result = lint_text("import torch\nm = torch.nn.DataParallel(m)\n", tmp_path / "gen" / "x.py", settings)
-    assert result.findings == []
+    source = "import torch\nm = torch.nn.DataParallel(m)\n"
+    assert lint_text(source, tmp_path / "gen" / "x.py", settings).findings == []
+    assert [f.code for f in lint_text(source, tmp_path / "x.py", settings).findings] == ["TRN301"]
 
 
 def test_bad_settings_name_the_value(tmp_path: Path) -> None:
@@ -175,7 +181,8 @@ def test_an_unreadable_file_is_a_result_with_an_error(tmp_path: Path) -> None:
     assert missing.error.startswith("cannot read gone.py")
 
 
-def test_each_file_is_read_hashed_and_looked_up_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_each_file_is_read_hashed_and_looked_up_once(corpus: Path, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     from lint_rules import cache
 
     for i in range(3):
@@ -190,7 +197,7 @@ def test_each_file_is_read_hashed_and_looked_up_once(tmp_path: Path, monkeypatch
     monkeypatch.chdir(tmp_path)
     settings = Settings.resolve(isolated=True, preview=True, cache_dir=tmp_path / "cache", jobs=1)
     cold = list(lint_paths(["."], settings))
-    assert [r.path for r in cold] == ["m0.py", "m1.py", "m2.py"] and all(r.findings for r in cold)
+    assert [r.path for r in cold] == ["m0.py", "m1.py", "m2.py"] and all(r.findings for r in cold), cold
     assert sorted(reads) == ["m0.py", "m1.py", "m2.py"] and len(loads) == 3 and len(keys) == 3  # misses: once each
     reads.clear(), loads.clear(), keys.clear()
     assert list(lint_paths(["."], settings)) == cold  # warm: every file answered by the cache
