@@ -147,7 +147,8 @@ def lint_paths(paths: Iterable[str | Path], settings: Settings | None = None, *,
     the walk (an unreadable directory).
     """
     settings = settings if settings is not None else Settings.resolve()
-    jobs = [_prepare(p, settings) for p in files_of(paths, settings, notes=notes)]  # the cache (or the no-torch pre-filter) answers here
+    # The cache (or the no-torch pre-filter) answers here; only the rest is linted.
+    jobs = [_prepare(p, settings) for p in files_of(paths, settings, notes=notes)]
     todo = [j for j in jobs if not isinstance(j, FileResult)]
     workers = min(settings.jobs or _cpu_count(), max(1, len(todo) // _MIN_FILES_PER_WORKER))
     if workers > 1:
