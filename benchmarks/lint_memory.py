@@ -76,9 +76,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no Python files under {root}", file=sys.stderr)
         return 2
 
-    from lint_rules import registry, runner
+    from lint_rules.api import Settings, lint_file
 
-    codes = tuple(sorted(registry.default_codes()))
+    settings = Settings.resolve(isolated=True)  # the default rules, no cache
     import libcst  # noqa: F401 -- imported before the baseline, as a worker has it loaded
 
     gc.collect()
@@ -101,8 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         except OSError:
             continue
         lines += data.count(b"\n")
-        result = runner.lint_file((str(path), str(path), codes, None))
-        findings += len(result.findings) if not isinstance(result, str) else 0
+        findings += len(lint_file(path, settings, shown=str(path)).findings)
     elapsed = time.perf_counter() - t0
     held_after = _held(trace_peak_on)
     trace_peak = tracemalloc.get_traced_memory()[1] / 2**20 if trace_peak_on else None

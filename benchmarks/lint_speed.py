@@ -5,7 +5,7 @@ Lints a real corpus -- by default the ``torch/nn`` sources that ship inside the
 installed torch package, plus any directories named on the command line -- and
 measures, side by side in one run:
 
-(a) engine, in process: read + ``lint_source`` over read + ``libcst.parse_module``
+(a) engine, in process: read + ``lint_rules.api.lint_text`` over read + ``libcst.parse_module``
     on the same files (target: at most 1.3x);
 (b) command line, as subprocesses: ``torchfix --select ALL FILES...`` over
     ``python -m lint_rules lint --exit-zero --isolated --no-cache FILES...``
@@ -45,17 +45,15 @@ from pathlib import Path
 
 import libcst as cst
 
-from lint_rules import lint_source
-from lint_rules.files import discover
-from lint_rules.registry import default_codes
+from lint_rules.api import Settings, files_of, lint_text
 from _report import stat, table, verdict, write_json  # a sibling module: benchmarks/ is on sys.path when run as a script
 
 REPO = Path(__file__).resolve().parent.parent
-EVERY_RULE = default_codes(preview=True)  # the speed of every rule, preview included
 TORCHFIX_REQ = "torchfix==0.7.0"
 TORCHFIX_VERSION = "0.7.0"
 ENGINE_TARGET = 1.3  # lint time / bare parse time, at most (issue #12; was 1.5)
 TORCHFIX_TARGET = 20.0  # TorchFix time / torchcheck time, at least (issue #12; was 10)
+EVERY_RULE = Settings.resolve(isolated=True, select=["ALL"], preview=True)  # (a) times every rule
 
 
 # ------------------------------------------------------------------ corpus
@@ -87,7 +85,7 @@ def read(path: Path) -> str:
 def load_set(name: str, root: Path) -> FileSet:
     # The same discovery as `torchcheck lint DIR` (recursive *.py, minus
     # __pycache__, virtual environments and the like), with no configured excludes.
-    files = discover([str(root)], [], root)
+    files = files_of([root], Settings.resolve(root, isolated=True, respect_gitignore=False))
     fs = FileSet(name, root, files)
     for f in files:
         text = read(f)
@@ -126,7 +124,7 @@ def time_lint(fs: FileSet) -> tuple[float, int]:
     findings = 0
     t0 = time.perf_counter()
     for f in fs.files:
-        findings += len(lint_source(read(f), str(f), EVERY_RULE).findings)
+        findings += len(lint_text(read(f), str(f), EVERY_RULE).findings)
     return time.perf_counter() - t0, findings
 
 
@@ -303,14 +301,14 @@ def spread(s: dict, digits: int) -> str:
 
 
 def profile(sets: list[FileSet], top: int) -> str:
-    """cProfile of lint_source over the corpus; the hot spots inside lint_rules/."""
+    """cProfile of lint_text over the corpus; the hot spots inside lint_rules/."""
     sources = [src for fs in sets for src in fs.sources]
     for path, text in sources:  # warm
-        lint_source(text, path, EVERY_RULE)
+        lint_text(text, path, EVERY_RULE)
     prof = cProfile.Profile()
     prof.enable()
     for path, text in sources:
-        lint_source(text, path, EVERY_RULE)
+        lint_text(text, path, EVERY_RULE)
     prof.disable()
     buf = io.StringIO()
     st = pstats.Stats(prof, stream=buf)
@@ -335,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="virtual environment for TorchFix (default: .bench/venv; reused if present)")
     ap.add_argument("--json", type=Path, metavar="PATH", help="also write the numbers to this JSON file")
     ap.add_argument("--profile", action="store_true",
-                    help="also print a cProfile of lint_source over the corpus (hot spots in lint_rules/)")
+                    help="also print a cProfile of lint_text over the corpus (hot spots in lint_rules/)")
     ap.add_argument("--quiet", "-q", action="store_true", help="no progress lines, only the report")
     args = ap.parse_args(argv)
     if args.repeat < 1:
@@ -472,7 +470,7 @@ def main(argv: list[str] | None = None) -> int:
     print("  torchcheck (and TorchFix) skip files that never mention 'torch' before parsing;")
     print("  the bare-parse baseline parses ALL files. The stricter same-files ratio is shown too.")
     print()
-    print("(a) engine, in process: read + lint_source()  vs  read + libcst.parse_module()")
+    print("(a) engine, in process: read + api.lint_text()  vs  read + libcst.parse_module()")
     rows = [["set", "parse all (s)", "parse torch files (s)", "lint (s)", "lint/parse all", "lint/parse same files"]]
     for name, e in rows_of:
         ip = e["inprocess"]
@@ -517,7 +515,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.profile:
         print()
-        print("profile: cProfile of lint_source over the corpus (overall, then lint_rules/ only)")
+        print("profile: cProfile of lint_text over the corpus (overall, then lint_rules/ only)")
         print(profile(sets, 25))
 
     if args.json:

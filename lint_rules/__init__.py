@@ -15,8 +15,9 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 _EXPORTS = {"FileResult": "lint_rules.diagnostics", "Finding": "lint_rules.diagnostics",
-            "lint_source": "lint_rules.engine"}
-__all__ = ["FileResult", "Finding", "lint_source", "__version__"]
+            "lint_source": "lint_rules.engine", "Settings": "lint_rules.api", "lint_text": "lint_rules.api",
+            "lint_file": "lint_rules.api", "lint_paths": "lint_rules.api"}
+__all__ = ["FileResult", "Finding", "Settings", "lint_file", "lint_paths", "lint_source", "lint_text", "__version__"]
 
 
 def __getattr__(name: str) -> Any:

@@ -12,13 +12,12 @@ import sys
 from pathlib import Path
 
 from lint_rules import __version__, cache, registry
-from lint_rules.config import Config, find_pyproject, load
-from lint_rules.diagnostics import SAFE, UNSAFE, FileResult, Finding
-from lint_rules.errors import TorchcheckError, UsageError
-from lint_rules.files import discover, display, undecodable
+from lint_rules.api import Settings, files_of, lint_paths, lint_text
+from lint_rules.diagnostics import UNSAFE, FileResult, Finding
+from lint_rules.errors import FileError, TorchcheckError, UsageError
+from lint_rules.files import display, undecodable
 from lint_rules.output import FORMATS, fix_summary, fixed_listing, summary_of_fixes, write_report
-from lint_rules.runner import (cached_result, configured_codes, decode_with_encoding, fix_text, lint_file,
-                               per_file_codes, project_for)
+from lint_rules.runner import decode_with_encoding
 
 TYPE_CHECKING = False  # typing is not imported: a warm cached run does not need it
 if TYPE_CHECKING:
@@ -192,49 +191,17 @@ def _dispatch(args: argparse.Namespace) -> int | None:
 
 
 # ------------------------------------------------------------------- lint
-def _load_config(args: argparse.Namespace) -> Config:
-    if args.isolated:
-        return Config()
-    if args.config:
-        path = Path(args.config)
-        if not path.is_file():
-            raise UsageError(f"--config {args.config!r}: no such file")
-        return load(path)
-    found = find_pyproject(Path.cwd())
-    return load(found) if found is not None else Config()
-
-
 def _flatten(groups: list[list[str]] | None) -> list[str]:
     return [c for g in groups or [] for c in g]
 
 
-def selected_codes(args: argparse.Namespace, cfg: Config) -> set[str]:
-    if args.preview is not None:
-        cfg.preview = args.preview
-    codes = configured_codes(cfg, _flatten(args.select) or None)
-    codes |= registry.expand(_flatten(args.extend_select), "--extend-select", cfg.preview)
-    codes -= registry.expand(_flatten(args.ignore), "--ignore")
-    return codes
-
-
-def unfixable_codes(cfg: Config) -> tuple[str, ...]:
-    """The codes whose fixes are never offered: not in ``fixable`` (default ALL), or in ``unfixable``."""
-    if cfg.fixable is None and not cfg.unfixable:
-        return ()
-    every = registry.expand(["ALL"], "ALL")
-    fixable = registry.expand(cfg.fixable, "fixable") if cfg.fixable is not None else every
-    return tuple(sorted((every - fixable) | registry.expand(cfg.unfixable, "unfixable")))
-
-
-# Below this many files per worker, process start-up costs more than it saves.
-_MIN_FILES_PER_WORKER = 8
-
-
-def _cpu_count() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
+def settings_of(args: argparse.Namespace) -> Settings:
+    """The options of ``torchcheck lint`` resolved, with the configuration, into the API's settings."""
+    return Settings.resolve(config=args.config, isolated=args.isolated, select=_flatten(args.select),
+                            extend_select=_flatten(args.extend_select), ignore=_flatten(args.ignore),
+                            preview=args.preview, fix=args.fix or args.diff, unsafe_fixes=args.unsafe_fixes,
+                            cache=not args.no_cache, cache_dir=None if args.no_cache else args.cache_dir,
+                            respect_gitignore=args.respect_gitignore, jobs=args.jobs)
 
 
 def _check_fix_flags(args: argparse.Namespace, paths: list[str]) -> None:
@@ -253,68 +220,45 @@ def _check_fix_flags(args: argparse.Namespace, paths: list[str]) -> None:
 def _lint(args: argparse.Namespace) -> int:
     if args.fix_only:
         args.fix = True
-    cfg = _load_config(args)
-    codes = selected_codes(args, cfg)
+    settings = settings_of(args)
+    cfg, codes, mode, unsafe = settings.config, settings.codes, settings.fix, settings.unsafe_fixes
     paths = args.paths or ([] if args.no_default_path else ["."])
     _check_fix_flags(args, paths)
-    unsafe = cfg.unsafe_fixes if args.unsafe_fixes is None else args.unsafe_fixes
-    mode = (UNSAFE if unsafe else SAFE) if (args.fix or args.diff) else None
-    unfixable = unfixable_codes(cfg)
     results: list[FileResult] = []
     read_errors: list[str] = []
     notes: list[str] = []
-    file_paths = discover([p for p in paths if p != "-"], cfg.exclude, cfg.root,
-                          respect_gitignore=args.respect_gitignore, notes=notes)
-    for note in notes:
-        print(f"torchcheck: warning: {note}", file=sys.stderr)
-    if args.show_files:
+    files = [p for p in paths if p != "-"]
+    if args.show_files or args.show_settings:
+        file_paths = files_of(files, settings, notes=notes)
+        _print_notes(notes)
+        if args.show_settings:
+            return _show_settings(args, settings, paths)
         for path in file_paths:
             print(display(path))
         return EXIT_OK
-    if args.show_settings:
-        return _show_settings(args, cfg, codes, paths)
     stdin_name = args.stdin_filename or "-"
     stdin_result: FileResult | None = None
     if "-" in paths:
         data = sys.stdin.buffer.read()
         try:
-            source, encoding = decode_with_encoding(data)
+            source, _ = decode_with_encoding(data)
         except (UnicodeDecodeError, SyntaxError, LookupError) as e:
             raise UsageError(undecodable(stdin_name, data, e)) from None
-        shown = Path(stdin_name)
-        stdin_codes = per_file_codes(shown, codes, cfg)
-        project = project_for(str(Path.cwd()))
-        if mode is not None and not stdin_name.endswith(".ipynb"):
-            stdin_result = fix_text(source, encoding, stdin_name, stdin_codes, project, unsafe, unfixable)
-        else:
-            from lint_rules.engine import lint_source
-
-            stdin_result = lint_source(source, stdin_name, stdin_codes, project, unfixable)
+        try:
+            stdin_result = lint_text(source, stdin_name, settings)
+        except FileError as e:
+            raise UsageError(str(e)) from None
         results.append(stdin_result)
-    cache_dir = None if args.no_cache else (args.cache_dir or str(cfg.root / cache.DEFAULT_DIR))
-    jobs = [(str(path), display(path), tuple(sorted(per_file_codes(path, codes, cfg))), cache_dir, mode, unfixable)
-            for path in file_paths]
-    # Answer what the cache (or the no-torch pre-filter) knows here; only the rest goes to workers.
-    outcomes: list[FileResult | str | None] = [cached_result(job) for job in jobs]
-    todo = [i for i, outcome in enumerate(outcomes) if outcome is None]
-    workers = min(args.jobs or _cpu_count(), max(1, len(todo) // _MIN_FILES_PER_WORKER))
-    if workers > 1:
-        from concurrent.futures import ProcessPoolExecutor  # here: a warm run needs no worker machinery
-
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            done = pool.map(lint_file, [jobs[i] for i in todo], chunksize=max(1, len(todo) // (workers * 8)))
-            for i, outcome in zip(todo, done):
-                outcomes[i] = outcome
-    else:
-        for i in todo:
-            outcomes[i] = lint_file(jobs[i])
-    sources = {job[1]: job[0] for job in jobs}  # shown path -> path to write
-    for outcome in outcomes:  # in input order: output is deterministic whatever the job count
-        if isinstance(outcome, str):
-            print(outcome, file=sys.stderr)
-            read_errors.append(outcome.removeprefix("torchcheck: error: "))
+    linted = lint_paths(files, settings, notes=notes)
+    for r in linted:  # in discovery order: output is deterministic whatever the job count
+        if notes:
+            _print_notes(notes)
+        if r.error is not None:
+            print(f"torchcheck: error: {r.error}", file=sys.stderr)
+            read_errors.append(r.error)
         else:
-            results.append(outcome)
+            results.append(r)  # its shown path is the path to write: relative to the working directory
+    _print_notes(notes)
 
     fix_errors = _report_fix_errors(results, mode)
     if mode is not None:
@@ -332,7 +276,7 @@ def _lint(args: argparse.Namespace) -> int:
                 fixed += [(r.path, code, name) for code, name in r.fixed.applied]
                 continue
             try:
-                write_atomic(sources[r.path], r.fixed.source, r.fixed.encoding)
+                write_atomic(r.path, r.fixed.source, r.fixed.encoding)
             except OSError as e:
                 fix_errors.append(f"cannot write {r.path}: {e.strerror or e}; the file was left unchanged")
                 print(f"torchcheck: error: {fix_errors[-1]}", file=sys.stderr)
@@ -360,7 +304,7 @@ def _lint(args: argparse.Namespace) -> int:
             return None
 
     if args.add_noqa:
-        return _add_noqa(results, sources, failed, args.quiet)
+        return _add_noqa(results, failed, args.quiet)
     if args.baseline:
         from lint_rules import baseline
 
@@ -397,6 +341,12 @@ def _lint(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _print_notes(notes: list[str]) -> None:
+    for note in notes:
+        print(f"torchcheck: warning: {note}", file=sys.stderr)
+    notes.clear()
+
+
 def _line_text(lines_of: Callable[[str], list[str] | None]) -> Callable[[Finding], str | None]:
     """The text of a finding's line (in its notebook cell, for a notebook), each file read once."""
     seen: dict[tuple[str, int | None], list[str] | None] = {}
@@ -420,7 +370,7 @@ def _line_text(lines_of: Callable[[str], list[str] | None]) -> Callable[[Finding
     return text
 
 
-def _add_noqa(results: list[FileResult], sources: dict[str, str], failed: bool, quiet: bool) -> int:
+def _add_noqa(results: list[FileResult], failed: bool, quiet: bool) -> int:
     """``--add-noqa``: suppress every current finding where it is, so only new code is held to the rules."""
     from lint_rules.fixes import add_noqa, write_atomic
     from lint_rules.runner import decode_with_encoding as decode
@@ -437,7 +387,7 @@ def _add_noqa(results: list[FileResult], sources: dict[str, str], failed: bool, 
             print(f"torchcheck: warning: {r.path}: --add-noqa does not edit notebooks", file=sys.stderr)
             continue
         try:
-            where = sources.get(r.path, r.path)
+            where = r.path
             source, encoding = decode(Path(where).read_bytes())
             new, n, skipped = add_noqa(source, wanted)
             if n:
@@ -457,14 +407,14 @@ def _add_noqa(results: list[FileResult], sources: dict[str, str], failed: bool, 
     return EXIT_ERROR if failed else EXIT_OK
 
 
-def _show_settings(args: argparse.Namespace, cfg: Config, codes: set[str], paths: list[str]) -> int:
+def _show_settings(args: argparse.Namespace, settings: Settings, paths: list[str]) -> int:
     """``--show-settings``: what applies to the first path, and where each part comes from."""
+    cfg, codes, unfixable = settings.config, settings.codes, settings.unfixable
     target = Path(next((p for p in paths if p != "-"), "."))
-    here = per_file_codes(target, codes, cfg)
-    project = project_for(str(target if target.is_dir() else target.parent))
+    here = set(settings.codes_for(target))
+    project = settings.project_for(target / "_" if target.is_dir() else target)
     bound = (f">= {project.torch_min_version[0]}.{project.torch_min_version[1]} (from {project.source})"
              if project.torch_min_version else "none stated (rules assume any torch version)")
-    unfixable = unfixable_codes(cfg)
     rows = [
         ("path", display(target)),
         ("configuration", f"{cfg.path} [tool.torchcheck]" if cfg.path else
@@ -473,11 +423,11 @@ def _show_settings(args: argparse.Namespace, cfg: Config, codes: set[str], paths
         ("turned off here by per-file-ignores", ", ".join(sorted(codes - here)) or "none"),
         ("torch lower bound", bound),
         ("fail on", args.fail_on or cfg.fail_on or "warning"),
-        ("unsafe fixes", "on" if (cfg.unsafe_fixes if args.unsafe_fixes is None else args.unsafe_fixes) else "off"),
+        ("unsafe fixes", "on" if settings.unsafe_fixes else "off"),
         ("unfixable", ", ".join(unfixable) or "none"),
         ("exclude", ", ".join(cfg.exclude) or "none"),
         ("respect .gitignore", "yes" if args.respect_gitignore else "no"),
-        ("cache", "off" if args.no_cache else (args.cache_dir or str(cfg.root / cache.DEFAULT_DIR))),
+        ("cache", settings.cache_dir or "off"),
         ("baseline", args.baseline or "none"),
     ]
     width = max(len(k) for k, _ in rows) + 1

@@ -104,6 +104,7 @@ class FileResult:
     skipped: bool = False  # never mentions torch, or skip-file
     notebook_fixes: int = 0  # fixes left out of a notebook's findings: --fix does not edit notebooks
     fixed: "FixedSource | None" = None  # fix runs only (never cached)
+    error: str | None = None  # the file could not be read or decoded: why (and no findings)
 
 
 @record

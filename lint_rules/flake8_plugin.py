@@ -16,17 +16,15 @@ from pathlib import Path
 from typing import Iterator
 
 from lint_rules import __version__
-from lint_rules.engine import lint_source
 from lint_rules.errors import ConfigError, FileError
 
 
 @lru_cache(maxsize=64)
 def _settings(directory: str):
-    """The configuration, its selection and the project facts for files in ``directory`` (read once)."""
-    from lint_rules.runner import load_settings, project_for
+    """The settings for files in ``directory``: its nearest configuration, read once."""
+    from lint_rules.api import Settings
 
-    cfg, codes = load_settings(Path(directory))
-    return cfg, codes, project_for(directory)
+    return Settings.resolve(directory)
 
 
 class Flake8Plugin:
@@ -38,16 +36,16 @@ class Flake8Plugin:
         self.source = "".join(lines)
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
-        from lint_rules.runner import per_file_codes
+        from lint_rules.api import lint_text
 
         path = Path(self.filename) if self.filename not in ("stdin", "-") else Path.cwd() / "stdin.py"
         try:
-            cfg, codes, project = _settings(str(path.resolve().parent))
+            settings = _settings(str(path.resolve().parent))
         except ConfigError as e:  # a bad [tool.torchcheck] is named on the file, not a flake8 traceback
             yield 1, 0, f"TRN001 torchcheck configuration error: {e}", type(self)
             return
         try:
-            result = lint_source(self.source, self.filename, per_file_codes(path, codes, cfg), project)
+            result = lint_text(self.source, self.filename if self.filename not in ("stdin", "-") else path, settings)
         except FileError as e:  # valid Python torchcheck cannot analyse: said on the file, not a traceback
             yield 1, 0, f"TRN001 torchcheck could not analyse this file: {e}", type(self)
             return

@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 
 
-
 class LintFailure(Exception):
     pass
 
@@ -30,16 +29,14 @@ class LintItem(pytest.Item):
         self.add_marker("torchcheck_lint")
 
     def runtest(self) -> None:
-        from lint_rules import cache
-        from lint_rules.runner import lint_file, load_settings, per_file_codes
+        from lint_rules.api import Settings, lint_file
 
-        path = Path(self.path)
-        cfg, codes = self.config.stash.setdefault(_SETTINGS, load_settings(Path(self.config.rootpath)))
-        shown = _display(path, Path(self.config.rootpath))
-        cache_dir = str(cfg.root / cache.DEFAULT_DIR)
-        result = lint_file((str(path), shown, tuple(sorted(per_file_codes(path, codes, cfg))), cache_dir))
-        if isinstance(result, str):
-            raise LintFailure(result)
+        if _SETTINGS not in self.config.stash:  # resolved once per session, from the rootdir's configuration
+            self.config.stash[_SETTINGS] = Settings.resolve(Path(self.config.rootpath), cache=True)
+        result = lint_file(self.path, self.config.stash[_SETTINGS],
+                           shown=_display(Path(self.path), Path(self.config.rootpath)))
+        if result.error is not None:
+            raise LintFailure(f"torchcheck: error: {result.error}")
         if result.findings:
             raise LintFailure("\n".join(f"{f.location}: {f.code} {f.message}" for f in result.findings))
 
@@ -59,4 +56,4 @@ def _display(path: Path, root: Path) -> str:
         return path.as_posix()
 
 
-_SETTINGS = pytest.StashKey[tuple]()
+_SETTINGS = pytest.StashKey[object]()  # the lint_rules.api.Settings of the session

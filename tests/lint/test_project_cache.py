@@ -10,7 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from lint_rules import runner
+from lint_rules import api
+from lint_rules.config import Config
 
 REPO = Path(__file__).resolve().parents[2]
 PROJECT = Path(__file__).resolve().parent / "projects" / "gan_sigmoid"
@@ -23,8 +24,18 @@ def copy_project(tmp_path: Path) -> Path:
     return root
 
 
-def job(path: Path, cache_dir: Path) -> tuple:
-    return (str(path), str(path), CODES, str(cache_dir))
+def settings(cache_dir: Path) -> api.Settings:
+    return api.Settings.resolve(config=Config(), select=CODES, cache_dir=cache_dir)
+
+
+def cached(path: Path, cache_dir: Path):
+    """What the cache answers for ``path`` without linting it (None: a miss)."""
+    answer = api._prepare(path, settings(cache_dir), str(path))
+    return answer if isinstance(answer, api.FileResult) else None
+
+
+def lint(path: Path, cache_dir: Path):
+    return api.lint_file(path, settings(cache_dir), shown=str(path))
 
 
 def codes_of(result) -> list[str]:
@@ -35,29 +46,29 @@ def test_comment_edit_keeps_dependents_cached_and_a_new_last_layer_does_not(tmp_
     root = copy_project(tmp_path)
     cache_dir = tmp_path / "cache"
     model, train = root / "gan/model.py", root / "gan/train.py"
-    assert runner.cached_result(job(train, cache_dir)) is None
-    assert codes_of(runner.lint_file(job(train, cache_dir))) == ["TRN502"]
-    assert codes_of(runner.cached_result(job(train, cache_dir))) == ["TRN502"]  # warm: a hit
+    assert cached(train, cache_dir) is None
+    assert codes_of(lint(train, cache_dir)) == ["TRN502"]
+    assert codes_of(cached(train, cache_dir)) == ["TRN502"]  # warm: a hit
 
     # A comment (and a blank line) in model.py: its summary is the same, train.py stays cached.
     model.write_text("# the discriminator\n\n" + model.read_text())
-    hit = runner.cached_result(job(train, cache_dir))
+    hit = cached(train, cache_dir)
     assert hit is not None and codes_of(hit) == ["TRN502"]
 
     # An unrelated new module changes nothing either.
     (root / "gan/data.py").write_text("import torch\nclass Net(torch.nn.Module):\n    pass\n")
-    assert runner.cached_result(job(train, cache_dir)) is not None
+    assert cached(train, cache_dir) is not None
 
     # The model's last activation goes: train.py's entry is stale and the new verdict is quiet.
     model.write_text(model.read_text().replace("return self.out(self.body(x))", "return self.body(x)"))
-    assert runner.cached_result(job(train, cache_dir)) is None
-    assert codes_of(runner.lint_file(job(train, cache_dir))) == []
-    assert codes_of(runner.cached_result(job(train, cache_dir))) == []
+    assert cached(train, cache_dir) is None
+    assert codes_of(lint(train, cache_dir)) == []
+    assert codes_of(cached(train, cache_dir)) == []
 
     # ... and back: the sigmoid returns, so does the finding.
     model.write_text(model.read_text().replace("return self.body(x)", "return self.out(self.body(x))"))
-    assert runner.cached_result(job(train, cache_dir)) is None
-    assert codes_of(runner.lint_file(job(train, cache_dir))) == ["TRN502"]
+    assert cached(train, cache_dir) is None
+    assert codes_of(lint(train, cache_dir)) == ["TRN502"]
 
 
 def test_an_import_that_resolves_elsewhere_invalidates(tmp_path: Path) -> None:
@@ -65,21 +76,21 @@ def test_an_import_that_resolves_elsewhere_invalidates(tmp_path: Path) -> None:
     cache_dir = tmp_path / "cache"
     train = root / "gan/train.py"
     train.write_text(train.read_text().replace("from .model import Discriminator", "from gan.model import Discriminator"))
-    assert codes_of(runner.lint_file(job(train, cache_dir))) == ["TRN502"]
-    assert runner.cached_result(job(train, cache_dir)) is not None
+    assert codes_of(lint(train, cache_dir)) == ["TRN502"]
+    assert cached(train, cache_dir) is not None
     # A module next to train.py now shadows the package (the script directory comes first).
     (root / "gan/gan").mkdir()
     (root / "gan/gan/model.py").write_text("from torch import nn\nclass Discriminator(nn.Module):\n"
                                            "    def forward(self, x):\n        return x\n")
-    assert runner.cached_result(job(train, cache_dir)) is None
-    assert codes_of(runner.lint_file(job(train, cache_dir))) == []
+    assert cached(train, cache_dir) is None
+    assert codes_of(lint(train, cache_dir)) == []
 
 
 def test_summaries_are_cached_by_content(tmp_path: Path) -> None:
     root = copy_project(tmp_path)
     cache_dir = tmp_path / "cache"
     train = root / "gan/train.py"
-    runner.lint_file(job(train, cache_dir))
+    lint(train, cache_dir)
     stored = list((cache_dir).rglob("summaries/*/*.json"))
     assert len(stored) == 1 and json.loads(stored[0].read_text())["classes"]["Discriminator"]["output"] == "sigmoid"
 

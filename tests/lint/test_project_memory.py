@@ -17,7 +17,8 @@ REPO = Path(__file__).resolve().parents[2]
 PROBE = textwrap.dedent('''
     import gc, json, sys, tracemalloc
     from pathlib import Path
-    from lint_rules import registry, runner
+    from lint_rules import api
+    from lint_rules.config import Config
     from lint_rules.analysis.project_index import index_for
 
     root, n = Path(sys.argv[1]), int(sys.argv[2])
@@ -54,8 +55,9 @@ PROBE = textwrap.dedent('''
         paths.append(p)
 
     def lint(ps):
-        every = tuple(sorted(registry.default_codes(preview=True)))  # TRN201 (preview) among the findings
-        return sum(len(runner.lint_file((str(p), str(p), every, None)).findings) for p in ps)
+        return sum(len(api.lint_file(p, settings, shown=str(p)).findings) for p in ps)
+
+    settings = api.Settings.resolve(config=Config(), select=["ALL"], preview=True)
 
     third = n // 3
     lint(paths[:third])
