@@ -2,7 +2,7 @@
 
 A case is CAUGHT when the file before its fix is reported with the expected code, and AFTER-CLEAN
 when the file after the fix is not. Files are linted the way `torchcheck lint --isolated` lints them
-(`lint_rules.runner.lint_bytes`, every rule including the preview tier, since this measures what the
+(`lint_rules.api.lint_file`, every rule including the preview tier, since this measures what the
 rules can see; the project facts read from the file's folder), one case at a time.
 
     python benchmarks/realbugs/score.py --root /tmp/realbugs-data   # cases fetched by fetch_cases.py
@@ -44,16 +44,26 @@ class Outcome:
 
 def codes_reported(path: Path) -> tuple[str, ...] | None:
     """The codes torchcheck reports for one file on disk (None when it is missing)."""
-    from lint_rules import registry
-    from lint_rules.runner import lint_bytes, project_for
+    from lint_rules import api
 
-    try:
-        data = path.read_bytes()
-    except OSError:
+    if not path.is_file():
         return None
-    codes = tuple(sorted(registry.default_codes(preview=True)))  # recall of every rule, preview too
-    result = lint_bytes(data, str(path), codes, project_for(str(path.parent)))
+    result = api.lint_file(path, _settings(), shown=str(path))
     return tuple(sorted({f.code for f in result.findings}))
+
+
+def _settings():
+    """Every rule, the preview tier included (recall of what the rules can see), no configuration
+    (as `--isolated`), the torch bound read from each file's folder."""
+    global _SETTINGS
+    if _SETTINGS is None:
+        from lint_rules import api
+
+        _SETTINGS = api.Settings.resolve(isolated=True, select=["ALL"], ignore=["TRN002"], preview=True)
+    return _SETTINGS
+
+
+_SETTINGS = None
 
 
 def _judge(id_, expected, shape, bug, before: Path, after: Path) -> Outcome:

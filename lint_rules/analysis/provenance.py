@@ -167,7 +167,7 @@ class Provenance:
         result = None
         forward = _method(classdef, "forward")
         if forward is not None:
-            returns = _returns(forward)
+            returns = returns_of(forward)
             if returns and all(r.value is not None for r in returns):
                 result = self._agree(returns, lambda r: self.of_value(r.value, r, depth + 1))
         else:
@@ -255,7 +255,7 @@ def _method(classdef: cst.ClassDef, name: str) -> cst.FunctionDef | None:
     return None
 
 
-def _returns(fn: cst.FunctionDef) -> list[cst.Return]:
+def returns_of(fn: cst.FunctionDef) -> list[cst.Return]:
     """The ``return`` statements of ``fn`` itself (not of nested functions or classes)."""
     found: list[cst.Return] = []
     stack: list[cst.CSTNode] = [fn.body]

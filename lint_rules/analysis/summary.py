@@ -20,7 +20,7 @@ import gc
 import libcst as cst
 
 from lint_rules.analysis.model import FileModel, dotted
-from lint_rules.analysis.provenance import Provenance
+from lint_rules.analysis.provenance import Provenance, returns_of
 
 def empty() -> dict:
     return {"classes": {}, "functions": {}, "instances": {}, "imports": {}, "stepping": []}
@@ -122,33 +122,11 @@ def _stepping(model: FileModel, functions: list[cst.FunctionDef]) -> list[str]:
 
 
 def _function_returns(prov: Provenance, fn: cst.FunctionDef) -> str | None:
-    returns = _returns(fn)
+    returns = returns_of(fn)
     if not returns or any(r.value is None for r in returns):
         return None
     kinds = {prov.of_value(r.value, r) for r in returns}
     return kinds.pop() if len(kinds) == 1 else None
-
-
-def _returns(fn: cst.FunctionDef) -> list[cst.Return]:
-    """The ``return`` statements of ``fn`` itself, not of functions or classes nested in it."""
-    found: list[cst.Return] = []
-    stack: list[cst.CSTNode] = [fn.body]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.SimpleStatementLine):
-            found.extend(s for s in node.body if isinstance(s, cst.Return))
-        elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-            continue
-        elif isinstance(node, (cst.IndentedBlock, cst.SimpleStatementSuite)):
-            stack.extend(node.body)
-        elif isinstance(node, (cst.BaseCompoundStatement, cst.Else, cst.ExceptHandler, cst.Finally)):
-            for field in ("body", "orelse", "finalbody", "handlers"):
-                child = getattr(node, field, None)
-                if isinstance(child, (list, tuple)):
-                    stack.extend(child)
-                elif child is not None:
-                    stack.append(child)
-    return found
 
 
 def record_import_from(imports: dict, node: cst.ImportFrom) -> None:
