@@ -62,7 +62,7 @@ class Settings:
                 isolated: bool = False, select: Iterable[str] | None = None, extend_select: Iterable[str] = (),
                 ignore: Iterable[str] = (), preview: bool | None = None, fix: bool = False,
                 unsafe_fixes: bool | None = None, cache: bool = False, cache_dir: str | Path | None = None,
-                respect_gitignore: bool = True, jobs: int | None = None,
+                respect_gitignore: bool | None = None, jobs: int | None = None,
                 project: ProjectInfo | None = None) -> Settings:
         """Settings from ``[tool.torchcheck]`` and options that override it, as ``torchcheck lint`` has them.
 
@@ -86,7 +86,8 @@ class Settings:
         else:
             where = str(cfg.root / _CACHE_DIR) if cache else None
         return cls(cfg, frozenset(codes), (UNSAFE if unsafe else SAFE) if fix else None, bool(unsafe),
-                   _unfixable_codes(cfg), where, respect_gitignore, jobs, project)
+                   _unfixable_codes(cfg), where,
+                   cfg.respect_gitignore if respect_gitignore is None else respect_gitignore, jobs, project)
 
     def codes_for(self, path: str | Path) -> tuple[str, ...]:
         """The codes that apply to ``path``: the selection less its per-file ignores, sorted."""

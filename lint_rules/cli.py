@@ -126,15 +126,16 @@ def build_parser() -> argparse.ArgumentParser:
     lint.add_argument("--show-fixes", action="store_true", help="with --fix: list the fixes applied")
     lint.add_argument("--exit-non-zero-on-fix", action="store_true",
                       help="with --fix: exit 1 when anything was fixed, even if nothing is left")
-    lint.add_argument("--respect-gitignore", action=argparse.BooleanOptionalAction, default=True,
+    lint.add_argument("--respect-gitignore", action=argparse.BooleanOptionalAction, default=None,
                       help="when walking a directory, skip what git ignores (.gitignore, .git/info/exclude, the "
-                           "global excludes file), as Ruff does (default: on; files named explicitly are always linted)")
+                           "global excludes file), as Ruff does (default: the respect-gitignore setting of "
+                           "[tool.torchcheck], else on; files named explicitly are always linted)")
     lint.add_argument("--add-noqa", action="store_true",
                       help="end every line that has a finding with '# noqa: CODE' (merged into a noqa comment "
                            "already there), so a legacy codebase starts clean; then exit 0")
     lint.add_argument("--baseline", metavar="FILE",
                       help="do not report the findings recorded in FILE (matched by file, code and the line's text, "
-                           "not its number)")
+                           "not its number); default: the baseline setting of [tool.torchcheck], if any")
     lint.add_argument("--write-baseline", action="store_true",
                       help="with --baseline FILE: record every current finding in FILE and exit 0")
     lint.add_argument("--show-files", action="store_true", help="list the files that would be linted, and exit")
@@ -214,7 +215,8 @@ def _check_fix_flags(args: argparse.Namespace, paths: list[str]) -> None:
         given = "--fix" if args.fix else "--diff" if args.diff else "standard input ('-')"
         raise UsageError(f"--add-noqa edits files in place; it cannot be combined with {given}")
     if args.write_baseline and not args.baseline:
-        raise UsageError("--write-baseline needs --baseline FILE: the file to write")
+        raise UsageError("--write-baseline needs --baseline FILE (or baseline = \"FILE\" in [tool.torchcheck]): "
+                         "the file to write")
 
 
 def _lint(args: argparse.Namespace) -> int:
@@ -222,6 +224,8 @@ def _lint(args: argparse.Namespace) -> int:
         args.fix = True
     settings = settings_of(args)
     cfg, codes, mode, unsafe = settings.config, settings.codes, settings.fix, settings.unsafe_fixes
+    if args.baseline is None and cfg.baseline is not None and not args.isolated:
+        args.baseline = str(cfg.baseline)
     paths = args.paths or ([] if args.no_default_path else ["."])
     _check_fix_flags(args, paths)
     results: list[FileResult] = []
@@ -426,7 +430,7 @@ def _show_settings(args: argparse.Namespace, settings: Settings, paths: list[str
         ("unsafe fixes", "on" if settings.unsafe_fixes else "off"),
         ("unfixable", ", ".join(unfixable) or "none"),
         ("exclude", ", ".join(cfg.exclude) or "none"),
-        ("respect .gitignore", "yes" if args.respect_gitignore else "no"),
+        ("respect .gitignore", "yes" if settings.respect_gitignore else "no"),
         ("cache", settings.cache_dir or "off"),
         ("baseline", args.baseline or "none"),
     ]

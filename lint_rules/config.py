@@ -23,8 +23,8 @@ def _toml():
 
 
 LIST_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude", "fixable", "unfixable")
-BOOL_KEYS = ("unsafe-fixes", "preview")
-ALLOWED_KEYS = (*LIST_KEYS, "per-file-ignores", "fail-on", *BOOL_KEYS)
+BOOL_KEYS = ("unsafe-fixes", "preview", "respect-gitignore")
+ALLOWED_KEYS = (*LIST_KEYS, "per-file-ignores", "fail-on", *BOOL_KEYS, "baseline")
 SEVERITIES = ("warning", "error")
 CODE_KEYS = ("select", "extend-select", "ignore", "fixable", "unfixable")
 
@@ -43,6 +43,8 @@ class Config:
     preview: bool = False  # as Ruff's: the preview rules run too (ALL and prefixes select them)
     fixable: list[str] | None = None  # codes whose fixes may be offered and applied (None: all)
     unfixable: list[str] = factory(list)  # codes whose fixes are never offered
+    respect_gitignore: bool = True  # as Ruff's: walking a directory skips what git ignores
+    baseline: Path | None = None  # findings recorded there are not reported (relative to the config's folder)
 
 
 def find_pyproject(start: Path) -> Path | None:
@@ -110,8 +112,14 @@ def load(path: Path) -> Config:
                 raise ConfigError(f"{where} must be true or false, got {_show(value)}")
             if key == "preview":
                 cfg.preview = value
+            elif key == "respect-gitignore":
+                cfg.respect_gitignore = value
             else:
                 cfg.unsafe_fixes = value
+        elif key == "baseline":
+            if not isinstance(value, str) or not value.strip():
+                raise ConfigError(f"{where} must be a file path (a non-empty string), got {_show(value)}")
+            cfg.baseline = path.parent / value
         elif key == "fail-on":
             if value not in SEVERITIES:
                 raise ConfigError(f"{where} must be one of {', '.join(repr(v) for v in SEVERITIES)}, "

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import textwrap
 
 import pytest
@@ -184,3 +185,49 @@ def test_show_settings_names_config_rules_and_torch_bound(tmp_path):
     assert rows["torch lower bound"] == f">= 2.1 (from {tmp_path / 'pyproject.toml'})"
     r = run("lint", "--show-settings", "--isolated", "scripts/run.py", cwd=tmp_path)
     assert "none (--isolated)" in r.stdout
+
+
+# ------------------------------------------------------------------ the settings in [tool.torchcheck]
+def test_baseline_setting_in_pyproject_is_used_from_any_directory(tmp_path):
+    write(tmp_path, {"pyproject.toml": '[tool.torchcheck]\nbaseline = "ci/tc-baseline.json"\n',
+                     "pkg/t.py": DATA_PARALLEL, "ci/.keep": ""})
+    w = run("lint", "--write-baseline", ".", cwd=tmp_path)
+    assert w.returncode == 0, w.stderr
+    assert (tmp_path / "ci" / "tc-baseline.json").is_file()  # relative to the pyproject.toml
+    r = run("lint", ".", cwd=tmp_path / "pkg")
+    assert r.returncode == 0 and "1 finding in the baseline" in r.stderr, r.stdout + r.stderr
+    # --baseline on the command line replaces the setting; --isolated drops it
+    assert run("lint", "--isolated", ".", cwd=tmp_path / "pkg").returncode == 1
+    shown = run("lint", "--show-settings", "pkg/t.py", cwd=tmp_path)
+    assert "ci/tc-baseline.json" in shown.stdout
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("1", "[tool.torchcheck] baseline in "),
+    ('""', "must be a file path (a non-empty string), got ''"),
+    ('"yes"', None),
+])
+def test_bad_baseline_setting_is_named(tmp_path, value, message):
+    write(tmp_path, {"pyproject.toml": f"[tool.torchcheck]\nbaseline = {value}\n", "t.py": DATA_PARALLEL})
+    r = run("lint", "t.py", cwd=tmp_path)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    if message is None:  # a path that does not exist: the baseline file is named, as with --baseline
+        assert "yes" in r.stderr
+    else:
+        assert message in r.stderr
+
+
+def test_respect_gitignore_setting_and_flag(tmp_path):
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True, timeout=60)
+    write(tmp_path, {".gitignore": "gen/\n", "a.py": DATA_PARALLEL, "gen/g.py": DATA_PARALLEL})
+    paths = lambda r: {f["path"] for f in json.loads(r.stdout)}  # noqa: E731
+    assert paths(run("lint", "--format", "json", ".", cwd=tmp_path)) == {"a.py"}
+    write(tmp_path, {"pyproject.toml": "[tool.torchcheck]\nrespect-gitignore = false\n"})
+    assert paths(run("lint", "--format", "json", ".", cwd=tmp_path)) == {"a.py", "gen/g.py"}
+    shown = run("lint", "--show-settings", "a.py", cwd=tmp_path).stdout
+    assert shown.split("respect .gitignore:")[1].split("\n")[0].strip() == "no"
+    # the flag overrides the setting
+    assert paths(run("lint", "--format", "json", "--respect-gitignore", ".", cwd=tmp_path)) == {"a.py"}
+    write(tmp_path, {"pyproject.toml": '[tool.torchcheck]\nrespect-gitignore = "no"\n'})
+    bad = run("lint", ".", cwd=tmp_path)
+    assert bad.returncode == 2 and "respect-gitignore" in bad.stderr and "must be true or false" in bad.stderr
