@@ -125,7 +125,7 @@ def test_front_door_readme_is_short_and_keeps_the_ci_command():
     assert len(text.encode()) <= 12 * 1024, f"{readme.name} is {len(text.encode())} bytes; keep it under 12 KiB"
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").rstrip("\n").splitlines()[-1]
     assert f"```sh\n{ci}\n```" in text, f".ci/run runs {ci!r}, which {readme.name} must show verbatim"
-    assert "```sh\npython -m pip install . && torchcheck lint fixtures/\n```" in text
+    assert "```sh\npython -m pip install . && torchcheck lint --preview fixtures/\n```" in text
 
 
 def test_front_door_links_resolve_and_name_every_rule_family():
