@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import sys
 from concurrent.futures import ThreadPoolExecutor
 
 from lsprotocol import types as lsp
@@ -284,4 +285,6 @@ def main() -> int:
     """Serve over standard input and output until the client says exit."""
     logging.basicConfig(level=logging.WARNING, format="torchcheck server: %(message)s")  # to stderr
     build().start_io()
+    if sys.stdout.closed:  # pygls closes the pipe on exit; the CLI's final flush must find an open file
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - lives until the process ends
     return 0

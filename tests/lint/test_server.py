@@ -1,0 +1,215 @@
+"""``torchcheck server`` end to end: pygls's LanguageClient drives the server as a subprocess over stdio.
+
+pygls's own client is used rather than pytest-lsp: the server already depends on pygls, the client
+speaks the real protocol over the real pipes, and these few sessions need no fixture machinery
+(each test runs one session in ``asyncio.run`` with a time limit).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from lsprotocol import types as lsp
+from pygls.lsp.client import LanguageClient
+
+REPO = Path(__file__).resolve().parents[2]
+TIMEOUT = 20.0
+
+BUGGY = """import torch
+
+with torch.cuda.amp.autocast():
+    pass
+"""
+FIXED = BUGGY.replace("torch.cuda.amp.autocast()", 'torch.autocast("cuda")')
+
+
+class Session:
+    """A started client with the diagnostics the server published, per document."""
+
+    def __init__(self, client: LanguageClient) -> None:
+        self.client = client
+        self.published: dict[str, asyncio.Queue] = {}
+        self.messages: list[lsp.ShowMessageParams] = []
+        self.versions: dict[str, int] = {}
+
+    def queue(self, uri: str) -> asyncio.Queue:
+        return self.published.setdefault(uri, asyncio.Queue())
+
+    async def diagnostics(self, uri: str) -> list[lsp.Diagnostic]:
+        return list((await asyncio.wait_for(self.queue(uri).get(), TIMEOUT)).diagnostics)
+
+    async def open(self, path: Path, text: str) -> list[lsp.Diagnostic]:
+        uri = path.as_uri()
+        self.versions[uri] = 1
+        self.client.text_document_did_open(lsp.DidOpenTextDocumentParams(
+            lsp.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)))
+        return await self.diagnostics(uri)
+
+    async def change(self, path: Path, text: str) -> list[lsp.Diagnostic]:
+        uri = path.as_uri()
+        self.versions[uri] += 1
+        self.client.text_document_did_change(lsp.DidChangeTextDocumentParams(
+            lsp.VersionedTextDocumentIdentifier(uri=uri, version=self.versions[uri]),
+            [lsp.TextDocumentContentChangeWholeDocument(text=text)]))
+        return await self.diagnostics(uri)
+
+    async def actions(self, path: Path, line: int, only: list[str] | None = None) -> list[lsp.CodeAction]:
+        rng = lsp.Range(lsp.Position(line, 0), lsp.Position(line, 0))
+        got = await asyncio.wait_for(self.client.text_document_code_action_async(lsp.CodeActionParams(
+            lsp.TextDocumentIdentifier(path.as_uri()), rng, lsp.CodeActionContext(diagnostics=[], only=only))),
+            TIMEOUT)
+        return [a for a in got or [] if isinstance(a, lsp.CodeAction)]
+
+
+@asynccontextmanager
+async def session(root: Path):
+    client = LanguageClient("torchcheck-test", "1")
+    s = Session(client)
+
+    @client.feature(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    def _published(params: lsp.PublishDiagnosticsParams) -> None:
+        s.queue(params.uri).put_nowait(params)
+
+    @client.feature(lsp.WINDOW_SHOW_MESSAGE)
+    def _shown(params: lsp.ShowMessageParams) -> None:
+        s.messages.append(params)
+
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    await client.start_io(sys.executable, "-m", "lint_rules", "server", cwd=str(root), env=env)
+    try:
+        await asyncio.wait_for(client.initialize_async(lsp.InitializeParams(
+            capabilities=lsp.ClientCapabilities(), root_uri=root.as_uri(), process_id=os.getpid())), TIMEOUT)
+        client.initialized(lsp.InitializedParams())
+        yield s
+    finally:
+        if not client.stopped:
+            await asyncio.wait_for(client.shutdown_async(None), TIMEOUT)
+            client.exit(None)
+        server = client._server
+        if server is not None:
+            s.returncode = await asyncio.wait_for(server.wait(), TIMEOUT)
+        await client.stop()
+
+
+def run(coro) -> None:
+    asyncio.run(asyncio.wait_for(coro, 60))
+
+
+def apply(text: str, edits: list[lsp.TextEdit]) -> str:
+    """Apply LSP edits (0-based, ASCII text here) to ``text``, last first."""
+    lines = text.splitlines(True)
+
+    def offset(p: lsp.Position) -> int:
+        return sum(len(x) for x in lines[:p.line]) + p.character
+
+    for e in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
+        text = text[:offset(e.range.start)] + e.new_text + text[offset(e.range.end):]
+        lines = text.splitlines(True)
+    return text
+
+
+def test_diagnostics_follow_the_buffer_and_shutdown_is_clean(tmp_path: Path) -> None:
+    path = tmp_path / "train.py"  # never written: the buffer is linted from memory
+
+    async def go() -> None:
+        async with session(tmp_path) as s:
+            found = await s.open(path, BUGGY)
+            assert [(d.code, d.source, d.severity) for d in found] == [
+                ("TRN802", "torchcheck", lsp.DiagnosticSeverity.Warning)]
+            assert found[0].range == lsp.Range(lsp.Position(2, 5), lsp.Position(2, 28))
+            assert await s.change(path, FIXED) == []
+            assert [d.code for d in await s.change(path, BUGGY)] == ["TRN802"]
+        assert s.returncode == 0  # shutdown, then exit: a clean stop
+
+    run(go())
+
+
+def test_quick_fix_fix_all_and_suppress_remove_the_finding(tmp_path: Path) -> None:
+    path = tmp_path / "train.py"
+    two = BUGGY + "with torch.cuda.amp.autocast():  # keep\n    pass\n"
+
+    async def go() -> None:
+        async with session(tmp_path) as s:
+            assert [d.code for d in await s.open(path, two)] == ["TRN802", "TRN802"]
+            actions = await s.actions(path, 2)
+            titles = [a.title for a in actions]
+            fix = next(a for a in actions if a.kind == lsp.CodeActionKind.QuickFix and "noqa" not in a.title)
+            assert fix.is_preferred and fix.diagnostics[0].code == "TRN802"
+            once = apply(two, fix.edit.changes[path.as_uri()])
+            assert [d.range.start.line for d in await s.change(path, once)] == [4], titles
+
+            suppress = next(a for a in await s.actions(path, 4) if "suppress" in a.title)
+            quiet = apply(once, suppress.edit.changes[path.as_uri()])
+            assert "with torch.cuda.amp.autocast():  # keep  # noqa: TRN802\n" in quiet
+            assert await s.change(path, quiet) == []
+
+            await s.change(path, two)
+            fix_all = await s.actions(path, 0, only=["source.fixAll"])
+            assert [a.kind for a in fix_all] == ["source.fixAll.torchcheck"]
+            assert await s.change(path, apply(two, fix_all[0].edit.changes[path.as_uri()])) == []
+
+    run(go())
+
+
+def test_suppress_merges_into_an_existing_noqa_comment(tmp_path: Path) -> None:
+    path = tmp_path / "train.py"
+    text = BUGGY.replace("autocast():", "autocast():  # noqa: E501")
+
+    async def go() -> None:
+        async with session(tmp_path) as s:
+            await s.open(path, text)
+            suppress = next(a for a in await s.actions(path, 2) if "suppress" in a.title)
+            new = apply(text, suppress.edit.changes[path.as_uri()])
+            assert "autocast():  # noqa: E501, TRN802\n" in new
+            assert await s.change(path, new) == []
+
+    run(go())
+
+
+def test_project_configuration_is_honoured(tmp_path: Path) -> None:
+    quiet = tmp_path / "quiet"
+    quiet.mkdir()
+    (quiet / "pyproject.toml").write_text('[tool.torchcheck]\nignore = ["TRN802"]\n')
+    loud = tmp_path / "loud"
+    loud.mkdir()
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "pyproject.toml").write_text('[tool.torchcheck]\nselect = ["TRN9999"]\n')
+
+    async def go() -> None:
+        async with session(tmp_path) as s:
+            assert await s.open(quiet / "train.py", BUGGY) == []
+            assert [d.code for d in await s.open(loud / "train.py", BUGGY)] == ["TRN802"]
+            # A bad configuration is shown to the user (naming the value), and the server carries on.
+            assert await s.open(bad / "train.py", BUGGY) == []
+            assert any("TRN9999" in m.message for m in s.messages), s.messages
+            assert [d.code for d in await s.change(loud / "train.py", BUGGY + "\n")] == ["TRN802"]
+
+    run(go())
+
+
+def test_a_syntax_error_is_a_diagnostic_and_the_server_keeps_running(tmp_path: Path) -> None:
+    path = tmp_path / "train.py"
+
+    async def go() -> None:
+        async with session(tmp_path) as s:
+            broken = await s.open(path, "import torch\ndef f(:\n")
+            assert [(d.code, d.severity, d.range.start.line) for d in broken] == [
+                ("TRN000", lsp.DiagnosticSeverity.Error, 1)]
+            assert await s.actions(path, 1) == []  # a syntax error is not to be silenced
+            assert [d.code for d in await s.change(path, BUGGY)] == ["TRN802"]
+
+    run(go())
+
+
+def test_base_install_does_not_import_pygls() -> None:
+    code = ("import sys; from lint_rules import cli; cli.main(['rules']); "
+            "assert 'pygls' not in sys.modules and 'lint_rules.server' not in sys.modules")
+    done = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(REPO)},
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
