@@ -213,3 +213,40 @@ def test_base_install_does_not_import_pygls() -> None:
     done = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(REPO)},
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
+
+
+def test_columns_are_in_the_clients_utf16_units(tmp_path: Path) -> None:
+    path = tmp_path / "train.py"
+    text = 'import torch\ns = "\U0001F600"; ctx = torch.cuda.amp.autocast()\n'  # one code point, two UTF-16 units
+
+    async def go() -> None:
+        async with session(tmp_path) as s:
+            found = await s.open(path, text)
+            assert found[0].range.start == lsp.Position(1, 16)  # 15 code points before it, 16 UTF-16 units
+
+    run(go())
+
+
+def test_save_relints_and_a_burst_of_changes_ends_on_the_newest_text(tmp_path: Path) -> None:
+    path = tmp_path / "train.py"
+
+    async def go() -> None:
+        async with session(tmp_path) as s:
+            await s.open(path, BUGGY)
+            uri = path.as_uri()
+            for n in range(2, 12):  # no waiting in between: stale texts may be skipped, never published last
+                s.versions[uri] = n
+                s.client.text_document_did_change(lsp.DidChangeTextDocumentParams(
+                    lsp.VersionedTextDocumentIdentifier(uri=uri, version=n),
+                    [lsp.TextDocumentContentChangeWholeDocument(text=BUGGY if n < 11 else FIXED)]))
+            while True:
+                got = await asyncio.wait_for(s.queue(uri).get(), TIMEOUT)
+                assert got.version <= 11
+                if got.version == 11:
+                    break
+            assert list(got.diagnostics) == []
+            path.write_text(BUGGY)  # what the editor does before didSave
+            s.client.text_document_did_save(lsp.DidSaveTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
+            assert await s.diagnostics(uri) == []  # the buffer, not the file on disk, is what is linted
+
+    run(go())
