@@ -215,7 +215,7 @@ def _range(doc: TextDocument, lines: list[str], line: int, column: int, end_line
 def _diagnostic(doc: TextDocument, lines: list[str], f: Finding) -> lsp.Diagnostic:
     return lsp.Diagnostic(
         range=_range(doc, lines, f.line, f.column, f.end_line, f.end_column),
-        message=f"{f.message} ({f.name})",
+        message=f.message,  # as every other front end words it; the code is shown beside it
         severity=_SEVERITY.get(f.severity, lsp.DiagnosticSeverity.Warning),
         code=f.code,
         source=SOURCE,

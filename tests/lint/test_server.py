@@ -250,3 +250,14 @@ def test_save_relints_and_a_burst_of_changes_ends_on_the_newest_text(tmp_path: P
             assert await s.diagnostics(uri) == []  # the buffer, not the file on disk, is what is linted
 
     run(go())
+
+
+def test_without_pygls_the_server_says_how_to_install_it(tmp_path: Path) -> None:
+    blocker = tmp_path / "pygls"
+    blocker.mkdir()
+    (blocker / "__init__.py").write_text('raise ImportError("No module named \'pygls\'", name="pygls")\n')
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO}"}
+    done = subprocess.run([sys.executable, "-m", "lint_rules", "server"], env=env, capture_output=True, text=True,
+                          timeout=60, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2
+    assert "pip install 'pytest-torchcheck[server]'" in done.stderr and "Traceback" not in done.stderr
