@@ -60,6 +60,7 @@ class TorchcheckServer(LanguageServer):
         super().__init__(SOURCE, __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental)
         self._settings: dict[tuple[str, bool], tuple[object, Settings | TorchcheckError]] = {}
         self._linted: dict[str, _Linted] = {}
+        self._fixed: dict[str, tuple[str, str | None]] = {}  # uri -> (text, that text fixed)
         self._dirty: set[str] = set()
         self._running: dict[str, asyncio.Future] = {}
         self._announced: set[str] = set()  # configuration errors already shown
@@ -139,6 +140,7 @@ class TorchcheckServer(LanguageServer):
     def close(self, uri: str) -> None:
         self._dirty.discard(uri)
         self._linted.pop(uri, None)
+        self._fixed.pop(uri, None)
         self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     # ------------------------------------------------------ code actions
@@ -173,25 +175,48 @@ class TorchcheckServer(LanguageServer):
                 if action is not None:
                     actions.append(action)
         if linted.fixable and wanted(FIX_ALL):
-            fixed = self.fix_all(doc)
-            if fixed is not None and fixed != linted.source:
-                actions.append(lsp.CodeAction(
-                    title="torchcheck: fix all safely fixable problems", kind=FIX_ALL,
-                    edit=lsp.WorkspaceEdit(changes={uri: [_whole(doc, lines, fixed)]})))
+            action = lsp.CodeAction(title="torchcheck: fix all safely fixable problems", kind=FIX_ALL,
+                                    data={"uri": uri})
+            if self._resolves_edits():  # the fix run waits until the user picks the action
+                actions.append(action)
+            elif self.resolve_fix_all(action).edit is not None:
+                actions.append(action)
         return actions
 
-    def fix_all(self, doc: TextDocument) -> str | None:
-        """The document's text with every safe fix applied (``torchcheck lint --fix`` on the buffer)."""
+    def _resolves_edits(self) -> bool:
+        caps = self.client_capabilities.text_document
+        support = caps.code_action.resolve_support if caps and caps.code_action else None
+        return support is not None and "edit" in support.properties
+
+    def resolve_fix_all(self, action: lsp.CodeAction) -> lsp.CodeAction:
+        """Fill in the fix-all action's edit (``codeAction/resolve``, or at once for clients without it)."""
+        uri = (action.data or {}).get("uri") if isinstance(action.data, dict) else None
+        if uri is None or action.kind != FIX_ALL:
+            return action
+        doc = self.workspace.get_text_document(uri)
+        fixed = self.fix_all(uri, doc)
+        if fixed is not None and fixed != doc.source:
+            action.edit = lsp.WorkspaceEdit(changes={uri: [_whole(doc, doc.source.splitlines(True), fixed)]})
+        return action
+
+    def fix_all(self, uri: str, doc: TextDocument) -> str | None:
+        """The document's text with every safe fix applied (``torchcheck lint --fix`` on the buffer);
+        kept for the text it was made from, as editors ask for code actions at every cursor move."""
+        source = doc.source
+        held = self._fixed.get(uri)
+        if held is not None and held[0] == source:
+            return held[1]
+        fixed = None
         settings = self.settings_for(doc.path, fix=True)
-        if isinstance(settings, TorchcheckError):
-            return None
-        try:
-            result = lint_text(doc.source, doc.path or "-", settings)
-        except TorchcheckError:
-            return None
-        if result.fixed is None or result.fixed.error is not None:
-            return None
-        return result.fixed.source
+        if not isinstance(settings, TorchcheckError):
+            try:
+                result = lint_text(source, doc.path or "-", settings)
+            except TorchcheckError:
+                result = None
+            if result is not None and result.fixed is not None and result.fixed.error is None:
+                fixed = result.fixed.source
+        self._fixed[uri] = (source, fixed)
+        return fixed
 
 
 def _stamp(settings: Settings | TorchcheckError) -> object:
@@ -274,9 +299,14 @@ def build() -> TorchcheckServer:
             ls.schedule(uri)
 
     @server.feature(lsp.TEXT_DOCUMENT_CODE_ACTION,
-                    lsp.CodeActionOptions(code_action_kinds=[lsp.CodeActionKind.QuickFix, FIX_ALL]))
+                    lsp.CodeActionOptions(code_action_kinds=[lsp.CodeActionKind.QuickFix, FIX_ALL],
+                                          resolve_provider=True))
     def code_action(ls: TorchcheckServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
         return ls.code_actions(params)
+
+    @server.feature(lsp.CODE_ACTION_RESOLVE)
+    def code_action_resolve(ls: TorchcheckServer, action: lsp.CodeAction) -> lsp.CodeAction:
+        return ls.resolve_fix_all(action)
 
     return server
 

@@ -67,7 +67,7 @@ class Session:
 
 
 @asynccontextmanager
-async def session(root: Path):
+async def session(root: Path, capabilities: lsp.ClientCapabilities | None = None):
     client = LanguageClient("torchcheck-test", "1")
     s = Session(client)
 
@@ -83,7 +83,7 @@ async def session(root: Path):
     await client.start_io(sys.executable, "-m", "lint_rules", "server", cwd=str(root), env=env)
     try:
         await asyncio.wait_for(client.initialize_async(lsp.InitializeParams(
-            capabilities=lsp.ClientCapabilities(), root_uri=root.as_uri(), process_id=os.getpid())), TIMEOUT)
+            capabilities=capabilities or lsp.ClientCapabilities(), root_uri=root.as_uri(), process_id=os.getpid())), TIMEOUT)
         client.initialized(lsp.InitializedParams())
         yield s
     finally:
@@ -261,3 +261,20 @@ def test_without_pygls_the_server_says_how_to_install_it(tmp_path: Path) -> None
                           timeout=60, stdin=subprocess.DEVNULL)
     assert done.returncode == 2
     assert "pip install 'pytest-torchcheck[server]'" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_fix_all_waits_for_code_action_resolve_where_the_client_supports_it(tmp_path: Path) -> None:
+    path = tmp_path / "train.py"
+    lazy = lsp.ClientCapabilities(text_document=lsp.TextDocumentClientCapabilities(
+        code_action=lsp.CodeActionClientCapabilities(
+            resolve_support=lsp.ClientCodeActionResolveOptions(properties=["edit"]))))
+
+    async def go() -> None:
+        async with session(tmp_path, lazy) as s:
+            await s.open(path, BUGGY)
+            (action,) = await s.actions(path, 0, only=["source.fixAll.torchcheck"])
+            assert action.edit is None
+            resolved = await asyncio.wait_for(s.client.code_action_resolve_async(action), TIMEOUT)
+            assert apply(BUGGY, resolved.edit.changes[path.as_uri()]) == FIXED
+
+    run(go())
