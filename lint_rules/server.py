@@ -64,6 +64,7 @@ class TorchcheckServer(LanguageServer):
         self._dirty: set[str] = set()
         self._running: dict[str, asyncio.Future] = {}
         self._announced: set[str] = set()  # configuration errors already shown
+        self.shut_down = False  # the client asked to shut down before exit: exit 0, else 1 (the LSP rule)
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="torchcheck-lint")
 
     # ---------------------------------------------------------- settings
@@ -275,6 +276,10 @@ def _whole(doc: TextDocument, lines: list[str], text: str) -> lsp.TextEdit:
 def build() -> TorchcheckServer:
     server = TorchcheckServer()
 
+    @server.feature(lsp.SHUTDOWN)
+    def shutdown(ls: TorchcheckServer, params: None) -> None:
+        ls.shut_down = True
+
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: TorchcheckServer, params: lsp.DidOpenTextDocumentParams) -> None:
         ls.schedule(params.text_document.uri)
@@ -314,7 +319,8 @@ def build() -> TorchcheckServer:
 def main() -> int:
     """Serve over standard input and output until the client says exit."""
     logging.basicConfig(level=logging.WARNING, format="torchcheck server: %(message)s")  # to stderr
-    build().start_io()
+    server = build()
+    server.start_io()
     if sys.stdout.closed:  # pygls closes the pipe on exit; the CLI's final flush must find an open file
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - lives until the process ends
-    return 0
+    return 0 if server.shut_down else 1

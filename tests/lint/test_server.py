@@ -278,3 +278,17 @@ def test_fix_all_waits_for_code_action_resolve_where_the_client_supports_it(tmp_
             assert apply(BUGGY, resolved.edit.changes[path.as_uri()]) == FIXED
 
     run(go())
+
+
+def test_exit_without_shutdown_is_an_error_exit(tmp_path: Path) -> None:
+    async def go() -> None:
+        client = LanguageClient("torchcheck-test", "1")
+        await client.start_io(sys.executable, "-m", "lint_rules", "server", cwd=str(tmp_path),
+                              env={**os.environ, "PYTHONPATH": str(REPO)})
+        await asyncio.wait_for(client.initialize_async(lsp.InitializeParams(capabilities=lsp.ClientCapabilities())),
+                               TIMEOUT)
+        client.exit(None)
+        assert await asyncio.wait_for(client._server.wait(), TIMEOUT) == 1  # the LSP rule: no shutdown first
+        await client.stop()
+
+    run(go())
