@@ -292,3 +292,16 @@ def test_exit_without_shutdown_is_an_error_exit(tmp_path: Path) -> None:
         await client.stop()
 
     run(go())
+
+
+def test_a_buffer_sees_the_project_modules_it_imports_on_disk(tmp_path: Path) -> None:
+    projects = Path(__file__).resolve().parent / "projects"
+    source = (projects / "gan_sigmoid" / "gan" / "train.py").read_text()  # the model it imports decides
+
+    async def go() -> None:
+        async with session(tmp_path) as s:
+            buggy = await s.open(projects / "gan_sigmoid" / "gan" / "train.py", source)
+            assert [(d.code, d.range.start.line) for d in buggy] == [("TRN502", 13)]
+            assert await s.open(projects / "gan_sigmoid_ok" / "gan" / "train.py", source) == []
+
+    run(go())
