@@ -44,12 +44,13 @@ log = logging.getLogger(__name__)
 class _Linted:
     """The last lint of one document: the text it saw and what it found there."""
 
-    __slots__ = ("version", "source", "findings", "fixable")
+    __slots__ = ("version", "source", "findings", "fixable", "problem")
 
-    def __init__(self, version: int | None, source: str, findings: list[Finding]) -> None:
+    def __init__(self, version: int | None, source: str, findings: list[Finding], problem: str | None = None) -> None:
         self.version = version
         self.source = source
         self.findings = findings
+        self.problem = problem  # a configuration error to show the user instead
         self.fixable = any(f.fix is not None and f.fix.applicability == SAFE for f in findings)
 
 
@@ -104,6 +105,10 @@ class TorchcheckServer(LanguageServer):
                 linted = await loop.run_in_executor(self._worker, self._lint, doc.path, source, version)
                 if uri in self._dirty:
                     continue  # the text changed meanwhile: its lint supersedes this one
+                if uri not in self.workspace.text_documents:
+                    break  # closed meanwhile: its diagnostics were cleared
+                if linted is not None and linted.problem is not None:
+                    self._announce(linted.problem)  # here, on the event loop: the protocol is not thread-safe
                 if linted is not None:
                     self._linted[uri] = linted
                     self.publish(uri, doc, linted)
@@ -115,8 +120,7 @@ class TorchcheckServer(LanguageServer):
     def _lint(self, path: str | None, source: str, version: int | None) -> _Linted | None:
         settings = self.settings_for(path)
         if isinstance(settings, TorchcheckError):
-            self._announce(str(settings))
-            return _Linted(version, source, [])
+            return _Linted(version, source, [], problem=str(settings))
         shown = path or "-"
         if shown.endswith(".ipynb"):
             return None  # notebooks come as notebook documents, which this server does not sync
