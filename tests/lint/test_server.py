@@ -124,6 +124,8 @@ def test_diagnostics_follow_the_buffer_and_shutdown_is_clean(tmp_path: Path) -> 
             assert found[0].range == lsp.Range(lsp.Position(2, 5), lsp.Position(2, 28))
             assert await s.change(path, FIXED) == []
             assert [d.code for d in await s.change(path, BUGGY)] == ["TRN802"]
+            s.client.text_document_did_close(lsp.DidCloseTextDocumentParams(lsp.TextDocumentIdentifier(path.as_uri())))
+            assert await s.diagnostics(path.as_uri()) == []  # closing clears what the editor shows
         assert s.returncode == 0  # shutdown, then exit: a clean stop
 
     run(go())
