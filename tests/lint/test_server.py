@@ -82,8 +82,9 @@ async def session(root: Path, capabilities: lsp.ClientCapabilities | None = None
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     await client.start_io(sys.executable, "-m", "lint_rules", "server", cwd=str(root), env=env)
     try:
-        await asyncio.wait_for(client.initialize_async(lsp.InitializeParams(
-            capabilities=capabilities or lsp.ClientCapabilities(), root_uri=root.as_uri(), process_id=os.getpid())), TIMEOUT)
+        params = lsp.InitializeParams(capabilities=capabilities or lsp.ClientCapabilities(), root_uri=root.as_uri(),
+                                      process_id=os.getpid())
+        await asyncio.wait_for(client.initialize_async(params), TIMEOUT)
         client.initialized(lsp.InitializedParams())
         yield s
     finally:
