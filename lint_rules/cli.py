@@ -150,6 +150,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     explain = sub.add_parser("explain", help="print a rule's documentation")
     explain.add_argument("code", metavar="CODE", help="a rule code such as TRN101, or its name")
+
+    sub.add_parser("server", help="run the language server (LSP over standard input and output) for editors; "
+                                  "needs the server extra: pip install 'pytest-torchcheck[server]'")
     return parser
 
 
@@ -188,6 +191,8 @@ def _dispatch(args: argparse.Namespace) -> int | None:
         return _rules(args)
     if args.command == "explain":
         return _explain(args)
+    if args.command == "server":
+        return _server()
     return None
 
 
@@ -519,6 +524,18 @@ def _rules(args: argparse.Namespace) -> int:
         tier = " (preview)" if registry.is_preview(r.CODE) else ""
         print(f"{r.CODE}  {r.NAME:<{width}}  {r.summary()}{removed}{tier}")
     return EXIT_OK
+
+
+def _server() -> int:
+    """``torchcheck server``: pygls is imported here only, so the base install never needs it."""
+    try:
+        from lint_rules.server import main as serve
+    except ImportError as e:
+        if (e.name or "").split(".")[0] not in ("pygls", "lsprotocol", "cattrs"):
+            raise
+        raise UsageError(f"torchcheck server needs pygls ({e}); install it with: "
+                         "pip install 'pytest-torchcheck[server]'") from None
+    return serve()
 
 
 def _explain(args: argparse.Namespace) -> int:

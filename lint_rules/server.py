@@ -1,0 +1,330 @@
+"""``torchcheck server``: the linter as a Language Server Protocol server over stdio.
+
+A thin layer over :mod:`lint_rules.api`, built on pygls: an open buffer is linted from memory
+with :func:`~lint_rules.api.lint_text` as the file it will be saved as (its per-file ignores, torch
+bound and the imports of the project around it come from disk), on open, change and save. Each
+finding's fix is a quick fix, every safe fix at once is the ``source.fixAll.torchcheck`` action, and
+"suppress on this line" adds ``# noqa: TRNnnn`` (merged into a noqa comment already there).
+
+Linting runs in one worker thread, one document at a time, and only the newest text of a document
+is linted: edits that arrive while a lint runs are coalesced into the next one, so a burst of
+typing never queues stale work (no debounce delay is added). Only this module imports pygls, and
+only ``torchcheck server`` imports this module.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+from lsprotocol import types as lsp
+from pygls.lsp.server import LanguageServer
+from pygls.workspace.position_codec import ServerTextPosition, ServerTextRange
+
+from lint_rules import __version__, registry
+from lint_rules.api import Settings, lint_text
+from lint_rules.diagnostics import SAFE, FileResult, Finding
+from lint_rules.errors import TorchcheckError
+from lint_rules.fixes import add_noqa
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pygls.workspace import TextDocument
+
+SOURCE = "torchcheck"
+FIX_ALL = "source.fixAll.torchcheck"  # a sub-kind of source.fixAll, as Ruff's source.fixAll.ruff
+_SEVERITY = {"error": lsp.DiagnosticSeverity.Error, "warning": lsp.DiagnosticSeverity.Warning}
+
+log = logging.getLogger(__name__)
+
+
+class _Linted:
+    """The last lint of one document: the text it saw and what it found there."""
+
+    __slots__ = ("version", "source", "findings", "fixable", "problem")
+
+    def __init__(self, version: int | None, source: str, findings: list[Finding], problem: str | None = None) -> None:
+        self.version = version
+        self.source = source
+        self.findings = findings
+        self.problem = problem  # a configuration error to show the user instead
+        self.fixable = any(f.fix is not None and f.fix.applicability == SAFE for f in findings)
+
+
+class TorchcheckServer(LanguageServer):
+    """pygls's server with the per-document lint state and the per-directory settings."""
+
+    def __init__(self) -> None:
+        super().__init__(SOURCE, __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental)
+        self._settings: dict[tuple[str, bool], tuple[object, Settings | TorchcheckError]] = {}
+        self._linted: dict[str, _Linted] = {}
+        self._fixed: dict[str, tuple[str, str | None]] = {}  # uri -> (text, that text fixed)
+        self._dirty: set[str] = set()
+        self._running: dict[str, asyncio.Future] = {}
+        self._announced: set[str] = set()  # configuration errors already shown
+        self.shut_down = False  # the client asked to shut down before exit: exit 0, else 1 (the LSP rule)
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="torchcheck-lint")
+
+    # ---------------------------------------------------------- settings
+    def settings_for(self, path: str | None, fix: bool = False) -> Settings | TorchcheckError:
+        """Settings.resolve from the document's directory, cached per directory until the
+        configuration file it came from changes (or a document is saved: a new pyproject.toml)."""
+        directory = os.path.dirname(path) if path else (self.workspace.root_path or os.getcwd())
+        key = (directory, fix)
+        held = self._settings.get(key)
+        if held is not None and held[0] == _stamp(held[1]):
+            return held[1]
+        try:
+            settings: Settings | TorchcheckError = Settings.resolve(directory, fix=fix)
+        except TorchcheckError as e:
+            settings = e
+        self._settings[key] = (_stamp(settings), settings)
+        return settings
+
+    def forget_settings(self) -> None:
+        self._settings.clear()
+        self._announced.clear()
+
+    # ----------------------------------------------------------- linting
+    def schedule(self, uri: str) -> None:
+        """Lint ``uri``'s newest text soon; one lint per document in flight, stale ones dropped."""
+        self._dirty.add(uri)
+        if uri not in self._running:
+            self._running[uri] = asyncio.ensure_future(self._lint_until_current(uri))
+
+    async def _lint_until_current(self, uri: str) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            while uri in self._dirty:
+                self._dirty.discard(uri)
+                doc = self.workspace.get_text_document(uri)
+                source, version = doc.source, doc.version
+                linted = await loop.run_in_executor(self._worker, self._lint, doc.path, source, version)
+                if uri in self._dirty:
+                    continue  # the text changed meanwhile: its lint supersedes this one
+                if uri not in self.workspace.text_documents:
+                    break  # closed meanwhile: its diagnostics were cleared
+                if linted is not None and linted.problem is not None:
+                    self._announce(linted.problem)  # here, on the event loop: the protocol is not thread-safe
+                if linted is not None:
+                    self._linted[uri] = linted
+                    self.publish(uri, doc, linted)
+        except Exception:  # never let one document's failure stop the server
+            log.exception("linting %s failed", uri)
+        finally:
+            self._running.pop(uri, None)
+
+    def _lint(self, path: str | None, source: str, version: int | None) -> _Linted | None:
+        settings = self.settings_for(path)
+        if isinstance(settings, TorchcheckError):
+            return _Linted(version, source, [], problem=str(settings))
+        shown = path or "-"
+        if shown.endswith(".ipynb"):
+            return None  # notebooks come as notebook documents, which this server does not sync
+        try:
+            result = lint_text(source, shown, settings)
+        except TorchcheckError as e:  # valid Python the linter cannot analyse: say so where it is
+            result = FileResult(shown, [Finding(shown, 1, 1, 1, 1, registry.SYNTAX_ERROR.CODE,
+                                                registry.SYNTAX_ERROR.NAME, str(e), "error")])
+        return _Linted(version, source, result.findings)
+
+    def _announce(self, message: str) -> None:
+        if message not in self._announced:
+            self._announced.add(message)
+            self.window_show_message(lsp.ShowMessageParams(lsp.MessageType.Error, f"torchcheck: {message}"))
+
+    def publish(self, uri: str, doc: TextDocument, linted: _Linted) -> None:
+        lines = linted.source.splitlines(True)
+        diagnostics = [_diagnostic(doc, lines, f) for f in linted.findings]
+        self.text_document_publish_diagnostics(
+            lsp.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=linted.version))
+
+    def close(self, uri: str) -> None:
+        self._dirty.discard(uri)
+        self._linted.pop(uri, None)
+        self._fixed.pop(uri, None)
+        self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+    # ------------------------------------------------------ code actions
+    def code_actions(self, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
+        uri = params.text_document.uri
+        doc = self.workspace.get_text_document(uri)
+        linted = self._linted.get(uri)
+        if linted is None or linted.source != doc.source:
+            return []  # not linted yet, or stale: the edits would land in the wrong place
+        only = params.context.only
+        wanted = (lambda kind: True) if not only else (lambda kind: any(kind.startswith(o) for o in only))
+        lines = linted.source.splitlines(True)
+        actions: list[lsp.CodeAction] = []
+        first, last = params.range.start.line + 1, params.range.end.line + 1
+        here = [f for f in linted.findings if f.line <= last and f.end_line >= first]
+        settings = self.settings_for(doc.path)
+        unsafe_ok = isinstance(settings, Settings) and settings.unsafe_fixes
+        if wanted(lsp.CodeActionKind.QuickFix):
+            for f in here:
+                if f.fix is not None and (f.fix.applicability == SAFE or unsafe_ok):
+                    unsafe = "" if f.fix.applicability == SAFE else " (unsafe)"
+                    edits = [lsp.TextEdit(_range(doc, lines, e.line, e.column, e.end_line, e.end_column), e.content)
+                             for e in f.fix.edits]
+                    actions.append(lsp.CodeAction(
+                        title=f"{f.code}: {f.fix.message}{unsafe}", kind=lsp.CodeActionKind.QuickFix,
+                        diagnostics=[_diagnostic(doc, lines, f)], is_preferred=not unsafe,
+                        edit=lsp.WorkspaceEdit(changes={uri: edits})))
+            for f in here:
+                if f.code in registry.BUILTINS:  # a syntax error or a crash is not to be silenced
+                    continue
+                action = _suppress(uri, doc, lines, linted.source, f)
+                if action is not None:
+                    actions.append(action)
+        if linted.fixable and wanted(FIX_ALL):
+            action = lsp.CodeAction(title="torchcheck: fix all safely fixable problems", kind=FIX_ALL,
+                                    data={"uri": uri})
+            if self._resolves_edits():  # the fix run waits until the user picks the action
+                actions.append(action)
+            elif self.resolve_fix_all(action).edit is not None:
+                actions.append(action)
+        return actions
+
+    def _resolves_edits(self) -> bool:
+        caps = self.client_capabilities.text_document
+        support = caps.code_action.resolve_support if caps and caps.code_action else None
+        return support is not None and "edit" in support.properties
+
+    def resolve_fix_all(self, action: lsp.CodeAction) -> lsp.CodeAction:
+        """Fill in the fix-all action's edit (``codeAction/resolve``, or at once for clients without it)."""
+        uri = (action.data or {}).get("uri") if isinstance(action.data, dict) else None
+        if uri is None or action.kind != FIX_ALL:
+            return action
+        doc = self.workspace.get_text_document(uri)
+        fixed = self.fix_all(uri, doc)
+        if fixed is not None and fixed != doc.source:
+            action.edit = lsp.WorkspaceEdit(changes={uri: [_whole(doc, doc.source.splitlines(True), fixed)]})
+        return action
+
+    def fix_all(self, uri: str, doc: TextDocument) -> str | None:
+        """The document's text with every safe fix applied (``torchcheck lint --fix`` on the buffer);
+        kept for the text it was made from, as editors ask for code actions at every cursor move."""
+        source = doc.source
+        held = self._fixed.get(uri)
+        if held is not None and held[0] == source:
+            return held[1]
+        fixed = None
+        settings = self.settings_for(doc.path, fix=True)
+        if not isinstance(settings, TorchcheckError):
+            try:
+                result = lint_text(source, doc.path or "-", settings)
+            except TorchcheckError:
+                result = None
+            if result is not None and result.fixed is not None and result.fixed.error is None:
+                fixed = result.fixed.source
+        self._fixed[uri] = (source, fixed)
+        return fixed
+
+
+def _stamp(settings: Settings | TorchcheckError) -> object:
+    """What says a cached Settings is still current: its configuration file's mtime (None: none)."""
+    path = settings.config.path if isinstance(settings, Settings) else None
+    if path is None:
+        return None
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return -1
+
+
+def _range(doc: TextDocument, lines: list[str], line: int, column: int, end_line: int,
+           end_column: int) -> lsp.Range:
+    """1-based code-point positions (end exclusive) to the client's 0-based units (UTF-16 by default)."""
+    server = ServerTextRange(ServerTextPosition(line - 1, column - 1), ServerTextPosition(end_line - 1, end_column - 1))
+    return doc.position_codec.range_to_client_units(lines, server)
+
+
+def _diagnostic(doc: TextDocument, lines: list[str], f: Finding) -> lsp.Diagnostic:
+    return lsp.Diagnostic(
+        range=_range(doc, lines, f.line, f.column, f.end_line, f.end_column),
+        message=f.message,  # as every other front end words it; the code is shown beside it
+        severity=_SEVERITY.get(f.severity, lsp.DiagnosticSeverity.Warning),
+        code=f.code,
+        source=SOURCE,
+    )
+
+
+def _suppress(uri: str, doc: TextDocument, lines: list[str], source: str, f: Finding) -> lsp.CodeAction | None:
+    """"Suppress on this line": the line ``--add-noqa`` would write, as an edit of that line alone."""
+    new, added, _ = add_noqa(source, {f.line: {f.code}})
+    if not added:
+        return None  # no comment can end the line (inside a multi-line string, or continued)
+    old_line = lines[f.line - 1].rstrip("\r\n")
+    new_line = new.splitlines(True)[f.line - 1].rstrip("\r\n")
+    edit = lsp.TextEdit(_range(doc, lines, f.line, 1, f.line, len(old_line) + 1), new_line)
+    return lsp.CodeAction(title=f"{f.code}: suppress on this line (# noqa: {f.code})",
+                          kind=lsp.CodeActionKind.QuickFix, diagnostics=[_diagnostic(doc, lines, f)],
+                          edit=lsp.WorkspaceEdit(changes={uri: [edit]}))
+
+
+def _whole(doc: TextDocument, lines: list[str], text: str) -> lsp.TextEdit:
+    """One edit replacing the whole document with ``text``."""
+    if not lines:
+        return lsp.TextEdit(lsp.Range(lsp.Position(0, 0), lsp.Position(0, 0)), text)
+    last = lines[-1]
+    if last.endswith(("\n", "\r")):  # the end is the start of the (empty) line after it
+        end = lsp.Position(len(lines), 0)
+    else:
+        end = doc.position_codec.position_to_client_units(lines, ServerTextPosition(len(lines) - 1, len(last)))
+    return lsp.TextEdit(lsp.Range(lsp.Position(0, 0), end), text)
+
+
+def build() -> TorchcheckServer:
+    server = TorchcheckServer()
+
+    @server.feature(lsp.SHUTDOWN)
+    def shutdown(ls: TorchcheckServer, params: None) -> None:
+        ls.shut_down = True
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: TorchcheckServer, params: lsp.DidOpenTextDocumentParams) -> None:
+        ls.schedule(params.text_document.uri)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: TorchcheckServer, params: lsp.DidChangeTextDocumentParams) -> None:
+        ls.schedule(params.text_document.uri)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(ls: TorchcheckServer, params: lsp.DidSaveTextDocumentParams) -> None:
+        ls.forget_settings()  # a saved pyproject.toml, or a new one, may change what applies
+        ls.schedule(params.text_document.uri)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: TorchcheckServer, params: lsp.DidCloseTextDocumentParams) -> None:
+        ls.close(params.text_document.uri)
+
+    @server.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    def watched(ls: TorchcheckServer, params: lsp.DidChangeWatchedFilesParams) -> None:
+        ls.forget_settings()
+        for uri in list(ls._linted):
+            ls.schedule(uri)
+
+    @server.feature(lsp.TEXT_DOCUMENT_CODE_ACTION,
+                    lsp.CodeActionOptions(code_action_kinds=[lsp.CodeActionKind.QuickFix, FIX_ALL],
+                                          resolve_provider=True))
+    def code_action(ls: TorchcheckServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
+        return ls.code_actions(params)
+
+    @server.feature(lsp.CODE_ACTION_RESOLVE)
+    def code_action_resolve(ls: TorchcheckServer, action: lsp.CodeAction) -> lsp.CodeAction:
+        return ls.resolve_fix_all(action)
+
+    return server
+
+
+def main() -> int:
+    """Serve over standard input and output until the client says exit."""
+    logging.basicConfig(level=logging.WARNING, format="torchcheck server: %(message)s")  # to stderr
+    server = build()
+    server.start_io()
+    if sys.stdout.closed:  # pygls closes the pipe on exit; the CLI's final flush must find an open file
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - lives until the process ends
+    return 0 if server.shut_down else 1

@@ -1,0 +1,310 @@
+"""``torchcheck server`` end to end: pygls's LanguageClient drives the server as a subprocess over stdio.
+
+pygls's own client is used rather than pytest-lsp: the server already depends on pygls, the client
+speaks the real protocol over the real pipes, and these few sessions need no fixture machinery
+(each test runs one session in ``asyncio.run`` with a time limit).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from lsprotocol import types as lsp
+from pygls.lsp.client import LanguageClient
+
+REPO = Path(__file__).resolve().parents[2]
+TIMEOUT = 20.0
+
+BUGGY = """import torch
+
+with torch.cuda.amp.autocast():
+    pass
+"""
+FIXED = BUGGY.replace("torch.cuda.amp.autocast()", 'torch.autocast("cuda")')
+
+
+class Session:
+    """A started client with the diagnostics the server published, per document."""
+
+    def __init__(self, client: LanguageClient) -> None:
+        self.client = client
+        self.published: dict[str, asyncio.Queue] = {}
+        self.messages: list[lsp.ShowMessageParams] = []
+        self.versions: dict[str, int] = {}
+
+    def queue(self, uri: str) -> asyncio.Queue:
+        return self.published.setdefault(uri, asyncio.Queue())
+
+    async def diagnostics(self, uri: str) -> list[lsp.Diagnostic]:
+        return list((await asyncio.wait_for(self.queue(uri).get(), TIMEOUT)).diagnostics)
+
+    async def open(self, path: Path, text: str) -> list[lsp.Diagnostic]:
+        uri = path.as_uri()
+        self.versions[uri] = 1
+        self.client.text_document_did_open(lsp.DidOpenTextDocumentParams(
+            lsp.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)))
+        return await self.diagnostics(uri)
+
+    async def change(self, path: Path, text: str) -> list[lsp.Diagnostic]:
+        uri = path.as_uri()
+        self.versions[uri] += 1
+        self.client.text_document_did_change(lsp.DidChangeTextDocumentParams(
+            lsp.VersionedTextDocumentIdentifier(uri=uri, version=self.versions[uri]),
+            [lsp.TextDocumentContentChangeWholeDocument(text=text)]))
+        return await self.diagnostics(uri)
+
+    async def actions(self, path: Path, line: int, only: list[str] | None = None) -> list[lsp.CodeAction]:
+        rng = lsp.Range(lsp.Position(line, 0), lsp.Position(line, 0))
+        got = await asyncio.wait_for(self.client.text_document_code_action_async(lsp.CodeActionParams(
+            lsp.TextDocumentIdentifier(path.as_uri()), rng, lsp.CodeActionContext(diagnostics=[], only=only))),
+            TIMEOUT)
+        return [a for a in got or [] if isinstance(a, lsp.CodeAction)]
+
+
+@asynccontextmanager
+async def session(root: Path, capabilities: lsp.ClientCapabilities | None = None):
+    client = LanguageClient("torchcheck-test", "1")
+    s = Session(client)
+
+    @client.feature(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    def _published(params: lsp.PublishDiagnosticsParams) -> None:
+        s.queue(params.uri).put_nowait(params)
+
+    @client.feature(lsp.WINDOW_SHOW_MESSAGE)
+    def _shown(params: lsp.ShowMessageParams) -> None:
+        s.messages.append(params)
+
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    await client.start_io(sys.executable, "-m", "lint_rules", "server", cwd=str(root), env=env)
+    try:
+        params = lsp.InitializeParams(capabilities=capabilities or lsp.ClientCapabilities(), root_uri=root.as_uri(),
+                                      process_id=os.getpid())
+        await asyncio.wait_for(client.initialize_async(params), TIMEOUT)
+        client.initialized(lsp.InitializedParams())
+        yield s
+    finally:
+        if not client.stopped:
+            await asyncio.wait_for(client.shutdown_async(None), TIMEOUT)
+            client.exit(None)
+        server = client._server
+        if server is not None:
+            s.returncode = await asyncio.wait_for(server.wait(), TIMEOUT)
+        await client.stop()
+
+
+def run(coro) -> None:
+    asyncio.run(asyncio.wait_for(coro, 60))
+
+
+def apply(text: str, edits: list[lsp.TextEdit]) -> str:
+    """Apply LSP edits (0-based, ASCII text here) to ``text``, last first."""
+    lines = text.splitlines(True)
+
+    def offset(p: lsp.Position) -> int:
+        return sum(len(x) for x in lines[:p.line]) + p.character
+
+    for e in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
+        text = text[:offset(e.range.start)] + e.new_text + text[offset(e.range.end):]
+        lines = text.splitlines(True)
+    return text
+
+
+def test_diagnostics_follow_the_buffer_and_shutdown_is_clean(tmp_path: Path) -> None:
+    path = tmp_path / "train.py"  # never written: the buffer is linted from memory
+
+    async def go() -> None:
+        async with session(tmp_path) as s:
+            found = await s.open(path, BUGGY)
+            assert [(d.code, d.source, d.severity) for d in found] == [
+                ("TRN802", "torchcheck", lsp.DiagnosticSeverity.Warning)]
+            assert found[0].range == lsp.Range(lsp.Position(2, 5), lsp.Position(2, 28))
+            assert await s.change(path, FIXED) == []
+            assert [d.code for d in await s.change(path, BUGGY)] == ["TRN802"]
+            s.client.text_document_did_close(lsp.DidCloseTextDocumentParams(lsp.TextDocumentIdentifier(path.as_uri())))
+            assert await s.diagnostics(path.as_uri()) == []  # closing clears what the editor shows
+        assert s.returncode == 0  # shutdown, then exit: a clean stop
+
+    run(go())
+
+
+def test_quick_fix_fix_all_and_suppress_remove_the_finding(tmp_path: Path) -> None:
+    path = tmp_path / "train.py"
+    two = BUGGY + "with torch.cuda.amp.autocast():  # keep\n    pass\n"
+
+    async def go() -> None:
+        async with session(tmp_path) as s:
+            assert [d.code for d in await s.open(path, two)] == ["TRN802", "TRN802"]
+            actions = await s.actions(path, 2)
+            titles = [a.title for a in actions]
+            fix = next(a for a in actions if a.kind == lsp.CodeActionKind.QuickFix and "noqa" not in a.title)
+            assert fix.is_preferred and fix.diagnostics[0].code == "TRN802"
+            once = apply(two, fix.edit.changes[path.as_uri()])
+            assert [d.range.start.line for d in await s.change(path, once)] == [4], titles
+
+            suppress = next(a for a in await s.actions(path, 4) if "suppress" in a.title)
+            quiet = apply(once, suppress.edit.changes[path.as_uri()])
+            assert "with torch.cuda.amp.autocast():  # keep  # noqa: TRN802\n" in quiet
+            assert await s.change(path, quiet) == []
+
+            await s.change(path, two)
+            fix_all = await s.actions(path, 0, only=["source.fixAll"])
+            assert [a.kind for a in fix_all] == ["source.fixAll.torchcheck"]
+            assert await s.change(path, apply(two, fix_all[0].edit.changes[path.as_uri()])) == []
+
+    run(go())
+
+
+def test_suppress_merges_into_an_existing_noqa_comment(tmp_path: Path) -> None:
+    path = tmp_path / "train.py"
+    text = BUGGY.replace("autocast():", "autocast():  # noqa: E501")
+
+    async def go() -> None:
+        async with session(tmp_path) as s:
+            await s.open(path, text)
+            suppress = next(a for a in await s.actions(path, 2) if "suppress" in a.title)
+            new = apply(text, suppress.edit.changes[path.as_uri()])
+            assert "autocast():  # noqa: E501, TRN802\n" in new
+            assert await s.change(path, new) == []
+
+    run(go())
+
+
+def test_project_configuration_is_honoured(tmp_path: Path) -> None:
+    quiet = tmp_path / "quiet"
+    quiet.mkdir()
+    (quiet / "pyproject.toml").write_text('[tool.torchcheck]\nignore = ["TRN802"]\n')
+    loud = tmp_path / "loud"
+    loud.mkdir()
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "pyproject.toml").write_text('[tool.torchcheck]\nselect = ["TRN9999"]\n')
+
+    async def go() -> None:
+        async with session(tmp_path) as s:
+            assert await s.open(quiet / "train.py", BUGGY) == []
+            assert [d.code for d in await s.open(loud / "train.py", BUGGY)] == ["TRN802"]
+            # A bad configuration is shown to the user (naming the value), and the server carries on.
+            assert await s.open(bad / "train.py", BUGGY) == []
+            assert any("TRN9999" in m.message for m in s.messages), s.messages
+            assert [d.code for d in await s.change(loud / "train.py", BUGGY + "\n")] == ["TRN802"]
+
+    run(go())
+
+
+def test_a_syntax_error_is_a_diagnostic_and_the_server_keeps_running(tmp_path: Path) -> None:
+    path = tmp_path / "train.py"
+
+    async def go() -> None:
+        async with session(tmp_path) as s:
+            broken = await s.open(path, "import torch\ndef f(:\n")
+            assert [(d.code, d.severity, d.range.start.line) for d in broken] == [
+                ("TRN000", lsp.DiagnosticSeverity.Error, 1)]
+            assert await s.actions(path, 1) == []  # a syntax error is not to be silenced
+            assert [d.code for d in await s.change(path, BUGGY)] == ["TRN802"]
+
+    run(go())
+
+
+def test_base_install_does_not_import_pygls() -> None:
+    code = ("import sys; from lint_rules import cli; cli.main(['rules']); "
+            "assert 'pygls' not in sys.modules and 'lint_rules.server' not in sys.modules")
+    done = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(REPO)},
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+
+
+def test_columns_are_in_the_clients_utf16_units(tmp_path: Path) -> None:
+    path = tmp_path / "train.py"
+    text = 'import torch\ns = "\U0001F600"; ctx = torch.cuda.amp.autocast()\n'  # one code point, two UTF-16 units
+
+    async def go() -> None:
+        async with session(tmp_path) as s:
+            found = await s.open(path, text)
+            assert found[0].range.start == lsp.Position(1, 16)  # 15 code points before it, 16 UTF-16 units
+
+    run(go())
+
+
+def test_save_relints_and_a_burst_of_changes_ends_on_the_newest_text(tmp_path: Path) -> None:
+    path = tmp_path / "train.py"
+
+    async def go() -> None:
+        async with session(tmp_path) as s:
+            await s.open(path, BUGGY)
+            uri = path.as_uri()
+            for n in range(2, 12):  # no waiting in between: stale texts may be skipped, never published last
+                s.versions[uri] = n
+                s.client.text_document_did_change(lsp.DidChangeTextDocumentParams(
+                    lsp.VersionedTextDocumentIdentifier(uri=uri, version=n),
+                    [lsp.TextDocumentContentChangeWholeDocument(text=BUGGY if n < 11 else FIXED)]))
+            while True:
+                got = await asyncio.wait_for(s.queue(uri).get(), TIMEOUT)
+                assert got.version <= 11
+                if got.version == 11:
+                    break
+            assert list(got.diagnostics) == []
+            path.write_text(BUGGY)  # what the editor does before didSave
+            s.client.text_document_did_save(lsp.DidSaveTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
+            assert await s.diagnostics(uri) == []  # the buffer, not the file on disk, is what is linted
+
+    run(go())
+
+
+def test_without_pygls_the_server_says_how_to_install_it(tmp_path: Path) -> None:
+    blocker = tmp_path / "pygls"
+    blocker.mkdir()
+    (blocker / "__init__.py").write_text('raise ImportError("No module named \'pygls\'", name="pygls")\n')
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO}"}
+    done = subprocess.run([sys.executable, "-m", "lint_rules", "server"], env=env, capture_output=True, text=True,
+                          timeout=60, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2
+    assert "pip install 'pytest-torchcheck[server]'" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_fix_all_waits_for_code_action_resolve_where_the_client_supports_it(tmp_path: Path) -> None:
+    path = tmp_path / "train.py"
+    lazy = lsp.ClientCapabilities(text_document=lsp.TextDocumentClientCapabilities(
+        code_action=lsp.CodeActionClientCapabilities(
+            resolve_support=lsp.ClientCodeActionResolveOptions(properties=["edit"]))))
+
+    async def go() -> None:
+        async with session(tmp_path, lazy) as s:
+            await s.open(path, BUGGY)
+            (action,) = await s.actions(path, 0, only=["source.fixAll.torchcheck"])
+            assert action.edit is None
+            resolved = await asyncio.wait_for(s.client.code_action_resolve_async(action), TIMEOUT)
+            assert apply(BUGGY, resolved.edit.changes[path.as_uri()]) == FIXED
+
+    run(go())
+
+
+def test_exit_without_shutdown_is_an_error_exit(tmp_path: Path) -> None:
+    async def go() -> None:
+        client = LanguageClient("torchcheck-test", "1")
+        await client.start_io(sys.executable, "-m", "lint_rules", "server", cwd=str(tmp_path),
+                              env={**os.environ, "PYTHONPATH": str(REPO)})
+        await asyncio.wait_for(client.initialize_async(lsp.InitializeParams(capabilities=lsp.ClientCapabilities())),
+                               TIMEOUT)
+        client.exit(None)
+        assert await asyncio.wait_for(client._server.wait(), TIMEOUT) == 1  # the LSP rule: no shutdown first
+        await client.stop()
+
+    run(go())
+
+
+def test_a_buffer_sees_the_project_modules_it_imports_on_disk(tmp_path: Path) -> None:
+    projects = Path(__file__).resolve().parent / "projects"
+    source = (projects / "gan_sigmoid" / "gan" / "train.py").read_text()  # the model it imports decides
+
+    async def go() -> None:
+        async with session(tmp_path) as s:
+            buggy = await s.open(projects / "gan_sigmoid" / "gan" / "train.py", source)
+            assert [(d.code, d.range.start.line) for d in buggy] == [("TRN502", 13)]
+            assert await s.open(projects / "gan_sigmoid_ok" / "gan" / "train.py", source) == []
+
+    run(go())
