@@ -14,6 +14,8 @@ _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)
 _IGNORE = re.compile(r"#\s*torchcheck:\s*ignore(?:\[(?P<codes>[^\]]*)\])?", re.I)
 _SKIP_FILE = re.compile(r"#\s*torchcheck:\s*skip-file\b", re.I)
 _NEWLINE = re.compile(r"\r\n?|\n")
+# Every directive names one of these: a file that never mentions them has none, and is not tokenized.
+_MENTIONED = re.compile(r"noqa|torchcheck", re.I)
 
 ALL = "*"
 
@@ -42,6 +44,8 @@ def is_skip_file(source: str) -> bool:
 def suppressions(source: str) -> dict[int, set[str]]:
     """Line -> codes suppressed there (``ALL`` for a bare ``# noqa``)."""
     out: dict[int, set[str]] = {}
+    if not _MENTIONED.search(source):
+        return out
     for line, text in _comments(source):
         for m in _NOQA.finditer(text):
             codes = m.group("codes")
@@ -62,6 +66,8 @@ def suppressions(source: str) -> dict[int, set[str]]:
 def directives(source: str) -> list[tuple[int, int, str, list[str] | None]]:
     """Every suppression comment: (line, 1-based column, "noqa" or "ignore", its codes or None if bare)."""
     out = []
+    if not _MENTIONED.search(source):
+        return out
     lines = _NEWLINE.split(source)  # not splitlines(): a form feed does not end a line
     for line, text in _comments(source):
         col = lines[line - 1].find(text) + 1 if line <= len(lines) and text in lines[line - 1] else 1
