@@ -20,7 +20,6 @@ from lint_rules import limits, registry, suppression
 from lint_rules.analysis.cross_file import ProjectFacts
 from lint_rules.analysis.model import FileModel
 from lint_rules.analysis.project_index import index_for
-from lint_rules.analysis.summary import release
 from lint_rules.positions import positions_and_extents
 from lint_rules.project import ProjectInfo
 from lint_rules.diagnostics import Edit, FileResult, Finding, Fix
@@ -98,10 +97,9 @@ def _lint_source(source: str, path: str, codes: Iterable[str] | None,
     model = FileModel(module, frozenset(interesting))
     model.project = project or ProjectInfo()
     model.project_facts = facts
-    try:
-        return _run_rules(source, path, codes, unfixable, result, module, model, selected, rule_classes)
-    finally:
-        release(model)  # nothing of the file's tree may outlive it (issue #17)
+    # Per-file facts are cached on the model itself (model.fact), so nothing of the file's tree
+    # outlives it (issue #17: a module-level table of facts once kept every tree alive).
+    return _run_rules(source, path, codes, unfixable, result, module, model, selected, rule_classes)
 
 
 def _run_rules(source: str, path: str, codes: set[str] | None, unfixable: frozenset[str], result: FileResult,

@@ -42,16 +42,11 @@ def summarise_source(source: str) -> dict:
             module = cst.parse_module(source)
         except Exception:  # a syntax error or a parser limit: nothing to offer importers
             return empty()
-        model = None
         try:
-            model = FileModel(module, frozenset({cst.Return, cst.Call}))
-            return summarise(model)
+            return summarise(FileModel(module, frozenset({cst.Return, cst.Call})))
         except (RecursionError, MemoryError, ValueError):
             # A pathological file offers nothing to its importers; their lint goes on.
             return empty()
-        finally:
-            if model is not None:
-                release(model)
     finally:
         if enabled:
             gc.enable()
@@ -154,18 +149,3 @@ def record_import(imports: dict, node: cst.Import) -> None:
         else:
             root = full.split(".", 1)[0]
             imports.setdefault(root, [0, root, None])
-
-
-def release(model: FileModel) -> None:
-    """Forget the per-file facts that analyses registered for ``model`` in module-level tables.
-
-    ``lint_rules.analysis.modules`` keeps its facts in a WeakKeyDictionary whose
-    values hold the model itself, so an entry would keep the file's whole tree
-    alive for the life of the process (issue #17: memory grew by the size of
-    every file linted). Dropping the entry when the file is done keeps memory flat.
-    """
-    from lint_rules.analysis import modules
-
-    table = getattr(modules, "_FACTS", None)
-    if table is not None:
-        table.pop(model, None)
