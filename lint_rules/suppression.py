@@ -1,14 +1,14 @@
 """``# noqa``, ``# noqa: TRN101``, ``# torchcheck: ignore[TRN101]`` and ``# torchcheck: skip-file``.
 
-Comments are read with ``tokenize`` so a ``# noqa`` inside a string never counts.
+Comments are found by a scan that skips string literals, so a ``# noqa`` inside a string never counts.
 This runs only for files that have findings (and for the cheap skip-file check).
 """
 
 from __future__ import annotations
 
-import io
+import bisect
+import functools
 import re
-import tokenize
 
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.I)
 _IGNORE = re.compile(r"#\s*torchcheck:\s*ignore(?:\[(?P<codes>[^\]]*)\])?", re.I)
@@ -20,25 +20,40 @@ _MENTIONED = re.compile(r"noqa|torchcheck", re.I)
 ALL = "*"
 
 
-def _comments(source: str) -> list[tuple[int, str]]:
+# One left-to-right scan of the source, in C: string literals (any prefix, raw or not, single or
+# triple quoted, escapes included) are consumed whole, so a ``#`` inside one never starts a
+# comment. Cheaper than ``tokenize`` by two orders of magnitude, and it never fails on a file that
+# does not tokenize.
+_STRING_OR_COMMENT = re.compile("|".join((
+    r"(?P<comment>#[^\r\n]*)",
+    r"'''[^'\\]*(?:(?:\\[\s\S]|'(?!''))[^'\\]*)*'''",  # triple quotes before single ones
+    r'"""[^"\\]*(?:(?:\\[\s\S]|"(?!""))[^"\\]*)*"""',
+    r"'[^'\\\r\n]*(?:\\[\s\S][^'\\\r\n]*)*'",
+    r'"[^"\\\r\n]*(?:\\[\s\S][^"\\\r\n]*)*"',
+)))
+
+
+@functools.lru_cache(maxsize=4)  # the engine asks for the table and for the directives of one file
+def _comments(source: str) -> tuple[tuple[int, int, str], ...]:
+    """(line, 0-based column, text) of every comment that mentions noqa or torchcheck."""
     out = []
-    try:
-        # newline=None: a lone \r ends a line, as it does for LibCST and the engine's positions.
-        for tok in tokenize.generate_tokens(io.StringIO(source, newline=None).readline):
-            if tok.type == tokenize.COMMENT:
-                out.append((tok.start[0], tok.string))
-    except (tokenize.TokenError, IndentationError, SyntaxError):
-        # Fall back to a line scan for files tokenize rejects.
-        for i, line in enumerate(_NEWLINE.split(source), 1):
-            if "#" in line:
-                out.append((i, line[line.index("#"):]))
-    return out
+    starts = None
+    for m in _STRING_OR_COMMENT.finditer(source):
+        text = m.group("comment")
+        if text is None or not _MENTIONED.search(text):
+            continue
+        if starts is None:
+            # Lines end at \r\n, \r or \n, as for LibCST and the engine's positions.
+            starts = [0] + [n.end() for n in _NEWLINE.finditer(source)]
+        i = bisect.bisect_right(starts, m.start()) - 1
+        out.append((i + 1, m.start() - starts[i], text))
+    return tuple(out)
 
 
 def is_skip_file(source: str) -> bool:
     if "skip-file" not in source:
         return False
-    return any(_SKIP_FILE.search(text) for _, text in _comments(source))
+    return any(_SKIP_FILE.search(text) for _, _, text in _comments(source))
 
 
 def suppressions(source: str) -> dict[int, set[str]]:
@@ -46,7 +61,7 @@ def suppressions(source: str) -> dict[int, set[str]]:
     out: dict[int, set[str]] = {}
     if not _MENTIONED.search(source):
         return out
-    for line, text in _comments(source):
+    for line, _, text in _comments(source):
         for m in _NOQA.finditer(text):
             codes = m.group("codes")
             if codes:
@@ -68,9 +83,8 @@ def directives(source: str) -> list[tuple[int, int, str, list[str] | None]]:
     out = []
     if not _MENTIONED.search(source):
         return out
-    lines = _NEWLINE.split(source)  # not splitlines(): a form feed does not end a line
-    for line, text in _comments(source):
-        col = lines[line - 1].find(text) + 1 if line <= len(lines) and text in lines[line - 1] else 1
+    for line, col, text in _comments(source):
+        col += 1
         for m in _NOQA.finditer(text):
             codes = m.group("codes")
             out.append((line, col + m.start(), "noqa",

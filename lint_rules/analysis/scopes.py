@@ -51,6 +51,13 @@ _FIELD_ORDER: dict[type, tuple[str, ...]] = {
 }
 
 _FIELDS_CACHE: dict[type, tuple[str, ...]] = {}
+_IS_NODE: dict[type, bool] = {}
+
+
+def _node_type(tp: type) -> bool:
+    """Whether values of type ``tp`` are syntax nodes (memoised in ``_IS_NODE``)."""
+    yes = _IS_NODE[tp] = issubclass(tp, cst.CSTNode)
+    return yes
 
 
 def _child_fields(tp: type) -> tuple[str, ...]:
@@ -199,8 +206,11 @@ class ScopeModel:
         ordered = self.ordered
         order = self.order
         by_type = self.by_type
-        CSTNode = cst.CSTNode
         Name = cst.Name
+        # isinstance against CSTNode (an ABC) is the slow path of Python's isinstance; a type's
+        # answer is looked up instead, once per type.
+        is_node = _IS_NODE.get
+        fields_of = _FIELDS_CACHE.get
         handlers = self._binding_handlers()
         stack: list[tuple[cst.CSTNode, Scope]] = [(self.module, self.module_scope)]
         pop = stack.pop
@@ -225,14 +235,26 @@ class ScopeModel:
                 child_scope = handler(node, scope)
             nid = node
             children: list[cst.CSTNode] = []
-            for fname in _child_fields(tp):
+            fields = fields_of(tp)
+            if fields is None:
+                fields = _child_fields(tp)
+            for fname in fields:
                 value = getattr(node, fname)
-                if isinstance(value, CSTNode):
-                    children.append(value)
-                elif type(value) is tuple or type(value) is list:
+                vt = type(value)
+                if vt is tuple or vt is list:
                     for item in value:
-                        if isinstance(item, CSTNode):
+                        it = type(item)
+                        yes = is_node(it)
+                        if yes is None:
+                            yes = _node_type(it)
+                        if yes:
                             children.append(item)
+                    continue
+                yes = is_node(vt)
+                if yes is None:
+                    yes = _node_type(vt)
+                if yes:
+                    children.append(value)
             # Decorators and class bases are evaluated in the enclosing scope.
             if child_scope is not scope and tp in (cst.FunctionDef, cst.ClassDef):
                 outer = set()
