@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import functools
 import gc
 import re
 import traceback
@@ -89,22 +90,31 @@ def _lint_source(source: str, path: str, codes: Iterable[str] | None,
         return result
 
     rule_classes = registry.active_rules()
-    selected = [rule_classes[c] for c in sorted(codes) if c in rule_classes]
-    interesting: set[type] = set()
-    for rc in selected:
-        interesting.update(rc.visited_types())
-        interesting.update(rc.NEEDS)
-    model = FileModel(module, frozenset(interesting))
+    enabled = [rule_classes[c] for c in sorted(codes) if c in rule_classes]
+    # A rule whose trigger words the file never mentions cannot report here (Rule.REQUIRES).
+    selected = tuple(rc for rc in enabled if rc.applies_to(source))
+    model = FileModel(module, _interesting(selected))
     model.project = project or ProjectInfo()
     model.project_facts = facts
     # Per-file facts are cached on the model itself (model.fact), so nothing of the file's tree
     # outlives it (issue #17: a module-level table of facts once kept every tree alive).
-    return _run_rules(source, path, codes, unfixable, result, module, model, selected, rule_classes)
+    return _run_rules(source, path, codes, unfixable, result, module, model, selected,
+                      rule_classes, {rc.CODE for rc in enabled})
+
+
+@functools.lru_cache(maxsize=64)
+def _interesting(selected: tuple[type[Rule], ...]) -> frozenset[type]:
+    """The node types the walk must collect for these rules."""
+    interesting: set[type] = set()
+    for rc in selected:
+        interesting.update(rc.visited_types())
+        interesting.update(rc.NEEDS)
+    return frozenset(interesting)
 
 
 def _run_rules(source: str, path: str, codes: set[str] | None, unfixable: frozenset[str], result: FileResult,
-               module: cst.Module, model: FileModel, selected: list[type[Rule]],
-               rule_classes: dict[str, type[Rule]]) -> FileResult:
+               module: cst.Module, model: FileModel, selected: tuple[type[Rule], ...],
+               rule_classes: dict[str, type[Rule]], enabled: set[str]) -> FileResult:
     rules: list[Rule] = [rc(model) for rc in selected]
 
     dispatch: dict[type, list[tuple[Rule, object]]] = {}
@@ -156,7 +166,7 @@ def _run_rules(source: str, path: str, codes: set[str] | None, unfixable: frozen
             raw.append(Finding(path, line, col + 1, end_line, end_col + 1,
                                rule.CODE, rule.NAME, rep.message, rep.severity or rule.SEVERITY, fix=fix))
     if check_suppressions:
-        raw += _suppression_findings(path, source, raw, {rc.CODE for rc in selected})
+        raw += _suppression_findings(path, source, raw, enabled)
     table = suppression.suppressions(source)
     unused = registry.UNUSED_SUPPRESSION.CODE
     result.findings += [

@@ -85,6 +85,11 @@ class Rule:
     NEEDS: ClassVar[tuple[type, ...]] = ()
     # Rules that are listed but never run (a retired code stays registered).
     REMOVED: ClassVar[bool] = False
+    # Words of which every finding's file contains at least one (e.g. ``("zero_grad", ".grad")``):
+    # a file with none of them cannot have a finding, and the rule does not run on it (as Ruff
+    # skips rules whose trigger is absent). Empty: the rule runs on every file. Checked against
+    # every VALID/INVALID example and fixture by tests/lint/test_rule_gating.py.
+    REQUIRES: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, model: "FileModel") -> None:
         self.model = model
@@ -100,6 +105,11 @@ class Rule:
 
     def finish(self) -> None:
         """Called after every node was visited; override for whole-file checks."""
+
+    @classmethod
+    def applies_to(cls, source: str) -> bool:
+        """Whether the rule can have a finding in ``source`` (see ``REQUIRES``)."""
+        return not cls.REQUIRES or any(word in source for word in cls.REQUIRES)
 
     @classmethod
     def summary(cls) -> str:

@@ -53,6 +53,7 @@ class ZeroGradBetweenBackwardAndStep(Rule):
     """
 
     CODE = "TRN101"
+    REQUIRES = ("zero_grad", ".grad")
     NAME = "zero-grad-between-backward-and-step"
     MESSAGE = "Gradients are cleared after backward() and before step(): the step applies zero gradients"
     FIX_TITLE = "Move zero_grad() before backward() or after step()"

@@ -55,6 +55,7 @@ class MissingZeroGrad(Rule):
     """
 
     CODE = "TRN102"
+    REQUIRES = ("backward",)
     NAME = "missing-zero-grad"
     MESSAGE = "Training loop steps this optimizer but never clears its gradients: they accumulate across steps"
     FIX_TITLE = "Call optimizer.zero_grad() once per step"

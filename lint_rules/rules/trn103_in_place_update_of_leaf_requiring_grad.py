@@ -52,6 +52,7 @@ class InPlaceUpdateOfLeafRequiringGrad(Rule):
     """
 
     CODE = "TRN103"
+    REQUIRES = ("arameter", "requires_grad")
     NAME = "in-place-update-of-leaf-requiring-grad"
     MESSAGE = "In-place update of a leaf tensor that requires grad outside torch.no_grad(): autograd raises at run time"
     FIX_TITLE = "Wrap the update in `with torch.no_grad():`"

@@ -51,6 +51,7 @@ class InPlaceGradientModificationInHook(Rule):
     """
 
     CODE = "TRN104"
+    REQUIRES = ("hook",)
     NAME = "in-place-gradient-modification-in-hook"
     MESSAGE = "Backward hook modifies its gradient argument in place; return a new tensor instead"
     FIX_TITLE = "Use the out-of-place op and return its result"

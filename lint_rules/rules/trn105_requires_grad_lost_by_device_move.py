@@ -57,6 +57,7 @@ class RequiresGradLostByDeviceMove(Rule):
     """
 
     CODE = "TRN105"
+    REQUIRES = ("requires_grad", "Parameter")
     NAME = "requires-grad-lost-by-device-move"
     MESSAGE = ("Moving a tensor that requires grad returns a non-leaf copy: its .grad stays None "
                "and an optimizer cannot update it")

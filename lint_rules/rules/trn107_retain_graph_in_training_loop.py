@@ -72,6 +72,7 @@ class RetainGraphInTrainingLoop(Rule):
     """
 
     CODE = "TRN107"
+    REQUIRES = ("retain_graph",)
     NAME = "retain-graph-in-training-loop"
     MESSAGE = ("backward(retain_graph=True) in a training loop with no later backward in the iteration: "
                "the graph's memory is kept for nothing")

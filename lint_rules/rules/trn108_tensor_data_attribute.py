@@ -117,6 +117,7 @@ class TensorDataAttribute(Rule):
     """
 
     CODE = "TRN108"
+    REQUIRES = ("data",)
     NAME = "tensor-data-attribute"
     MESSAGE = "`.data` bypasses autograd's checks on a tensor that requires grad"
     FIX_TITLE = "Use `.detach()`, or do the update under `torch.no_grad()`"

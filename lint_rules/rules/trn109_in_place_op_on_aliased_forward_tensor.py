@@ -70,6 +70,7 @@ class InPlaceOpOnAliasedForwardTensor(Rule):
     """
 
     CODE = "TRN109"
+    REQUIRES = ("forward",)
     NAME = "in-place-op-on-aliased-forward-tensor"
     MESSAGE = ("In-place op in forward() overwrites a tensor that another name reads later "
                "(a saved shortcut, a view, a list of features)")

@@ -64,6 +64,7 @@ class HostDeviceSyncInTrainingLoop(Rule):
     """
 
     CODE = "TRN201"
+    REQUIRES = ("backward", "step")
     NAME = "host-device-sync-in-training-loop"
     MESSAGE = "Host-device synchronisation in the training loop blocks on the GPU every step"
     FIX_TITLE = "Accumulate on the device and sync only at a logging interval"

@@ -66,6 +66,7 @@ class EmptyCacheInLoop(Rule):
     """
 
     CODE = "TRN202"
+    REQUIRES = ("empty_cache",)
     NAME = "empty-cache-in-loop"
     MESSAGE = "torch.cuda.empty_cache() runs every training step: it syncs with the GPU and forces memory to be reallocated"
     FIX_TITLE = "Remove empty_cache() from the step loop, or call it once per epoch"

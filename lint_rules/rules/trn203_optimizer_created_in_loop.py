@@ -70,6 +70,7 @@ class OptimizerCreatedInLoop(Rule):
     """
 
     CODE = "TRN203"
+    REQUIRES = ("backward", "step")
     NAME = "optimizer-created-in-loop"
     MESSAGE = "Optimizer is constructed inside the training loop: its state (momentum, Adam moments) is reset every iteration"
     FIX_TITLE = "Construct the optimizer once before the loop; change its learning rate via param_groups"

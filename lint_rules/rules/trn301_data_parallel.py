@@ -45,6 +45,7 @@ class DataParallel(Rule):
     """
 
     CODE = "TRN301"
+    REQUIRES = ("DataParallel",)
     NAME = "data-parallel"
     MESSAGE = "nn.DataParallel is slow and unmaintained; use DistributedDataParallel"
     FIX_TITLE = "Use torch.nn.parallel.DistributedDataParallel with one process per GPU"

@@ -69,6 +69,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     """
 
     CODE = "TRN302"
+    REQUIRES = ("ampler",)
     NAME = "distributed-sampler-without-set-epoch"
     MESSAGE = "DistributedSampler is used across epochs but set_epoch() is never called: every epoch sees the same order"
     FIX_TITLE = "Call sampler.set_epoch(epoch) at the start of every epoch"

@@ -53,6 +53,7 @@ class ShuffleWithSampler(Rule):
     """
 
     CODE = "TRN303"
+    REQUIRES = ("DataLoader",)
     NAME = "shuffle-with-sampler"
     MESSAGE = "DataLoader(shuffle=True) with a sampler raises ValueError at run time"
     FIX_TITLE = "Remove shuffle=True; let the sampler shuffle"

@@ -69,6 +69,7 @@ class CheckpointSavedOnEveryRank(Rule):
     """
 
     CODE = "TRN304"
+    REQUIRES = ("init_process_group", "init_device_mesh")
     NAME = "checkpoint-saved-on-every-rank"
     MESSAGE = "torch.save runs on every rank of the process group: all processes write the same checkpoint"
     FIX_TITLE = "Save only on global rank 0 (`if dist.get_rank() == 0:`) and barrier before loading"

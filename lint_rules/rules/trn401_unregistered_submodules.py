@@ -90,6 +90,7 @@ class UnregisteredSubmodules(Rule):
     """
 
     CODE = "TRN401"
+    REQUIRES = ("class",)
     NAME = "unregistered-submodules"
     MESSAGE = ("Modules or parameters held in a plain list/dict/tuple attribute are not registered: "
                "never trained, never moved by .to(), missing from state_dict()")

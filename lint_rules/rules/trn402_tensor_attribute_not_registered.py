@@ -93,6 +93,7 @@ class TensorAttributeNotRegistered(Rule):
     """
 
     CODE = "TRN402"
+    REQUIRES = ("class",)
     NAME = "tensor-attribute-not-registered"
     MESSAGE = ("Tensor assigned to a module attribute is not registered: not moved by .to(), "
                "missing from state_dict()")

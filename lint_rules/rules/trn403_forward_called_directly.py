@@ -64,6 +64,7 @@ class ForwardCalledDirectly(Rule):
     """
 
     CODE = "TRN403"
+    REQUIRES = ("forward",)
     NAME = "forward-called-directly"
     MESSAGE = "module.forward() called directly skips the module's hooks (DDP, FSDP, forward hooks)"
     FIX_TITLE = "Call the module itself: module(x)"

@@ -60,6 +60,7 @@ class MissingSuperInit(Rule):
     """
 
     CODE = "TRN404"
+    REQUIRES = ("__init__",)
     NAME = "missing-super-init"
     MESSAGE = "nn.Module subclass assigns attributes without calling super().__init__() first"
     FIX_TITLE = "Call super().__init__() as the first statement of __init__"

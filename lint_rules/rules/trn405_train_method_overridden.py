@@ -54,6 +54,7 @@ class TrainMethodOverridden(Rule):
     """
 
     CODE = "TRN405"
+    REQUIRES = ("train",)
     NAME = "train-method-overridden"
     MESSAGE = "train() overridden with a signature other than train(self, mode=True): breaks model.train()/model.eval()"
     FIX_TITLE = "Rename the method (fit, train_epoch), or keep the signature train(self, mode=True)"

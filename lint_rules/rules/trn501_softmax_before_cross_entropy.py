@@ -67,6 +67,7 @@ class SoftmaxBeforeCrossEntropy(Rule):
     """
 
     CODE = "TRN501"
+    REQUIRES = ("cross_entropy", "CrossEntropy")
     NAME = "softmax-before-cross-entropy"
     MESSAGE = ("Cross-entropy is given softmax probabilities: it applies log_softmax itself, "
                "so the loss is squashed and the model barely learns")

@@ -64,6 +64,7 @@ class SigmoidBeforeBceLoss(Rule):
     """
 
     CODE = "TRN502"
+    REQUIRES = ("binary_cross_entropy", "BCELoss")
     NAME = "sigmoid-before-bce-loss"
     MESSAGE = ("Binary cross-entropy is given sigmoid outputs: saturated predictions lose their gradient, "
                "and it raises under autocast")

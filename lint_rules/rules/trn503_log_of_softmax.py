@@ -68,6 +68,7 @@ class LogOfSoftmax(Rule):
     """
 
     CODE = "TRN503"
+    REQUIRES = ("log",)
     NAME = "log-of-softmax"
     MESSAGE = "log() of softmax probabilities underflows to -inf and turns the loss into NaN"
     FIX_TITLE = "Use log_softmax instead of log(softmax(...))"

@@ -59,6 +59,7 @@ class NllLossWithoutLogSoftmax(Rule):
     """
 
     CODE = "TRN504"
+    REQUIRES = ("nll_loss", "NLLLoss")
     NAME = "nll-loss-without-log-softmax"
     MESSAGE = "nll_loss is given values that are not log-probabilities: it computes a meaningless loss"
     FIX_TITLE = "Apply log_softmax before nll_loss, or use cross_entropy on the logits"

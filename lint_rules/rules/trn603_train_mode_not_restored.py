@@ -83,6 +83,7 @@ class TrainModeNotRestored(Rule):
     """
 
     CODE = "TRN603"
+    REQUIRES = ("eval", "train")
     NAME = "train-mode-not-restored"
     MESSAGE = ("The model is left in eval mode here and nothing calls model.train() before the next training "
                "step: later epochs train with dropout off and batch-norm statistics frozen")

@@ -71,6 +71,7 @@ class FunctionalDropoutIgnoresMode(Rule):
     """
 
     CODE = "TRN604"
+    REQUIRES = ("ropout", "scaled_dot_product_attention")
     NAME = "functional-dropout-ignores-mode"
     MESSAGE = "F.dropout() without training=self.training stays on after model.eval()"
     FIX_TITLE = "Pass training=self.training, or use an nn.Dropout submodule"

@@ -78,6 +78,7 @@ class UnsafeTorchLoad(Rule):
     """
 
     CODE = "TRN701"
+    REQUIRES = ("load",)
     NAME = "unsafe-torch-load"
     MESSAGE = "torch.load(weights_only=False) unpickles the file: loading an untrusted checkpoint runs arbitrary code"
     FIX_TITLE = "Pass weights_only=True to torch.load"

@@ -67,6 +67,7 @@ class WholeModelSaved(Rule):
     """
 
     CODE = "TRN702"
+    REQUIRES = ("save",)
     NAME = "whole-model-saved"
     MESSAGE = ("torch.save() of a whole nn.Module pickles its classes: tied to the code layout, "
                "and unloadable with weights_only=True (the default since PyTorch 2.6)")

@@ -61,6 +61,7 @@ class SchedulerStepBeforeOptimizerStep(Rule):
     """
 
     CODE = "TRN801"
+    REQUIRES = ("step",)
     NAME = "scheduler-step-before-optimizer-step"
     MESSAGE = "scheduler.step() runs before optimizer.step(): the first learning rate of the schedule is skipped"
     FIX_TITLE = "Call scheduler.step() after optimizer.step()"

@@ -101,6 +101,7 @@ class DeprecatedAmpApi(Rule):
     """
 
     CODE = "TRN802"
+    REQUIRES = ("amp",)
     NAME = "deprecated-amp-api"
     MESSAGE = "torch.cuda.amp / torch.cpu.amp is deprecated: use torch.amp.GradScaler(device) and torch.autocast(device)"
     FIX_TITLE = 'Use torch.amp.GradScaler("cuda") and torch.autocast("cuda")'

@@ -65,6 +65,7 @@ class GradientClippingBeforeUnscale(Rule):
     """
 
     CODE = "TRN803"
+    REQUIRES = ("clip_grad",)
     NAME = "gradient-clipping-before-unscale"
     MESSAGE = "Gradients are clipped while still scaled by the GradScaler: call scaler.unscale_(optimizer) first"
     FIX_TITLE = "Call scaler.unscale_(optimizer) before clipping"

@@ -59,6 +59,7 @@ class DdpModelMovedAfterWrap(Rule):
     """
 
     CODE = "TRN804"
+    REQUIRES = ("DistributedDataParallel", "DDP")
     NAME = "ddp-model-moved-after-wrap"
     MESSAGE = "Module is moved after being wrapped in DistributedDataParallel: gradient sync no longer matches its parameters"
     FIX_TITLE = "Move the module to its device before wrapping it in DistributedDataParallel"
