@@ -15,6 +15,7 @@ and cached per file with :meth:`ScopeModel.fact`.
 from __future__ import annotations
 
 import dataclasses
+import operator
 from typing import Callable, Iterator, TypeVar
 
 import libcst as cst
@@ -52,6 +53,42 @@ _FIELD_ORDER: dict[type, tuple[str, ...]] = {
 
 _FIELDS_CACHE: dict[type, tuple[str, ...]] = {}
 _IS_NODE: dict[type, bool] = {}
+
+
+_GETTERS: dict[type, Callable[[cst.CSTNode], tuple]] = {}
+
+
+def _getter(tp: type) -> Callable[[cst.CSTNode], tuple]:
+    """A function returning the values of ``tp``'s child fields, last field first (memoised)."""
+    fields = tuple(reversed(_child_fields(tp)))
+    if not fields:
+        getter = _no_fields
+    elif len(fields) == 1:
+        one = operator.attrgetter(fields[0])
+        getter = lambda node: (one(node),)  # noqa: E731
+    else:
+        getter = operator.attrgetter(*fields)
+    _GETTERS[tp] = getter
+    return getter
+
+
+def _no_fields(node: cst.CSTNode) -> tuple:
+    return ()
+
+
+def _children_reversed(node: cst.CSTNode, getter: Callable[[cst.CSTNode], tuple]) -> list[cst.CSTNode]:
+    out = []
+    for value in getter(node):
+        if type(value) is tuple or type(value) is list:
+            out.extend(item for item in reversed(value) if _is_node(item))
+        elif _is_node(value):
+            out.append(value)
+    return out
+
+
+def _is_node(value: object) -> bool:
+    yes = _IS_NODE.get(type(value))
+    return _node_type(type(value)) if yes is None else yes
 
 
 def _node_type(tp: type) -> bool:
@@ -133,6 +170,11 @@ _SCOPE_NODES = (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.ListComp, cst.Set
                 cst.DictComp, cst.GeneratorExp)
 _LOOP_TYPES = (cst.For, cst.While)
 _FUNC_TYPES = (cst.FunctionDef, cst.Lambda)
+# The same as sets of exact types, for hot paths: none of these LibCST classes has subclasses, and
+# ``type(x) in S`` skips the slow ``isinstance`` of ABC-derived classes.
+_FUNC_SET = frozenset(_FUNC_TYPES)
+_LOOP_SET = frozenset(_LOOP_TYPES)
+_DEF_SET = frozenset({cst.FunctionDef, cst.Lambda, cst.ClassDef})
 
 
 def dotted(expr: cst.CSTNode) -> str | None:
@@ -210,7 +252,8 @@ class ScopeModel:
         # isinstance against CSTNode (an ABC) is the slow path of Python's isinstance; a type's
         # answer is looked up instead, once per type.
         is_node = _IS_NODE.get
-        fields_of = _FIELDS_CACHE.get
+        getters = _GETTERS.get
+        FunctionDef, ClassDef = cst.FunctionDef, cst.ClassDef
         handlers = self._binding_handlers()
         stack: list[tuple[cst.CSTNode, Scope]] = [(self.module, self.module_scope)]
         pop = stack.pop
@@ -233,45 +276,38 @@ class ScopeModel:
             child_scope = scope
             if handler is not None:
                 child_scope = handler(node, scope)
-            nid = node
-            children: list[cst.CSTNode] = []
-            fields = fields_of(tp)
-            if fields is None:
-                fields = _child_fields(tp)
-            for fname in fields:
-                value = getattr(node, fname)
+            getter = getters(tp)
+            if getter is None:
+                getter = _getter(tp)
+            if child_scope is not scope and (tp is FunctionDef or tp is ClassDef):
+                # Decorators and class bases are evaluated in the enclosing scope.
+                outer = {id(d) for d in node.decorators}
+                if tp is ClassDef:
+                    outer.update(id(a) for a in node.bases)
+                    outer.update(id(a) for a in node.keywords)
+                for child in _children_reversed(node, getter):
+                    parents[id(child)] = node
+                    push((child, scope if id(child) in outer else child_scope))
+                continue
+            # The children, last first (the stack pops them in document order), fetched by one
+            # attrgetter per type over the fields that can hold nodes.
+            for value in getter(node):
                 vt = type(value)
                 if vt is tuple or vt is list:
-                    for item in value:
-                        it = type(item)
-                        yes = is_node(it)
+                    for item in reversed(value):
+                        yes = is_node(type(item))
                         if yes is None:
-                            yes = _node_type(it)
+                            yes = _node_type(type(item))
                         if yes:
-                            children.append(item)
+                            parents[id(item)] = node
+                            push((item, child_scope))
                     continue
                 yes = is_node(vt)
                 if yes is None:
                     yes = _node_type(vt)
                 if yes:
-                    children.append(value)
-            # Decorators and class bases are evaluated in the enclosing scope.
-            if child_scope is not scope and tp in (cst.FunctionDef, cst.ClassDef):
-                outer = set()
-                for d in node.decorators:
-                    outer.add(id(d))
-                if tp is cst.ClassDef:
-                    for a in node.bases:
-                        outer.add(id(a))
-                    for a in node.keywords:
-                        outer.add(id(a))
-                for child in reversed(children):
-                    parents[id(child)] = nid
-                    push((child, scope if id(child) in outer else child_scope))
-            else:
-                for child in reversed(children):
-                    parents[id(child)] = nid
-                    push((child, child_scope))
+                    parents[id(value)] = node
+                    push((value, child_scope))
 
     def _binding_handlers(self):
         model = self
@@ -454,7 +490,7 @@ class ScopeModel:
             chain.append(key)
             if parent is None:
                 break
-            if isinstance(parent, _FUNC_TYPES):
+            if type(parent) in _FUNC_SET:
                 result = parent
                 break
             key = id(parent)
@@ -466,9 +502,10 @@ class ScopeModel:
         """Loops around ``node`` within its own function, innermost first."""
         loops = []
         for a in self.ancestors(node):
-            if isinstance(a, _FUNC_TYPES) or isinstance(a, cst.ClassDef):
+            tp = type(a)  # exact types: isinstance against LibCST's ABC-derived classes is slow
+            if tp in _DEF_SET:
                 break
-            if isinstance(a, _LOOP_TYPES):
+            if tp in _LOOP_SET:
                 loops.append(a)
         return loops
 
@@ -482,7 +519,7 @@ class ScopeModel:
         return False
 
     def scope_at(self, node: cst.CSTNode) -> Scope:
-        if isinstance(node, cst.Name):
+        if type(node) is cst.Name:
             scope = self.scope_of_name.get(id(node))
             if scope is not None:
                 return scope

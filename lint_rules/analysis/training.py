@@ -53,10 +53,12 @@ class TrainingFacts:
     def __init__(self, model: "FileModel") -> None:
         self.model = model
         self.events: list[Event] = []
+        Call, Assign = cst.Call, cst.Assign
         for node in model.ordered:
-            if isinstance(node, cst.Call):
+            tp = type(node)  # exact types: isinstance against LibCST's ABC-derived classes is slow
+            if tp is Call:
                 ev = self._call_event(node)
-            elif isinstance(node, cst.Assign):
+            elif tp is Assign:
                 ev = self._assign_event(node)
             else:
                 continue
