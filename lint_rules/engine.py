@@ -97,9 +97,13 @@ def _lint_source(source: str, path: str, codes: Iterable[str] | None,
     model.project = project or ProjectInfo()
     model.project_facts = facts
     # Per-file facts are cached on the model itself (model.fact), so nothing of the file's tree
-    # outlives it (issue #17: a module-level table of facts once kept every tree alive).
-    return _run_rules(source, path, codes, unfixable, result, module, model, selected,
-                      rule_classes, {rc.CODE for rc in enabled})
+    # outlives it (issue #17: a module-level table of facts once kept every tree alive), and the
+    # model is emptied when the file is done, so the tree is freed at once (see FileModel.dispose).
+    try:
+        return _run_rules(source, path, codes, unfixable, result, module, model, selected,
+                          rule_classes, {rc.CODE for rc in enabled})
+    finally:
+        model.dispose()
 
 
 @functools.lru_cache(maxsize=64)
@@ -149,7 +153,7 @@ def _run_rules(source: str, path: str, codes: set[str] | None, unfixable: frozen
             path, registry.INTERNAL_ERROR, 1, 1, f"rule {code} ({rc.NAME}) crashed: {text}"))
         result.internal_error = True
     check_suppressions = codes is not None and registry.UNUSED_SUPPRESSION.CODE in codes \
-        and ("noqa" in source.lower() or "torchcheck:" in source.lower())
+        and suppression.may_have_directives(source)
     if not reports and not check_suppressions:
         return result
 

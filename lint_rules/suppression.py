@@ -14,8 +14,12 @@ _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)
 _IGNORE = re.compile(r"#\s*torchcheck:\s*ignore(?:\[(?P<codes>[^\]]*)\])?", re.I)
 _SKIP_FILE = re.compile(r"#\s*torchcheck:\s*skip-file\b", re.I)
 _NEWLINE = re.compile(r"\r\n?|\n")
-# Every directive names one of these: a file that never mentions them has none, and is not tokenized.
+# Every directive names one of these: a file that never mentions them has none, and is not scanned.
 _MENTIONED = re.compile(r"noqa|torchcheck", re.I)
+# What can matter to torchcheck: a noqa that is bare (no `: CODE` list right after it, so it hides
+# every code), a TRN code, or a torchcheck comment. A file whose only directives are other tools'
+# (`# noqa: F401`) has none of these and is not scanned.
+_RELEVANT = re.compile(r"noqa(?!:\s*[a-z]+[0-9]+)|trn[0-9]|torchcheck", re.I)
 
 ALL = "*"
 
@@ -35,8 +39,11 @@ _STRING_OR_COMMENT = re.compile("|".join((
 
 @functools.lru_cache(maxsize=4)  # the engine asks for the table and for the directives of one file
 def _comments(source: str) -> tuple[tuple[int, int, str], ...]:
-    """(line, 0-based column, text) of every comment that mentions noqa or torchcheck."""
-    out = []
+    """(line, 0-based column, text) of every comment that mentions noqa or torchcheck; none in a
+    file whose directives are all other tools' code lists (they cannot affect torchcheck)."""
+    out: list[tuple[int, int, str]] = []
+    if not _RELEVANT.search(source):
+        return ()
     starts = None
     for m in _STRING_OR_COMMENT.finditer(source):
         text = m.group("comment")
@@ -48,6 +55,11 @@ def _comments(source: str) -> tuple[tuple[int, int, str], ...]:
         i = bisect.bisect_right(starts, m.start()) - 1
         out.append((i + 1, m.start() - starts[i], text))
     return tuple(out)
+
+
+def may_have_directives(source: str) -> bool:
+    """False when no comment of ``source`` can be a torchcheck directive (a cheap text search)."""
+    return _RELEVANT.search(source) is not None
 
 
 def is_skip_file(source: str) -> bool:

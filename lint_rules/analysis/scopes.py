@@ -241,6 +241,22 @@ class ScopeModel:
         self._owner: dict[int, cst.CSTNode | None] = {}
         self._backward_names: set[tuple[int, str]] | None = None
 
+    def dispose(self) -> None:
+        """Drop everything this model holds, once its file is done.
+
+        The model is full of reference cycles (a scope's bindings point back at the scope, cached
+        facts point back at the model), so without this a file's whole syntax tree would live on
+        until Python's cyclic collector found it, and every collection in between would traverse
+        it: a fifth of a lint's time on torch/nn went to that. Cleared, the tree is freed at once
+        by reference counting, as after a bare parse.
+        """
+        for scope in self.scope_for_node.values():
+            scope.bindings.clear()
+            scope.attrs.clear()
+        self.module_scope.bindings.clear()
+        self.module_scope.attrs.clear()
+        self.__dict__.clear()
+
     # ------------------------------------------------------------------ walk
     def _walk(self, interesting: frozenset[type]) -> None:
         parents = self.parents

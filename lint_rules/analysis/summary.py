@@ -42,11 +42,14 @@ def summarise_source(source: str) -> dict:
             module = cst.parse_module(source)
         except Exception:  # a syntax error or a parser limit: nothing to offer importers
             return empty()
+        model = FileModel(module, frozenset({cst.Return, cst.Call}))
         try:
-            return summarise(FileModel(module, frozenset({cst.Return, cst.Call})))
+            return summarise(model)
         except (RecursionError, MemoryError, ValueError):
             # A pathological file offers nothing to its importers; their lint goes on.
             return empty()
+        finally:
+            model.dispose()
     finally:
         if enabled:
             gc.enable()
