@@ -45,6 +45,7 @@ from pathlib import Path
 
 import libcst as cst
 
+from lint_rules.analysis.parsing import parse_module as engine_parse
 from lint_rules.api import Settings, files_of, lint_text
 from _report import stat, table, verdict, write_json  # a sibling module: benchmarks/ is on sys.path when run as a script
 
@@ -99,7 +100,7 @@ def load_set(name: str, root: Path) -> FileSet:
 
 
 # ---------------------------------------------------------- (a) in process
-def time_parse(fs: FileSet, torch_only: bool) -> tuple[float, float, int]:
+def time_parse(fs: FileSet, torch_only: bool, parse=cst.parse_module) -> tuple[float, float, int]:
     """Wall-clock and CPU seconds (this process) of reading and parsing the set, and parse errors."""
     gc.collect()
     errors = 0
@@ -113,7 +114,7 @@ def time_parse(fs: FileSet, torch_only: bool) -> tuple[float, float, int]:
         # built), so the ratio measures the engine's own work, not a GC setting.
         gc.disable()
         try:
-            cst.parse_module(text)
+            parse(text)
         except Exception:  # a file LibCST cannot parse still cost its attempt
             errors += 1
         finally:
@@ -137,6 +138,9 @@ def run_inprocess(sets: list[FileSet], repeat: int, log) -> dict[str, dict[str, 
         "parse_all": lambda fs: time_parse(fs, torch_only=False),
         "parse_torch": lambda fs: time_parse(fs, torch_only=True),
         "lint": time_lint,
+        # The engine's own parse: LibCST's parser without its per-node validation (see
+        # lint_rules/analysis/parsing.py); lint minus this is what the analysis costs.
+        "parse_engine": lambda fs: time_parse(fs, torch_only=True, parse=engine_parse),
     }
     samples = {fs.name: {k: [] for k in [*kinds, *(k + "_cpu" for k in kinds)]} for fs in sets}
     extra = {fs.name: {} for fs in sets}
@@ -441,6 +445,7 @@ def main(argv: list[str] | None = None) -> int:
     tot["inprocess"] = a_block(*(totals([a[n][k] for n in names]) for k in ("parse_all", "parse_torch", "lint")))
     # CPU time of this process: what the engine itself costs, less sensitive to other work on the machine.
     cpu = a_block(*(totals([a[n][k + "_cpu"] for n in names]) for k in ("parse_all", "parse_torch", "lint")))
+    tot["parse_engine_s"] = med(totals([a[n]["parse_engine"] for n in names]))
     tot["inprocess_cpu"] = {"lint_over_parse_all": cpu["lint_over_parse_all"],
                             "lint_over_parse_torch_files_only": cpu["lint_over_parse_torch_files_only"]}
     if b is not None:
@@ -493,6 +498,11 @@ def main(argv: list[str] | None = None) -> int:
     cpu = tot["inprocess_cpu"]
     print(f"  CPU time of this process (less sensitive to other load): lint/parse all "
           f"{cpu['lint_over_parse_all']:.2f}x, same files {cpu['lint_over_parse_torch_files_only']:.2f}x")
+    pe = tot["parse_engine_s"]
+    print(f"  the engine parses without LibCST's per-node validation: {pe:.3f} s for the same files "
+          f"({pe / tot['inprocess']['parse_torch_files_only_s']['median']:.2f}x the bare parse); "
+          f"the analysis adds {tot['inprocess']['lint_s']['median'] - pe:.3f} s "
+          f"({(tot['inprocess']['lint_s']['median'] - pe) / tot['inprocess']['parse_all_s']['median']:.2f}x the bare parse)")
     print()
     print("(b) command line, as subprocesses: torchfix --select ALL  vs  python -m lint_rules lint --exit-zero")
     if b is None:

@@ -21,6 +21,7 @@ from lint_rules import limits, registry, suppression
 from lint_rules.analysis.cross_file import ProjectFacts
 from lint_rules.analysis.model import FileModel
 from lint_rules.analysis.project_index import index_for
+from lint_rules.analysis.parsing import parse_module
 from lint_rules.positions import positions_and_extents
 from lint_rules.project import ProjectInfo
 from lint_rules.diagnostics import Edit, FileResult, Finding, Fix
@@ -76,7 +77,7 @@ def _lint_source(source: str, path: str, codes: Iterable[str] | None,
                                                 max(rejected.offset or 1, 1), f"SyntaxError: {rejected.msg}"))
         return result
     try:
-        module = cst.parse_module(source)
+        module = parse_module(source)
     except cst.ParserSyntaxError as e:
         # Valid Python that LibCST cannot read is torchcheck's limit, not the user's syntax error.
         limits.check_parser_limit(source, path, e.message.split(": expected one of")[0].removeprefix("parser error: "))

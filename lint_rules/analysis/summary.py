@@ -20,6 +20,7 @@ import gc
 import libcst as cst
 
 from lint_rules.analysis.model import FileModel, dotted
+from lint_rules.analysis.parsing import parse_module
 from lint_rules.analysis.provenance import Provenance, returns_of
 
 def empty() -> dict:
@@ -39,7 +40,7 @@ def summarise_source(source: str) -> dict:
     gc.disable()  # as in the engine: the collector would rescan the tree while it is built
     try:
         try:
-            module = cst.parse_module(source)
+            module = parse_module(source)
         except Exception:  # a syntax error or a parser limit: nothing to offer importers
             return empty()
         model = FileModel(module, frozenset({cst.Return, cst.Call}))
