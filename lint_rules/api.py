@@ -19,7 +19,6 @@ each of them.
 from __future__ import annotations
 
 import os
-from functools import partial
 from pathlib import Path
 
 from lint_rules import cache, registry
@@ -157,8 +156,13 @@ def lint_paths(paths: Iterable[str | Path], settings: Settings | None = None, *,
         from concurrent.futures import ProcessPoolExecutor  # here: a warm run needs no worker machinery
 
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            done = pool.map(partial(_lint_job, settings), todo, chunksize=max(1, len(todo) // (workers * 8)))
-            yield from _merge(jobs, done)
+            # Largest files first, one per task, so that no worker is left with a big file at the
+            # end while the others idle; results still come out in discovery order.
+            largest_first = sorted(range(len(todo)), key=lambda i: -len(todo[i].data))
+            futures: list = [None] * len(todo)
+            for i in largest_first:
+                futures[i] = pool.submit(_lint_job, settings, todo[i])
+            yield from _merge(jobs, (f.result() for f in futures))
     else:
         yield from _merge(jobs, (_lint_job(settings, j) for j in todo))
 
