@@ -82,6 +82,9 @@ def assert_no_graph_retained(optimizer: Any, run: Callable[[], Any], *, growth: 
 
     def live_graphs() -> tuple[int, list[tuple[int, Any]]]:
         """All autograd nodes reachable from live tensors (each counted once), and each tensor's own graph."""
+        # Garbage first: a graph in an unreachable reference cycle (an earlier test's traceback) would count
+        # until the cyclic collector happens to run, and its drop mid-run would hide a growing graph.
+        gc.collect()
         found = []
         tensor_type = torch.Tensor
         for obj in gc.get_objects():
