@@ -40,6 +40,10 @@ def check_callable(check: str, argument: str, fn: Any, args: tuple = (), kwargs:
     if not callable(fn):
         raise TorchcheckUsageError(f"{check}: {argument} must be callable, got {type(fn).__name__} {_short(fn)}"
                                    + line)
+    if isinstance(fn, type) and callable(getattr(fn, "forward", None)):
+        # nn.MSELoss instead of nn.MSELoss(): its __init__ may even take the arguments, and return a module.
+        raise TorchcheckUsageError(f"{check}: {argument} is the class {fn.__name__}, not a loss or function; pass "
+                                   f"an instance, {argument}={fn.__name__}()" + line)
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError):

@@ -19,7 +19,8 @@ BAD = textwrap.dedent('''
     from torch import nn
 
     from pytest_torchcheck import (assert_deterministic, assert_eval_mode, assert_grad_flow, assert_gradcheck,
-                                   assert_no_graph_retained, assert_step_gradients, assert_train_mode)
+                                   assert_no_graph_retained, assert_overfits, assert_step_gradients,
+                                   assert_train_mode)
 
 
     def make():
@@ -132,6 +133,11 @@ BAD = textwrap.dedent('''
         assert_grad_flow(model, lambda batch: model(batch).mean())
 
 
+    def test_overfits_loss_class_not_instance():
+        model, _, batches = make()
+        assert_overfits(model, (batches[0], torch.randn(8, 1)), loss_fn=nn.MSELoss)
+
+
     def test_deterministic_fn_with_an_argument():
         model, _, batches = make()
         assert_deterministic(lambda x: model(x))
@@ -181,6 +187,10 @@ EXPECTED = {
     "test_grad_flow_closure_with_an_argument": [
         "*assert_grad_flow: loss=test_grad_flow_closure_with_an_argument.<lambda>(batch) (test_bad.py:*) cannot be "
         "called as loss(): missing a required argument: 'batch'"],
+    "test_overfits_loss_class_not_instance": [
+        "*assert_overfits: loss_fn is the class MSELoss, not a loss or function; pass an instance, "
+        "loss_fn=MSELoss()", "  expected: loss_fn(outputs, targets): the scalar loss of model(inputs) against the "
+        "targets"],
     "test_deterministic_fn_with_an_argument": [
         "*assert_deterministic: fn=test_deterministic_fn_with_an_argument.<lambda>(x) (test_bad.py:*) cannot be "
         "called as fn(): missing a required argument: 'x'"],
