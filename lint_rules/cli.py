@@ -16,7 +16,7 @@ from lint_rules.api import Settings, files_of, lint_paths, lint_text
 from lint_rules.diagnostics import UNSAFE, FileResult, Finding
 from lint_rules.errors import FileError, TorchcheckError, UsageError
 from lint_rules.files import display, read_regular, undecodable
-from lint_rules.output import FORMATS, fix_summary, fixed_listing, summary_of_fixes, write_report
+from lint_rules.output import FORMATS, fix_summary, fixed_listing, not_checked, summary_of_fixes, write_report
 from lint_rules.runner import decode_with_encoding
 
 TYPE_CHECKING = False  # typing is not imported: a warm cached run does not need it
@@ -275,7 +275,7 @@ def _lint(args: argparse.Namespace) -> int:
 
     if args.diff:
         return _diff(args, results, unsafe, failed=bool(read_errors or fix_errors)
-                     or any(r.internal_error for r in results))
+                     or any(r.internal_error for r in results), unchecked=[m for _, m in read_errors])
     fixed: list[tuple[str, str, str]] = []  # (path, code, name) of every fix written
     if args.fix:
         for r in results:
@@ -492,7 +492,8 @@ def _warn_notebooks(results: list[FileResult]) -> None:
                   "--fix does not edit notebooks", file=sys.stderr)
 
 
-def _diff(args: argparse.Namespace, results: list[FileResult], unsafe: bool, failed: bool) -> int:
+def _diff(args: argparse.Namespace, results: list[FileResult], unsafe: bool, failed: bool,
+          unchecked: list[str]) -> int:
     """--diff: print what --fix would change, write nothing; exit 1 when there is a change (as Ruff)."""
     from lint_rules.fixes import unified_diff
 
@@ -505,6 +506,8 @@ def _diff(args: argparse.Namespace, results: list[FileResult], unsafe: bool, fai
                                   if f.fix is not None and f.fix.applicability == UNSAFE)
     if not args.quiet:
         print(fix_summary(would, hidden, would_fix=True), file=sys.stderr)
+        if unchecked:  # "No fixes available." alone would read as if every file had been looked at
+            print(f"{not_checked(unchecked)}.", file=sys.stderr)
     _warn_notebooks(results)
     if failed:
         return EXIT_ERROR

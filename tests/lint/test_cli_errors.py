@@ -63,6 +63,13 @@ def test_fix_only_summary_counts_failed_files(tmp_path):
                                          "decoded): see the error on standard error.")
 
 
+def test_diff_summary_counts_failed_files(tmp_path):
+    write(tmp_path, {"ok.py": CLEAN})
+    r = run("lint", "--diff", "ok.py", *_bad(tmp_path), cwd=tmp_path)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.splitlines()[-2:] == ["No fixes available.", "1 file could not be checked (cannot be decoded)."]
+
+
 def test_junit_reports_each_file_not_checked_as_an_error_case(tmp_path):
     write(tmp_path, {"dp.py": DATA_PARALLEL})
     r = run("lint", "--format", "junit", "dp.py", *_bad(tmp_path, fifo=True), cwd=tmp_path)
