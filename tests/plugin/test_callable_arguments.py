@@ -20,7 +20,7 @@ BAD = textwrap.dedent('''
 
     from pytest_torchcheck import (assert_deterministic, assert_eval_mode, assert_grad_flow, assert_gradcheck,
                                    assert_no_graph_retained, assert_overfits, assert_step_gradients,
-                                   assert_train_mode)
+                                   assert_train_mode, nan_guard)
 
 
     def make():
@@ -138,6 +138,12 @@ BAD = textwrap.dedent('''
         assert_overfits(model, (batches[0], torch.randn(8, 1)), loss_fn=nn.MSELoss)
 
 
+    def test_nan_guard_watches_parameters_not_a_model():
+        model, _, batches = make()
+        with nan_guard() as guard:
+            guard.watch(model.parameters)
+
+
     def test_deterministic_fn_with_an_argument():
         model, _, batches = make()
         assert_deterministic(lambda x: model(x))
@@ -191,12 +197,15 @@ EXPECTED = {
         "*assert_overfits: loss_fn is the class MSELoss, not a loss or function; pass an instance, "
         "loss_fn=MSELoss()", "  expected: loss_fn(outputs, targets): the scalar loss of model(inputs) against the "
         "targets"],
+    "test_nan_guard_watches_parameters_not_a_model": [
+        "*nan_guard.watch: model must be a torch.nn.Module, got method <bound method Module.parameters of Linear(*"],
     "test_deterministic_fn_with_an_argument": [
         "*assert_deterministic: fn=test_deterministic_fn_with_an_argument.<lambda>(x) (test_bad.py:*) cannot be "
         "called as fn(): missing a required argument: 'x'"],
 }
 # Where each failure must end: the user's line that handed over (or called into) the bad callable.
-ENDS_AT = {"test_loss_fn_returns_a_tuple": "opt.step()", "test_loss_fn_not_reduced": "opt.step()"}
+ENDS_AT = {"test_loss_fn_returns_a_tuple": "opt.step()", "test_loss_fn_not_reduced": "opt.step()",
+           "test_nan_guard_watches_parameters_not_a_model": "guard.watch("}
 
 
 def test_bad_callables_are_usage_errors_naming_them(pytester: pytest.Pytester, inner) -> None:
