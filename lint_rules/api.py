@@ -25,7 +25,7 @@ from lint_rules import cache, registry
 from lint_rules.config import Config, find_pyproject, load
 from lint_rules.diagnostics import SAFE, UNSAFE, FileResult
 from lint_rules.errors import FileError, UsageError
-from lint_rules.files import discover, display, matches
+from lint_rules.files import discover, display, matches, read_regular
 from lint_rules.records import record, replace
 from lint_rules.runner import fix_bytes, fix_text, has_fixes, lint_bytes, project_for, still_valid
 
@@ -195,7 +195,7 @@ def _prepare(path: Path, settings: Settings, shown: str | None = None) -> FileRe
     """The file's result when no linting is needed (unreadable, never mentions torch, cached), else its job."""
     shown = shown if shown is not None else display(path)
     try:
-        data = path.read_bytes()
+        data = read_regular(path)  # never blocks: a FIFO swapped in since discovery is this file's error
     except OSError as e:
         return FileResult(shown, error=f"cannot read {shown}: {e.strerror}")
     if b"torch" not in data:

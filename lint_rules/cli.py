@@ -15,8 +15,8 @@ from lint_rules import __version__, cache, registry
 from lint_rules.api import Settings, files_of, lint_paths, lint_text
 from lint_rules.diagnostics import UNSAFE, FileResult, Finding
 from lint_rules.errors import FileError, TorchcheckError, UsageError
-from lint_rules.files import display, undecodable
-from lint_rules.output import FORMATS, fix_summary, fixed_listing, summary_of_fixes, write_report
+from lint_rules.files import display, read_regular, undecodable
+from lint_rules.output import FORMATS, fix_summary, fixed_listing, not_checked, summary_of_fixes, write_report
 from lint_rules.runner import decode_with_encoding
 
 TYPE_CHECKING = False  # typing is not imported: a warm cached run does not need it
@@ -234,7 +234,7 @@ def _lint(args: argparse.Namespace) -> int:
     paths = args.paths or ([] if args.no_default_path else ["."])
     _check_fix_flags(args, paths)
     results: list[FileResult] = []
-    read_errors: list[str] = []
+    read_errors: list[tuple[str, str]] = []  # (path, why) of each file that could not be checked
     notes: list[str] = []
     files = [p for p in paths if p != "-"]
     if args.show_files or args.show_settings:
@@ -264,7 +264,7 @@ def _lint(args: argparse.Namespace) -> int:
             _print_notes(notes)
         if r.error is not None:
             print(f"torchcheck: error: {r.error}", file=sys.stderr)
-            read_errors.append(r.error)
+            read_errors.append((r.path, r.error))
         else:
             results.append(r)  # its shown path is the path to write: relative to the working directory
     _print_notes(notes)
@@ -275,7 +275,7 @@ def _lint(args: argparse.Namespace) -> int:
 
     if args.diff:
         return _diff(args, results, unsafe, failed=bool(read_errors or fix_errors)
-                     or any(r.internal_error for r in results))
+                     or any(r.internal_error for r in results), unchecked=[m for _, m in read_errors])
     fixed: list[tuple[str, str, str]] = []  # (path, code, name) of every fix written
     if args.fix:
         for r in results:
@@ -287,8 +287,8 @@ def _lint(args: argparse.Namespace) -> int:
             try:
                 write_atomic(r.path, r.fixed.source, r.fixed.encoding)
             except OSError as e:
-                fix_errors.append(f"cannot write {r.path}: {e.strerror or e}; the file was left unchanged")
-                print(f"torchcheck: error: {fix_errors[-1]}", file=sys.stderr)
+                fix_errors.append((r.path, f"cannot write {r.path}: {e.strerror or e}; the file was left unchanged"))
+                print(f"torchcheck: error: {fix_errors[-1][1]}", file=sys.stderr)
                 continue
             fixed += [(r.path, code, name) for code, name in r.fixed.applied]
         if stdin_result is not None:  # the fixed source goes to standard output, as Ruff does
@@ -299,7 +299,7 @@ def _lint(args: argparse.Namespace) -> int:
 
     failed = bool(read_errors or fix_errors) or any(r.internal_error for r in results)
     if args.fix_only:
-        return _fix_only_report(args, fixed, len(results), failed, stdin_result is not None)
+        return _fix_only_report(args, fixed, len(results), failed, stdin_result is not None, read_errors, fix_errors)
     findings = sorted((f for r in results for f in r.findings), key=Finding.sort_key)
     stdin_lines = (stdin_result.fixed.source if stdin_result is not None and stdin_result.fixed is not None
                    and args.fix else source).splitlines() if "-" in paths else None
@@ -308,7 +308,7 @@ def _lint(args: argparse.Namespace) -> int:
         if stdin_lines is not None and shown == stdin_name:
             return stdin_lines
         try:
-            return Path(shown).read_text(encoding="utf-8", errors="replace").splitlines()
+            return read_regular(shown).decode("utf-8", errors="replace").splitlines()  # never blocks on a FIFO
         except OSError:
             return None
 
@@ -331,7 +331,7 @@ def _lint(args: argparse.Namespace) -> int:
                               "the line changed): --write-baseline drops them" if stale else ""), file=sys.stderr)
     report = dict(quiet=args.quiet, show_source=args.show_source, source_lines=lines_of,
                   with_statistics=args.statistics, checked_paths=[r.path for r in results],
-                  successful=not failed, errors=read_errors + fix_errors,
+                  successful=not failed, unchecked=read_errors, unfixed=fix_errors,
                   unsafe_fixes=unsafe, fixed=fixed if args.fix else None, show_fixes=args.show_fixes)
     if args.format == "sarif":  # rule metadata: every code that ran or was reported
         report["rules"] = [r for c in sorted(codes | {f.code for f in findings})
@@ -369,7 +369,7 @@ def _line_text(lines_of: Callable[[str], list[str] | None]) -> Callable[[Finding
                 from lint_rules import notebook
 
                 try:
-                    cells = dict(notebook.code_cells(Path(f.path).read_text(encoding="utf-8")))
+                    cells = dict(notebook.code_cells(read_regular(f.path).decode("utf-8")))
                 except (OSError, ValueError):
                     cells = {}
                 seen[key] = cells.get(f.cell, "").splitlines()
@@ -397,7 +397,7 @@ def _add_noqa(results: list[FileResult], failed: bool, quiet: bool) -> int:
             continue
         try:
             where = r.path
-            source, encoding = decode(Path(where).read_bytes())
+            source, encoding = decode(read_regular(where))
             new, n, skipped = add_noqa(source, wanted)
             if n:
                 write_atomic(where, new, encoding)
@@ -458,28 +458,30 @@ def _emit(args: argparse.Namespace, stream: TextIO, write: Callable[[TextIO], ob
 
 
 def _fix_only_report(args: argparse.Namespace, fixed: list[tuple[str, str, str]], checked: int, failed: bool,
-                     fixed_stdin: bool) -> int:
+                     fixed_stdin: bool, unchecked: list[tuple[str, str]], unfixed: list[tuple[str, str]]) -> int:
     """``--fix-only``: what was fixed, never what is left (as Ruff's ``--fix-only``)."""
     if args.format != "text" or args.output_file:
-        # Machine-readable output: an empty report, so tools reading it see no findings left to act on.
-        _emit(args, sys.stdout, lambda out: write_report(out, args.format, [], checked))
+        # Machine-readable output: no findings, so tools reading it see none left to act on; the errors stay.
+        _emit(args, sys.stdout, lambda out: write_report(out, args.format, [], checked, successful=not failed,
+                                                         unchecked=unchecked, unfixed=unfixed))
     else:
         stream = sys.stderr if fixed_stdin else sys.stdout
         if args.show_fixes and fixed:
             stream.write(fixed_listing(fixed) + "\n")
         if not args.quiet:
-            stream.write(summary_of_fixes(len(fixed), checked) + "\n")
+            stream.write(summary_of_fixes(len(fixed), checked, [m for _, m in unchecked], [m for _, m in unfixed])
+                         + "\n")
     if failed:
         return EXIT_ERROR
     return EXIT_FINDINGS if fixed and args.exit_non_zero_on_fix else EXIT_OK
 
 
-def _report_fix_errors(results: list[FileResult], mode: str | None) -> list[str]:
+def _report_fix_errors(results: list[FileResult], mode: str | None) -> list[tuple[str, str]]:
     errors = []
     for r in results:
         if mode is not None and r.fixed is not None and r.fixed.error:
-            errors.append(f"{r.path}: {r.fixed.error}")
-            print(f"torchcheck: error: {errors[-1]}", file=sys.stderr)
+            errors.append((r.path, f"{r.path}: {r.fixed.error}"))
+            print(f"torchcheck: error: {errors[-1][1]}", file=sys.stderr)
     return errors
 
 
@@ -490,7 +492,8 @@ def _warn_notebooks(results: list[FileResult]) -> None:
                   "--fix does not edit notebooks", file=sys.stderr)
 
 
-def _diff(args: argparse.Namespace, results: list[FileResult], unsafe: bool, failed: bool) -> int:
+def _diff(args: argparse.Namespace, results: list[FileResult], unsafe: bool, failed: bool,
+          unchecked: list[str]) -> int:
     """--diff: print what --fix would change, write nothing; exit 1 when there is a change (as Ruff)."""
     from lint_rules.fixes import unified_diff
 
@@ -503,6 +506,8 @@ def _diff(args: argparse.Namespace, results: list[FileResult], unsafe: bool, fai
                                   if f.fix is not None and f.fix.applicability == UNSAFE)
     if not args.quiet:
         print(fix_summary(would, hidden, would_fix=True), file=sys.stderr)
+        if unchecked:  # "No fixes available." alone would read as if every file had been looked at
+            print(f"{not_checked(unchecked)}.", file=sys.stderr)
     _warn_notebooks(results)
     if failed:
         return EXIT_ERROR

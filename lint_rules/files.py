@@ -53,16 +53,19 @@ def discover(paths: list[str], excludes: list[str], root: Path, *, respect_gitig
     what git ignores (``respect_gitignore``), never follows a symbolic link to a
     directory (so a link loop cannot recurse), and skips, with a line in ``notes``,
     anything that is not a regular file (a FIFO would block the read forever), a
-    dangling or looping link, and files over ``MAX_FILE_BYTES``.
+    dangling or looping link, and files over ``MAX_FILE_BYTES``. A FIFO, socket or
+    device named explicitly is kept: :func:`read_regular` makes it that file's error.
     """
     from lint_rules.limits import MAX_FILE_BYTES
 
     notes = [] if notes is None else notes
     out: dict[str, Path] = {}
 
-    def take(path: str, st: os.stat_result) -> None:
+    def take(path: str, st: os.stat_result, named: bool = False) -> None:
         path = str(Path(path))  # "./a.py" and "a.py" are one file
-        if not stat.S_ISREG(st.st_mode):
+        if not stat.S_ISREG(st.st_mode) and named:
+            out[path] = Path(path)  # asked for by name: reading it reports the error, without blocking
+        elif not stat.S_ISREG(st.st_mode):
             notes.append(f"skipping {path}: not a regular file ({_kind(st.st_mode)})")
         elif st.st_size > MAX_FILE_BYTES:
             notes.append(f"skipping {path}: {st.st_size / 2**20:.1f} MiB, over the limit of "
@@ -77,7 +80,7 @@ def discover(paths: list[str], excludes: list[str], root: Path, *, respect_gitig
             raise UsageError(f"path {raw!r} {_missing(raw, e)}") from None
         if not stat.S_ISDIR(st.st_mode):
             if not matches(Path(raw), excludes, root):
-                take(raw, st)
+                take(raw, st, named=True)
             continue
         ignored = git_ignored(raw, notes) if respect_gitignore else frozenset()
         stack = [raw]
@@ -111,6 +114,52 @@ def discover(paths: list[str], excludes: list[str], root: Path, *, respect_gitig
                         notes.append(f"skipping {Path(entry.path)}: {_missing(entry.path, e)}")
             stack += reversed(subdirs)
     return [out[k] for k in sorted(out)]
+
+
+class UnsafeToRead(OSError):
+    """A path that is not read: not a regular file (reading a FIFO or a device could block or never end),
+    or over the size limit. ``strerror`` says which."""
+
+
+def read_regular(path: str | os.PathLike) -> bytes:
+    """The bytes of the regular file at ``path``, never blocking on whatever else it may be.
+
+    A file can be swapped for a FIFO after discovery looked at it, so the check is made on the
+    descriptor that is read (``fstat``), and the open is non-blocking: opening a FIFO for reading
+    would otherwise wait for a writer, and a serial device for its carrier. Raises ``OSError``;
+    ``UnsafeToRead`` (its ``strerror`` says what the path is) for anything but a regular file,
+    and for one over ``MAX_FILE_BYTES``.
+    """
+    from lint_rules.limits import MAX_FILE_BYTES
+
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        try:  # a socket cannot be opened at all (ENXIO): say what it is rather than "No such device"
+            mode = os.stat(path).st_mode
+        except OSError:
+            mode = stat.S_IFREG
+        if not stat.S_ISREG(mode):
+            raise UnsafeToRead(0, f"not a regular file ({_kind(mode)})", str(path)) from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UnsafeToRead(0, f"not a regular file ({_kind(st.st_mode)})", str(path))
+        chunks = []
+        size = 0
+        while True:  # bounded: a file that grows while it is read is not read forever
+            chunk = os.read(fd, max(st.st_size - size + 1, 65536))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > MAX_FILE_BYTES:
+                raise UnsafeToRead(0, f"over the limit of {MAX_FILE_BYTES // 2**20} MiB for one file", str(path))
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def _kind(mode: int) -> str:

@@ -22,23 +22,68 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def summary(findings: list[Finding], checked: int, fixed: int = 0) -> str:
+# Why a file could not be checked, from the start of its error message (files.py, runner.py, limits.py).
+_WHY = (("cannot read ", ": not a regular file", "not a regular file"),
+        ("cannot read ", ": over the limit", "too large"),
+        ("cannot read ", "", "cannot be read"),
+        ("cannot decode ", "", "cannot be decoded"),
+        ("cannot lint ", "", "cannot be parsed"))
+
+
+def _why(error: str) -> str:
+    for start, inside, why in _WHY:
+        if error.startswith(start) and inside in error:
+            return why
+    return "failed"
+
+
+def not_checked(errors: Sequence[str]) -> str:
+    """``2 files could not be checked (1 cannot be read, 1 cannot be decoded)``: the files whose errors
+    are ``errors`` (one message each), counted by reason."""
+    reasons = Counter(_why(e) for e in errors)
+    if len(errors) == 1:
+        why = next(iter(reasons))
+    else:
+        why = ", ".join(f"{n} {reason}" for reason, n in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])))
+    return f"{_plural(len(errors), 'file')} could not be checked ({why})"
+
+
+def _failures(errors: Sequence[str], fix_errors: Sequence[str]) -> str:
+    """What failed, for the end of a summary line: never absent when something did."""
+    parts = [not_checked(errors)] if errors else []
+    if fix_errors:
+        parts.append(f"{_plural(len(fix_errors), 'file')} could not be fixed")
+    if not parts:
+        return ""
+    return f"; {' and '.join(parts)}: see the error{'' if len(errors) + len(fix_errors) == 1 else 's'} " \
+           "on standard error"
+
+
+def summary(findings: list[Finding], checked: int, fixed: int = 0, errors: Sequence[str] = (),
+            fix_errors: Sequence[str] = ()) -> str:
+    """The last line of the text report. ``errors``: one message per file that could not be checked;
+    ``fix_errors``: one per file whose fixes could not be written. The line never says that all checks
+    passed when a file failed (as Ruff counts its I/O errors)."""
+    failures = _failures(errors, fix_errors)
     if fixed:
         total = len(findings) + fixed
         return (f"Found {_plural(total, 'finding')} ({fixed} fixed, {len(findings)} remaining); "
-                f"{_plural(checked, 'file')} checked.")
+                f"{_plural(checked, 'file')} checked{failures}.")
     if not findings:
+        if failures:
+            return f"No findings in {_plural(checked, 'file')} checked{failures}."
         return f"All checks passed ({_plural(checked, 'file')} checked)."
     files = len({f.path for f in findings})
     noun = "finding" if len(findings) == 1 else "findings"
-    return f"Found {len(findings)} {noun} in {_plural(files, 'file')} ({_plural(checked, 'file')} checked)."
+    return f"Found {len(findings)} {noun} in {_plural(files, 'file')} ({_plural(checked, 'file')} checked){failures}."
 
 
-def summary_of_fixes(fixed: int, checked: int) -> str:
+def summary_of_fixes(fixed: int, checked: int, errors: Sequence[str] = (), fix_errors: Sequence[str] = ()) -> str:
     """``--fix-only``'s line: what was fixed, not what is left."""
+    failures = _failures(errors, fix_errors)
     if not fixed:
-        return f"No fixes applied ({_plural(checked, 'file')} checked)."
-    return f"Fixed {_plural(fixed, 'finding')} ({_plural(checked, 'file')} checked)."
+        return f"No fixes applied ({_plural(checked, 'file')} checked){failures}."
+    return f"Fixed {_plural(fixed, 'finding')} ({_plural(checked, 'file')} checked){failures}."
 
 
 def fix_summary(fixable: int, hidden: int, would_fix: bool = False) -> str:
@@ -101,6 +146,11 @@ def _github(f: Finding) -> str:
     return f"::{level} {props}::{_escape_data(f'{f.code} {f.message}')}"
 
 
+def _github_error(path: str, message: str) -> str:
+    """A workflow error annotation on a file that could not be checked or fixed."""
+    return f"::error file={_escape_property(path)},title=torchcheck::{_escape_data(message)}"
+
+
 def statistics(findings: list[Finding]) -> str:
     counts = Counter((f.code, f.name) for f in findings)
     rows = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0][0]))
@@ -108,16 +158,21 @@ def statistics(findings: list[Finding]) -> str:
     return "\n".join(f"{n:>{width}}  {code}  {name}" for (code, name), n in rows)
 
 
-def junit(findings: list[Finding], checked_paths: list[str]) -> str:
-    """JUnit XML: one test case per checked file, failing with that file's findings."""
+def junit(findings: list[Finding], checked_paths: list[str], unchecked: Sequence[tuple[str, str]] = ()) -> str:
+    """JUnit XML: one test case per checked file, failing with that file's findings; a file that could
+    not be checked is a test case in error (what JUnit calls a test that could not run to a verdict)."""
     from xml.etree import ElementTree as ET
     by_path: dict[str, list[Finding]] = {p: [] for p in checked_paths}
     for f in findings:
         by_path.setdefault(f.path, []).append(f)
-    suite = ET.Element("testsuite", name="torchcheck", tests=str(len(by_path)),
-                       failures=str(sum(1 for fs in by_path.values() if fs)), errors="0", skipped="0")
-    for path in sorted(by_path):
+    errors = {path: message for path, message in unchecked if path not in by_path}
+    suite = ET.Element("testsuite", name="torchcheck", tests=str(len(by_path) + len(errors)),
+                       failures=str(sum(1 for fs in by_path.values() if fs)), errors=str(len(errors)), skipped="0")
+    for path in sorted({*by_path, *errors}):
         case = ET.SubElement(suite, "testcase", classname="torchcheck", name=path)
+        if path in errors:
+            ET.SubElement(case, "error", message=errors[path], type=_why(errors[path])).text = errors[path]
+            continue
         file_findings = by_path[path]
         if file_findings:
             failure = ET.SubElement(case, "failure", message=f"{len(file_findings)} finding(s)",
@@ -165,13 +220,15 @@ def _sarif_uri(path: str) -> dict:
     return {"uri": quote(p.as_posix()), "uriBaseId": "%SRCROOT%"}
 
 
-def sarif(findings: list[Finding], rules: Sequence, *, successful: bool = True, errors: Sequence[str] = ()) -> str:
+def sarif(findings: list[Finding], rules: Sequence, *, successful: bool = True,
+          errors: Sequence[tuple[str | None, str]] = ()) -> str:
     """SARIF 2.1.0 (one run) as GitHub code scanning reads it.
 
     ``rules`` are rule classes or builtin codes (``CODE``, ``NAME``, ``MESSAGE``,
     ``SEVERITY``, ``documentation()``) for every code that ran or was reported.
     Columns are Unicode code points, 1-based, the end column exclusive: the same
-    numbers every other format prints.
+    numbers every other format prints. ``errors``: (path or None, message) of each file that could not
+    be checked or fixed, as error notifications of the invocation, located at that file.
     """
     index = {r.CODE: i for i, r in enumerate(rules)}
     descriptors = []
@@ -206,7 +263,9 @@ def sarif(findings: list[Finding], rules: Sequence, *, successful: bool = True, 
     invocation: dict = {"executionSuccessful": successful}
     if errors:
         invocation["toolExecutionNotifications"] = [
-            {"level": "error", "message": {"text": e}} for e in errors]
+            {"level": "error", "message": {"text": message}}
+            | ({"locations": [{"physicalLocation": {"artifactLocation": _sarif_uri(path)}}]} if path else {})
+            for path, message in errors]
     log = {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
@@ -226,10 +285,16 @@ def sarif(findings: list[Finding], rules: Sequence, *, successful: bool = True, 
 def write_report(out: TextIO, fmt: str, findings: list[Finding], checked: int, *, quiet: bool = False,
                  show_source: bool = False, source_lines: Callable[[str], list[str] | None] | None = None,
                  with_statistics: bool = False, checked_paths: list[str] | None = None,
-                 rules: Sequence = (), successful: bool = True, errors: Sequence[str] = (),
-                 unsafe_fixes: bool = False, fixed: list[tuple[str, str, str]] | None = None,
-                 show_fixes: bool = False) -> None:
-    """``rules``, ``successful`` and ``errors`` feed the SARIF log's rule metadata and invocation.
+                 rules: Sequence = (), successful: bool = True, unchecked: Sequence[tuple[str, str]] = (),
+                 unfixed: Sequence[tuple[str, str]] = (), unsafe_fixes: bool = False,
+                 fixed: list[tuple[str, str, str]] | None = None, show_fixes: bool = False) -> None:
+    """``rules`` and ``successful`` feed the SARIF log's rule metadata and invocation.
+
+    ``unchecked``: (path, error) of each file that could not be read, decoded or parsed; ``unfixed``:
+    (path, error) of each file whose fixes could not be written. The text summary counts them, and
+    every format that can say so reports them: SARIF notifications, JUnit errors, GitHub error
+    annotations. json, json-lines and gitlab list findings only; the errors are on standard error
+    and the exit code is 2.
 
     ``fixed``: (path, code, name) of each fix applied by a ``--fix`` run (None: not a fix run);
     ``show_fixes`` lists them. ``unsafe_fixes``: unsafe fixes count as available.
@@ -239,7 +304,7 @@ def write_report(out: TextIO, fmt: str, findings: list[Finding], checked: int, *
 
         print(fixed_listing(fixed), file=sys.stderr)  # machine-readable output stays parseable
     if fmt == "sarif":
-        out.write(sarif(findings, rules, successful=successful, errors=errors))
+        out.write(sarif(findings, rules, successful=successful, errors=[*unchecked, *unfixed]))
         return
     if fmt == "json":
         json.dump([f.to_dict() for f in findings], out, indent=2)
@@ -250,7 +315,7 @@ def write_report(out: TextIO, fmt: str, findings: list[Finding], checked: int, *
             out.write(json.dumps(f.to_dict()) + "\n")
         return
     if fmt == "junit":
-        out.write(junit(findings, checked_paths or []))
+        out.write(junit(findings, checked_paths or [], unchecked))
         return
     if fmt == "gitlab":
         out.write(gitlab(findings))
@@ -258,6 +323,8 @@ def write_report(out: TextIO, fmt: str, findings: list[Finding], checked: int, *
     if fmt == "github":
         for f in findings:
             out.write(_github(f) + "\n")
+        for path, message in [*unchecked, *unfixed]:
+            out.write(_github_error(path, message) + "\n")
         return
     for f in findings:
         out.write(_line(f, unsafe_fixes) + "\n")
@@ -270,7 +337,8 @@ def write_report(out: TextIO, fmt: str, findings: list[Finding], checked: int, *
     if show_fixes and fixed:
         out.write(fixed_listing(fixed) + "\n")
     if fmt == "text" and not quiet:
-        out.write(summary(findings, checked, len(fixed or ())) + "\n")
+        out.write(summary(findings, checked, len(fixed or ()), [m for _, m in unchecked], [m for _, m in unfixed])
+                  + "\n")
         fixable = sum(1 for f in findings if f.fix is not None and (unsafe_fixes or f.fix.applicability == "safe"))
         hidden = sum(1 for f in findings if f.fix is not None and not unsafe_fixes and f.fix.applicability != "safe")
         hint = fix_summary(fixable, hidden)

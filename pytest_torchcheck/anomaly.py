@@ -138,6 +138,10 @@ class NanGuard:
 
     def watch(self, model: Any) -> None:
         """Name modules relative to ``model`` (otherwise names come from the outermost module called)."""
+        __tracebackhide__ = True
+        from pytest_torchcheck.arguments import check_module
+
+        check_module("nan_guard.watch", "model", model)
         self._roots.append(model)
         self._learn_names(model)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from pytest_torchcheck.arguments import call_of, check_callable
 from pytest_torchcheck.errors import TorchcheckFailure, TorchcheckUsageError
 
 
@@ -83,6 +84,11 @@ def assert_gradcheck(
         raise TorchcheckUsageError(f"assert_gradcheck: projections={projections!r} must be an int of at least 1")
     if not inputs:
         raise TorchcheckUsageError("assert_gradcheck: pass at least one input tensor")
+    # A module is called through forward(): its own signature is (*args, **kwargs).
+    check_callable("assert_gradcheck", "fn.forward" if isinstance(fn, torch.nn.Module) else "fn",
+                   fn.forward if isinstance(fn, torch.nn.Module) else fn, inputs,
+                   call=call_of("fn", inputs, {}), expected="the inputs given after fn, one positional argument each, "
+                   "returning a tensor or a tuple of tensors")
     promoted = tuple(_promote(x) for x in inputs)
     names = [f"input {i}" for i in range(len(promoted))]
     owner = getattr(fn, "__self__", None)

@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Sequence
 
+from pytest_torchcheck.arguments import check_callable
 from pytest_torchcheck.errors import TorchcheckFailure, TorchcheckUsageError
 
 if TYPE_CHECKING:
@@ -65,6 +66,8 @@ def assert_grad_flow(
     import torch
 
     if callable(loss) and not isinstance(loss, torch.Tensor):
+        check_callable("assert_grad_flow", "loss", loss, call="loss()",
+                       expected="a closure with no arguments returning the scalar loss (or pass the loss tensor)")
         loss = loss()
     if not isinstance(loss, torch.Tensor):
         raise TorchcheckUsageError(f"assert_grad_flow: loss must be a tensor or a closure returning one, "

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
+from pytest_torchcheck.arguments import check_callable, check_module, check_optimizer, describe, what
 from pytest_torchcheck.errors import TorchcheckFailure, TorchcheckUsageError
 from pytest_torchcheck.modes import random_in_training
 
@@ -33,6 +34,10 @@ class _Recorded:
 
     def __len__(self) -> int:
         return len(self.batches)
+
+
+def _index(batches: Sequence[Any], batch: Any) -> str:
+    return next((str(i) for i, b in enumerate(batches) if b is batch), "?")
 
 
 def assert_step_gradients(model: "torch.nn.Module", optimizer: "torch.optim.Optimizer",
@@ -58,10 +63,16 @@ def assert_step_gradients(model: "torch.nn.Module", optimizer: "torch.optim.Opti
     __tracebackhide__ = True
     import torch
 
-    if not callable(run):
-        raise TorchcheckUsageError(f"assert_step_gradients: run must be callable, got {type(run).__name__}")
+    check = "assert_step_gradients"
+    check_module(check, "model", model)
+    check_optimizer(check, "optimizer", optimizer)
     if not hasattr(batches, "__len__") or len(batches) == 0:
-        raise TorchcheckUsageError("assert_step_gradients: batches must be a non-empty list of micro-batches")
+        raise TorchcheckUsageError(f"{check}: batches must be a non-empty list of micro-batches, got "
+                                   f"{type(batches).__name__}")
+    check_callable(check, "run", run, (batches,), call="run(batches)",
+                   expected="your training loop, run over the batches it is given")
+    check_callable(check, "loss_fn", loss_fn, (model, None), call="loss_fn(model, batch)",
+                   expected="the mean loss of that one micro-batch, a scalar tensor computed from the model")
     random_layers = [n for n, m in model.named_modules() if m.training and random_in_training(m)]
     if random_layers:
         raise TorchcheckUsageError(
@@ -74,12 +85,14 @@ def assert_step_gradients(model: "torch.nn.Module", optimizer: "torch.optim.Opti
 
     def expected_grads(micro: list[Any]) -> list[list[Any]]:
         """Each micro-batch's gradient, computed on the side: .grad, buffers and the RNG are left as they were."""
+        __tracebackhide__ = True
         buffers = [(b, b.detach().clone()) for b in model.buffers()]
         per_batch = []
         try:
             with torch.random.fork_rng(devices=[]), torch.enable_grad():
                 for batch in micro:
                     loss = loss_fn(model, batch)
+                    _check_loss(loss, batch)
                     grads = torch.autograd.grad(loss, params, allow_unused=True)
                     per_batch.append([torch.zeros_like(p) if g is None else g.detach() for p, g in zip(params, grads)])
         finally:
@@ -144,6 +157,21 @@ def assert_step_gradients(model: "torch.nn.Module", optimizer: "torch.optim.Opti
             f".grad norm {float(a.norm()):.4g}, expected norm {float(e.norm()):.4g} (all parameters: "
             f"{norm_a:.4g} vs {norm_e:.4g}; rtol={rtol:g}, atol={atol:g})\n"
             f"  likely cause: {cause}", "assert_step_gradients")
+
+    def _check_loss(loss: Any, batch: Any) -> None:
+        __tracebackhide__ = True
+        if isinstance(loss, torch.Tensor) and loss.numel() == 1 and loss.requires_grad:
+            return
+        if not isinstance(loss, torch.Tensor):
+            got = what(loss)
+        elif loss.numel() != 1:
+            got = f"{what(loss)} (reduce it to the mean loss, .mean())"
+        else:
+            got = "a tensor that does not require grad (computed under torch.no_grad(), detached, or .item())"
+        raise TorchcheckUsageError(
+            f"{check}: loss_fn={describe(loss_fn)} returned {got} for batches[{_index(batches, batch)}]\n"
+            "  expected: loss_fn(model, batch): the mean loss of that one micro-batch, a scalar tensor computed "
+            "from the model")
 
     handle = optimizer.register_step_pre_hook(pre_step)
     try:

@@ -14,6 +14,7 @@ import gc
 import sys
 from typing import Any, Callable
 
+from pytest_torchcheck.arguments import check_callable, check_optimizer
 from pytest_torchcheck.errors import TorchcheckFailure, TorchcheckUsageError
 
 _NODE_LIMIT = 200_000  # stop counting a graph beyond this many nodes
@@ -69,6 +70,9 @@ def assert_no_graph_retained(optimizer: Any, run: Callable[[], Any], *, growth: 
     __tracebackhide__ = True
     import torch
 
+    check_optimizer("assert_no_graph_retained", "optimizer", optimizer)
+    check_callable("assert_no_graph_retained", "run", run, call="run()",
+                   expected="your training loop, with no arguments")
     if not (isinstance(min_steps, int) and min_steps >= 2):
         raise TorchcheckUsageError(f"assert_no_graph_retained: min_steps must be an int >= 2, got {min_steps!r}")
     if not (isinstance(growth, (int, float)) and growth > 1):
@@ -78,6 +82,9 @@ def assert_no_graph_retained(optimizer: Any, run: Callable[[], Any], *, growth: 
 
     def live_graphs() -> tuple[int, list[tuple[int, Any]]]:
         """All autograd nodes reachable from live tensors (each counted once), and each tensor's own graph."""
+        # Garbage first: a graph in an unreachable reference cycle (an earlier test's traceback) would count
+        # until the cyclic collector happens to run, and its drop mid-run would hide a growing graph.
+        gc.collect()
         found = []
         tensor_type = torch.Tensor
         for obj in gc.get_objects():

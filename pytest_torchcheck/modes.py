@@ -11,6 +11,7 @@ from __future__ import annotations
 import fnmatch
 from typing import TYPE_CHECKING, Any, Callable
 
+from pytest_torchcheck.arguments import call_of, check_callable, check_module, check_optimizer
 from pytest_torchcheck.errors import TorchcheckFailure, TorchcheckUsageError
 
 if TYPE_CHECKING:
@@ -87,8 +88,9 @@ def assert_eval_mode(model: "torch.nn.Module", evaluate: Callable[..., Any], *ar
     """
     __tracebackhide__ = True
     ignore = _check_ignore("assert_eval_mode", ignore)
-    if not callable(evaluate):
-        raise TorchcheckUsageError(f"assert_eval_mode: evaluate must be callable, got {type(evaluate).__name__}")
+    check_module("assert_eval_mode", "model", model)
+    check_callable("assert_eval_mode", "evaluate", evaluate, args, kwargs, call=call_of("evaluate", args, kwargs),
+                   expected="your evaluation, called with the arguments given after it")
     what = getattr(evaluate, "__name__", "evaluate")
 
     def check(module: Any, name: str, grad: bool) -> None:
@@ -140,6 +142,10 @@ def assert_train_mode(model: "torch.nn.Module", optimizer: "torch.optim.Optimize
     """
     __tracebackhide__ = True
     ignore = _check_ignore("assert_train_mode", ignore)
+    check_module("assert_train_mode", "model", model)
+    check_optimizer("assert_train_mode", "optimizer", optimizer)
+    check_callable("assert_train_mode", "run", run, call="run()",
+                   expected="your training loop, validation included, with no arguments")
     steps = [0]
     frozen: dict[str, str] = {}
 

@@ -10,6 +10,7 @@ import sys
 from typing import TYPE_CHECKING, Any, Callable
 
 from pytest_torchcheck.anomaly import iter_tensors
+from pytest_torchcheck.arguments import check_callable
 from pytest_torchcheck.errors import TorchcheckFailure, TorchcheckUsageError
 from pytest_torchcheck.modes import STOCHASTIC_LAYERS
 
@@ -50,6 +51,8 @@ def assert_params_update(model: "torch.nn.Module", optimizer: "torch.optim.Optim
     __tracebackhide__ = True
     import torch
 
+    check_callable("assert_params_update", "step_fn", step_fn, call="step_fn()",
+                   expected="one training step (forward, backward, optimizer.step()), with no arguments")
     named = list(model.named_parameters())
     before = {n: p.detach().clone() for n, p in named}
     got_grad: dict[str, bool] = {n: False for n, _ in named}
@@ -129,9 +132,14 @@ def assert_overfits(
 
     if not isinstance(steps, int) or steps < 1:
         raise TorchcheckUsageError(f"assert_overfits: steps must be a positive int, got {steps!r}")
-    if train_step is None:
+    if train_step is not None:
+        check_callable("assert_overfits", "train_step", train_step, (batch,), call="train_step(batch)",
+                       expected="one training step on the batch, returning its loss")
+    else:
         if loss_fn is None:
             raise TorchcheckUsageError("assert_overfits: pass loss_fn (for the default step) or train_step=")
+        check_callable("assert_overfits", "loss_fn", loss_fn, (None, None), call="loss_fn(outputs, targets)",
+                       expected="the scalar loss of model(inputs) against the targets")
         if not (isinstance(batch, (tuple, list)) and len(batch) == 2):
             raise TorchcheckUsageError("assert_overfits: batch must be (inputs, targets), or pass train_step=")
         opt = optimizer or torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1e-2)
@@ -381,6 +389,8 @@ def assert_deterministic(fn: Callable[[], Any], runs: int = 2, *, seed: int | No
         raise TorchcheckUsageError(f"assert_deterministic: runs must be an int >= 2, got {runs!r}")
     if vary_seed is not None and not isinstance(vary_seed, bool):
         raise TorchcheckUsageError(f"assert_deterministic: vary_seed must be True, False or None, got {vary_seed!r}")
+    check_callable("assert_deterministic", "fn", fn, call="fn()",
+                   expected="the computation to repeat, with no arguments, returning its tensors")
     results = []
     seeds: list[int | None] = []
     evaluation = False

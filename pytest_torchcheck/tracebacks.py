@@ -54,11 +54,12 @@ def hide_library_frames(excinfo: Any) -> None:
 
 
 def should_hide(excinfo: Any) -> bool:
-    """Hide library frames from torchcheck's failures, and from any failure inside a distributed rank
-    (where the library frames are torch.distributed's collectives and the harness)."""
-    from pytest_torchcheck.errors import TorchcheckFailure
+    """Hide library frames from torchcheck's failures and usage errors (a bad ``loss_fn`` found inside an
+    optimizer step hook), and from any failure inside a distributed rank (where the library frames are
+    torch.distributed's collectives and the harness)."""
+    from pytest_torchcheck.errors import TorchcheckFailure, TorchcheckUsageError
 
-    if isinstance(excinfo.value, TorchcheckFailure):
+    if isinstance(excinfo.value, (TorchcheckFailure, TorchcheckUsageError)):
         return True
     context = sys.modules.get("pytest_torchcheck.distributed.context")
     return getattr(context, "CURRENT", None) is not None

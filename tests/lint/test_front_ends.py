@@ -190,8 +190,10 @@ def test_each_file_is_read_hashed_and_looked_up_once(corpus: Path, tmp_path: Pat
     reads: list[str] = []
     loads: list[str] = []
     keys: list[str] = []
-    real_read, real_load, real_key = Path.read_bytes, cache.load, cache.key
-    monkeypatch.setattr(Path, "read_bytes", lambda self: reads.append(self.name) or real_read(self))
+    from lint_rules import api
+
+    real_read, real_load, real_key = api.read_regular, cache.load, cache.key
+    monkeypatch.setattr(api, "read_regular", lambda path: reads.append(Path(path).name) or real_read(path))
     monkeypatch.setattr(cache, "load", lambda *a, **k: loads.append(a[1]) or real_load(*a, **k))
     monkeypatch.setattr(cache, "key", lambda *a, **k: keys.append(a[1]) or real_key(*a, **k))
     monkeypatch.chdir(tmp_path)

@@ -27,16 +27,72 @@ def lint(*args: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedProc
 
 
 # ------------------------------------------------------------ special files
-def test_a_fifo_named_py_is_skipped_with_a_note_not_read(tmp_path):
+def test_a_fifo_is_skipped_in_a_walk_and_an_error_when_named(tmp_path):
     write(tmp_path, {"a.py": DATA_PARALLEL})
     os.mkfifo(tmp_path / "pipe.py")  # reading it would block until a writer comes: forever
     r = lint(".", cwd=tmp_path, timeout=30)
     assert r.returncode == 1, r.stderr
     assert "torchcheck: warning: skipping pipe.py: not a regular file (a FIFO)" in r.stderr
     assert "a.py:2:9: TRN301" in r.stdout and "Traceback" not in r.stderr
-    # Named explicitly, as a pre-commit hook or a shell glob would pass it: the same note.
+    # Named explicitly, as a shell glob would pass it: asked for and not checked, so an error of that file.
     r = lint("pipe.py", "a.py", cwd=tmp_path, timeout=30)
-    assert r.returncode == 1 and "skipping pipe.py: not a regular file (a FIFO)" in r.stderr
+    assert r.returncode == 2, r.stderr
+    assert "torchcheck: error: cannot read pipe.py: not a regular file (a FIFO)" in r.stderr
+    assert "a.py:2:9: TRN301" in r.stdout and "1 file could not be checked (not a regular file)" in r.stdout
+
+
+# Discovery saw a regular file; by the time it is read, a FIFO has taken its place.
+_SWAP_AFTER_DISCOVERY = """
+import os, sys
+import lint_rules.api as api
+from lint_rules import cli
+
+discovered = api.files_of
+def files_of(*args, **kwargs):
+    files = discovered(*args, **kwargs)
+    os.remove("b.py")
+    os.mkfifo("b.py")
+    return files
+api.files_of = files_of
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("args", [["a.py", "b.py"], ["."], ["--fix", "."], ["--format", "json", "."]])
+def test_a_fifo_swapped_in_after_discovery_is_an_error_not_a_hang(tmp_path, args):
+    write(tmp_path, {"a.py": DATA_PARALLEL, "b.py": DATA_PARALLEL})
+    r = subprocess.run([sys.executable, "-c", _SWAP_AFTER_DISCOVERY, "lint", "--no-cache", "--preview", *args],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=30,
+                       env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert os.path.exists(tmp_path / "b.py") and not (tmp_path / "b.py").is_file()  # the swap happened
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "torchcheck: error: cannot read b.py: not a regular file (a FIFO)" in r.stderr
+    assert "a.py:2:9: TRN301" in r.stdout or '"path": "a.py"' in r.stdout
+    assert "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("special", ["fifo", "/dev/zero", "socket"])
+def test_lint_file_on_a_special_file_returns_its_error_without_reading(tmp_path, special):
+    """The API reads without discovery in front of it: a FIFO (blocks), /dev/zero (never ends), a socket."""
+    script = "from lint_rules.api import lint_file; print(lint_file('x.py').error)"
+    sock_dir = Path(tempfile.mkdtemp(dir="/tmp"))  # AF_UNIX paths must be short
+    server = socket.socket(socket.AF_UNIX)
+    try:
+        if special == "fifo":
+            os.mkfifo(tmp_path / "x.py")
+        elif special == "socket":
+            server.bind(str(sock_dir / "s.py"))
+            os.symlink(sock_dir / "s.py", tmp_path / "x.py")
+        else:
+            os.symlink(special, tmp_path / "x.py")
+        r = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True,
+                           timeout=30, env={**os.environ, "PYTHONPATH": str(REPO)})
+    finally:
+        server.close()
+        shutil.rmtree(sock_dir)
+    kind = {"fifo": "a FIFO", "socket": "a socket", "/dev/zero": "a character device"}[special]
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == f"cannot read x.py: not a regular file ({kind})"
 
 
 def test_sockets_and_devices_named_py_are_skipped(tmp_path):

@@ -110,13 +110,14 @@ def test_sarif_reports_failed_execution(tmp_path, validator):
     write(tmp_path, {"unreadable.py": DATA_PARALLEL})
     script = textwrap.dedent(
         """
-        import pathlib, sys
-        real_read = pathlib.Path.read_bytes
-        def read_bytes(self):  # the tests run as root, so a chmod would not stop the read
-            if self.name == "unreadable.py":
+        import os, sys
+        import lint_rules.api as api
+        real_read = api.read_regular
+        def read_bytes(path):  # the tests run as root, so a chmod would not stop the read
+            if os.path.basename(path) == "unreadable.py":
                 raise PermissionError(13, "Permission denied")
-            return real_read(self)
-        pathlib.Path.read_bytes = read_bytes
+            return real_read(path)
+        api.read_regular = read_bytes
         from lint_rules.rules import trn301_data_parallel as m
         def boom(self, node):
             raise ZeroDivisionError("kaput")
