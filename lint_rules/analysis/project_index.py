@@ -21,6 +21,8 @@ import json
 import os
 from collections import OrderedDict
 
+from lint_rules.files import read_regular
+
 # Importing this module loads no parser: a warm run checks cached dependencies with it.
 _ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
@@ -117,8 +119,7 @@ class ProjectIndex:
             self._summaries.move_to_end(path)
             return held[1], held[2]
         try:
-            with open(path, "rb") as fh:
-                data = fh.read()
+            data = read_regular(path)  # never blocks on a module swapped for a FIFO mid-run
         except OSError:
             return None
         from lint_rules.cache import code_fingerprint, load_json, store_json
