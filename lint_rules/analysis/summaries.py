@@ -240,6 +240,8 @@ class Summaries:
                 return BACKWARD, None
             return None
         method = func.attr.value
+        if method == "manual_backward":
+            return BACKWARD, None
         if method == "backward":
             q = model.qualified_name(func)
             if q is not None and q.startswith("torch.distributed.autograd."):

@@ -32,6 +32,63 @@ RESERVED = {"Lightning-AI/pytorch-lightning", "facebookresearch/fairseq", "faceb
 
 # (name, expected code, before the fix, after the fix). The name's suffix is the manifest case.
 CAUGHT_TODAY = [
+    ("clear-each-micro-batch-of-an-accumulation-window/prediff", "TRN101", """
+        import torch
+
+        def fit(model, loader, opt, window):
+            for n, (images, _) in enumerate(loader):
+                opt.zero_grad(set_to_none=True)
+                recon = model(images)
+                (torch.mean((recon - images) ** 2) / window).backward()
+                if (n + 1) % window == 0:
+                    opt.step()
+        """, """
+        import torch
+
+        def fit(model, loader, opt, window):
+            for n, (images, _) in enumerate(loader):
+                recon = model(images)
+                (torch.mean((recon - images) ** 2) / window).backward()
+                if (n + 1) % window == 0:
+                    opt.step()
+                    opt.zero_grad(set_to_none=True)
+        """),
+    ("clear-in-per-batch-helper-of-accumulation/prediff", "TRN101", """
+        import torch
+
+        class Trainer:
+            def __init__(self, net, window):
+                self.net, self.window = net, window
+                self.optimizer = torch.optim.Adam(net.parameters())
+
+            def one_batch(self, batch, index):
+                self.optimizer.zero_grad()
+                (self.net(batch).mean() / self.window).backward()
+                if index % self.window == self.window - 1:
+                    self.optimizer.step()
+
+            def run(self, loader):
+                for index, batch in enumerate(loader):
+                    self.one_batch(batch, index)
+        """, """
+        import torch
+
+        class Trainer:
+            def __init__(self, net, window):
+                self.net, self.window = net, window
+                self.optimizer = torch.optim.Adam(net.parameters())
+
+            def one_batch(self, batch, index):
+                if index % self.window == 0:
+                    self.optimizer.zero_grad()
+                (self.net(batch).mean() / self.window).backward()
+                if index % self.window == self.window - 1:
+                    self.optimizer.step()
+
+            def run(self, loader):
+                for index, batch in enumerate(loader):
+                    self.one_batch(batch, index)
+        """),
     ("set-epoch-never-called/simclr", "TRN302", """
         from torch.utils.data import DataLoader, DistributedSampler
 
@@ -628,6 +685,7 @@ def test_reduction_after_fix_is_quiet(name, code, before, after):
 
 # Folders of benchmarks/realbugs/reductions/ the linter catches (before reported, after quiet).
 CAUGHT_REDUCTIONS = [
+    "trn101_zero_grad_every_micro_batch",
     "trn105_variable_requires_grad_then_cuda",
     "trn106_output_dict_kept_for_epoch",
     "trn302_loader_through_wrapper",
@@ -698,7 +756,7 @@ def test_fetch_and_score_a_case_end_to_end(tmp_path):
     repo = tmp_path / "mirrors" / "someone+trainer"
     repo.mkdir(parents=True)
     _git(repo, "init", "-q")
-    before, after = CAUGHT_TODAY[4][2], CAUGHT_TODAY[4][3]  # TRN102, wekws
+    _, _, before, after = {c[0]: c for c in CAUGHT_TODAY}["gradients-never-cleared/wekws"]  # TRN102
     (repo / "train.py").write_text(textwrap.dedent(before))
     _git(repo, "add", "train.py")
     _git(repo, "commit", "-qm", "bug")
