@@ -89,6 +89,45 @@ CAUGHT_TODAY = [
                 for index, batch in enumerate(loader):
                     self.one_batch(batch, index)
         """),
+    ("held-out-batch-scored-in-train-mode/pointnet.pytorch", "TRN602", """
+        import torch
+        import torch.nn.functional as F
+        from torch.autograd import Variable
+        from shapes import ShapeClassifier
+
+        clf = ShapeClassifier(classes=40)
+        sgd = torch.optim.SGD(clf.parameters(), lr=0.01, momentum=0.9)
+        for epoch in range(10):
+            for step, (cloud, label) in enumerate(train_batches):
+                sgd.zero_grad()
+                F.nll_loss(clf(cloud), label).backward()
+                sgd.step()
+                if step % 20 == 0:
+                    _, held = next(enumerate(test_batches, 0))
+                    cloud, label = held
+                    cloud, label = Variable(cloud).cuda(), Variable(label).cuda()
+                    print(F.nll_loss(clf(cloud.transpose(2, 1)), label).item())
+        """, """
+        import torch
+        import torch.nn.functional as F
+        from torch.autograd import Variable
+        from shapes import ShapeClassifier
+
+        clf = ShapeClassifier(classes=40)
+        sgd = torch.optim.SGD(clf.parameters(), lr=0.01, momentum=0.9)
+        for epoch in range(10):
+            for step, (cloud, label) in enumerate(train_batches):
+                clf = clf.train()
+                sgd.zero_grad()
+                F.nll_loss(clf(cloud), label).backward()
+                sgd.step()
+                if step % 20 == 0:
+                    _, held = next(enumerate(test_batches, 0))
+                    cloud, label = held
+                    cloud, label = Variable(cloud).cuda(), Variable(label).cuda()
+                    clf = clf.eval()
+                    print(F.nll_loss(clf(cloud.transpose(2, 1)), label).item())
+        """),
     ("set-epoch-never-called/simclr", "TRN302", """
         from torch.utils.data import DataLoader, DistributedSampler
 
