@@ -15,6 +15,9 @@ _WRAPPERS = frozenset({"enumerate", "iter", "tqdm", "zip", "trange", "islice", "
 _EVALUATES = re.compile(r"^(evaluate|validate|validation|eval|test|inference)($|_)"
                         r"|_(evaluate|validate|validation|eval|evaluation|test)$", re.I)
 _TRAINS = re.compile(r"train|fit", re.I)  # train_and_evaluate(loader) trains on it as well
+# Which of the names a wrapper's result is unpacked into is the loader, when the arguments
+# do not line up with them: `(m, opt, distr_dl, sched) = backend.distribute(training_data=dl, ...)`.
+_LOADER_NAME = re.compile(r"loader|(^|_)dl($|_)|batches", re.I)
 
 
 class DistributedSamplerWithoutSetEpoch(Rule):
@@ -28,10 +31,13 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     `sampler`; a helper's parameter counts when a call of this file passes the
     sampler (or loader) to it. What an unknown call returns when given the loader
     (`accelerator.prepare(loader)`, `model, opt, dl = prepare(model, opt, loader)`)
-    is taken to be fed by the same sampler. A loader that is only evaluated each
-    epoch (iterated under `torch.no_grad()`, handed to a no-grad helper of this
-    file, or to an imported `evaluate(...)`/`validate(...)` with no optimizer) is
-    left alone: the order of evaluation batches changes no metric.
+    is taken to be fed by the same sampler; when the call's arguments do not line
+    up with the names its result is unpacked into (`(m, opt, distr_dl, sched) =
+    backend.distribute(training_data=ds if deepspeed else dl)`), the names spelled
+    like a loader (`loader`, `dl`, `batches`) are. A loader that is only evaluated
+    each epoch (iterated under `torch.no_grad()`, handed to a no-grad helper of
+    this file, or to an imported `evaluate(...)`/`validate(...)` with no
+    optimizer) is left alone: the order of evaluation batches changes no metric.
 
     ## Why is this bad?
     `DistributedSampler` seeds its shuffle with `seed + epoch`. Without
@@ -62,7 +68,8 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     a receiver that cannot be told apart from it counts as setting the epoch.
     A loader handed to a function of another file counts as evaluated when the
     function's name says so (`evaluate`, `validate`, `test`, `*_eval`): a
-    training function with such a name is missed.
+    training function with such a name is missed. A wrapper whose result is
+    unpacked into names that do not say which one is the loader is not followed.
 
     ## References
     - https://pytorch.org/docs/stable/data.html#torch.utils.data.distributed.DistributedSampler
@@ -187,8 +194,51 @@ class DistributedSamplerWithoutSetEpoch(Rule):
                         score(model(x), y)
             """
         ),
+        Valid(
+            """
+            # a wrapper given only the dataset builds its own loader and sampler
+            import torch
+            from torch.utils.data import DataLoader, DistributedSampler
+            sampler = DistributedSampler(ds)
+            dl = DataLoader(ds, sampler=sampler)
+            (engine, opt, distr_dl, sched) = backend.distribute(model=net, optimizer=opt, training_data=ds)
+            for epoch in range(epochs):
+                for text, images in distr_dl:
+                    engine.step(engine(text, images))
+            """
+        ),
+        Valid(
+            """
+            # the fix: set_epoch() on the sampler behind the wrapped loader
+            import torch
+            from torch.utils.data import DataLoader, DistributedSampler
+            sampler = DistributedSampler(ds) if distributed else None
+            dl = DataLoader(ds, sampler=sampler)
+            (engine, opt, distr_dl, sched) = backend.distribute(
+                model=net, optimizer=opt, training_data=ds if deepspeed else dl)
+            for epoch in range(epochs):
+                if sampler:
+                    sampler.set_epoch(epoch)
+                for text, images in distr_dl:
+                    engine.step(engine(text, images))
+            """
+        ),
     ]
     INVALID = [
+        Invalid(
+            """
+            # the loader comes back from a backend's wrapper, by keyword, under a new name
+            import torch
+            from torch.utils.data import DataLoader, DistributedSampler
+            sampler = DistributedSampler(ds) if distributed else None  # BUG
+            dl = DataLoader(ds, sampler=sampler)
+            (engine, opt, distr_dl, sched) = backend.distribute(
+                model=net, optimizer=opt, training_data=ds if deepspeed else dl)
+            for epoch in range(epochs):
+                for text, images in distr_dl:
+                    engine.step(engine(text, images))
+            """
+        ),
         Invalid(
             """
             # a helper that trains and then evaluates is no evaluation-only use
@@ -337,15 +387,17 @@ class DistributedSamplerWithoutSetEpoch(Rule):
                 if not isinstance(call, cst.Call) or self._evaluates(call):
                     continue  # `stats = evaluate(loader)` returns numbers, not a loader
                 args = [a.value for a in call.args]
-                hits = [i for i, a in enumerate(args) if any(self._same_var(a, v) for v in out)]
+                hits = [i for i, a in enumerate(args) if any(self._holds(a, v) for v in out)]
                 if not hits:
                     continue
                 for t in assign.targets:
                     target = t.target
                     if isinstance(target, (cst.Tuple, cst.List)):
-                        if len(target.elements) != len(args):
-                            continue
-                        picked = [target.elements[i].value for i in hits]
+                        elements = [e.value for e in target.elements]
+                        if len(elements) == len(args) and all(call.args[i].keyword is None for i in hits):
+                            picked = [elements[i] for i in hits]
+                        else:  # distribute(model=m, training_data=dl) -> (m, opt, distr_dl, sched)
+                            picked = [e for e in elements if _LOADER_NAME.search(dotted(e) or "")]
                     else:
                         picked = [target]
                     for p in picked:
@@ -355,6 +407,12 @@ class DistributedSamplerWithoutSetEpoch(Rule):
             if not grown:
                 break
         return out
+
+    def _holds(self, arg: cst.CSTNode, var: cst.CSTNode) -> bool:
+        """``arg`` is ``var``, or a conditional that may give it (``ds if deepspeed else dl``)."""
+        if isinstance(arg, cst.IfExp):
+            return self._holds(arg.body, var) or self._holds(arg.orelse, var)
+        return self._same_var(arg, var)
 
     def _assigned_to(self, value: cst.CSTNode) -> cst.CSTNode | None:
         """The Name/attribute that ``value`` is assigned to (through a ternary)."""

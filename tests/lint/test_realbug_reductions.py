@@ -173,6 +173,37 @@ CAUGHT_TODAY = [
                     opt.step()
                     opt.zero_grad()
         """),
+    ("loader-by-keyword-through-backend-wrapper/dalle-pytorch", "TRN302", """
+        import torch
+        from torch.utils.data import DataLoader
+
+        shards = torch.utils.data.distributed.DistributedSampler(pairs, num_replicas=world, rank=rank) \
+            if not shuffled else None
+        batches = DataLoader(pairs, batch_size=8, shuffle=shuffled, sampler=shards)
+        (engine, optim, engine_batches, sched) = backend.wrap_all(
+            model=net, optimizer=adam, data=pairs if use_engine else batches, scheduler=None)
+        for epoch in range(n_epochs):
+            for i, (tokens, pixels) in enumerate(engine_batches):
+                engine(tokens, pixels).backward()
+                optim.step()
+                optim.zero_grad()
+        """, """
+        import torch
+        from torch.utils.data import DataLoader
+
+        shards = torch.utils.data.distributed.DistributedSampler(pairs, num_replicas=world, rank=rank) \
+            if not shuffled else None
+        batches = DataLoader(pairs, batch_size=8, shuffle=shuffled, sampler=shards)
+        (engine, optim, engine_batches, sched) = backend.wrap_all(
+            model=net, optimizer=adam, data=pairs if use_engine else batches, scheduler=None)
+        for epoch in range(n_epochs):
+            if shards is not None:
+                shards.set_epoch(epoch)
+            for i, (tokens, pixels) in enumerate(engine_batches):
+                engine(tokens, pixels).backward()
+                optim.step()
+                optim.zero_grad()
+        """),
     ("validate-mid-epoch-leaves-eval/pytorch-fcn", "TRN603", """
         import torch
 
