@@ -16,8 +16,12 @@ dropped when the call site passes a constant that takes the other branch.
 Other facts per function: ``no_grad`` (its body runs with grad disabled: a
 ``torch.no_grad``/``inference_mode`` decorator, or a decorator of this file that
 wraps one), ``returns_mode`` (it returns a module it left in eval or train mode:
-``return model.eval()``, or ``model.eval(); return model``) and ``creates`` (the
-``self`` attributes it assigns, through the ``self`` helpers it calls).
+``return model.eval()``, or ``model.eval(); return model``), ``creates`` (the
+``self`` attributes it assigns, through the ``self`` helpers it calls) and, built
+only when asked (:meth:`Summaries.writes`), ``writes``: the parameters whose tensor
+it writes in place (``x.sub_(m)``, ``x[0] = v``, ``x -= m``, ``F.relu(x,
+inplace=True)``, or a helper of its own that does, up to :data:`MAX_DEPTH` calls
+deep); a parameter rebound first (``x = x.clone()``) is not written.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from lint_rules.analysis import names as N
+from lint_rules.analysis.aliasing import ForwardAliasing
 from lint_rules.analysis.kinds import OPTIMIZER, SCALER, kind_of
 from lint_rules.analysis.scopes import dotted, keyword_arg
 from lint_rules.analysis.training import ANY, Event, TrainingFacts
@@ -79,6 +84,7 @@ class Summary:
     no_grad: bool = False
     returns_mode: str | None = None
     creates: set[str] = field(default_factory=set)
+    writes: frozenset[str] | None = None  # parameters written in place; None until asked
 
 
 def receiver_base(expr: cst.CSTNode) -> cst.CSTNode:
@@ -124,6 +130,7 @@ class Summaries:
         self._body: dict[int, list[cst.CSTNode]] = {}
         self._call_sites: dict[int, list[cst.Call]] | None = None
         self._helper_events: list[tuple[cst.Call, list[Event]]] | None = None
+        self._writing: set[int] = set()
 
     # ------------------------------------------------------------ lookup
     def local_function(self, func: cst.CSTNode) -> cst.FunctionDef | None:
@@ -285,6 +292,39 @@ class Summaries:
                     out.append(Condition(cond.param, cond.value, cond.positive if in_body else not cond.positive))
             child = a
         return tuple(out)
+
+    # ------------------------------------------------------ in-place writes
+    def writes(self, fn: cst.FunctionDef, _depth: int = 0) -> frozenset[str]:
+        """The parameters of ``fn`` whose tensor it writes in place (see the module docstring)."""
+        summary = self.of(fn)
+        if summary.writes is not None and _depth == 0:  # deeper walks have less depth left
+            return summary.writes
+        if id(fn) in self._writing or _depth >= MAX_DEPTH:
+            return frozenset()  # recursion, or too deep: no writes seen
+        self._writing.add(id(fn))
+        try:
+            flow = ForwardAliasing(self.model, fn, lambda call: self.written_args(call, _depth + 1),
+                                   params_are_tensors=True)
+            flow.run()
+        finally:
+            self._writing.discard(id(fn))
+        found = frozenset(flow.written_params)
+        if _depth == 0:  # a walk that started deeper was cut shorter: not the whole answer
+            summary.writes = found
+        return found
+
+    def written_args(self, call: cst.Call, _depth: int = 0) -> list[cst.CSTNode]:
+        """The argument expressions of ``call`` that the local function it calls writes in place."""
+        if not isinstance(call.func, (cst.Name, cst.Attribute)):
+            return []
+        fn = self.local_function(call.func)
+        if fn is None:
+            return []
+        written = self.writes(fn, _depth)
+        if not written:
+            return []
+        binding = self.bind(call, fn)
+        return [arg for name in written if (arg := binding.get(name)) is not None]
 
     # ------------------------------------------------------ at call sites
     def bind(self, call: cst.Call, fn: cst.FunctionDef) -> dict[str, cst.CSTNode | None]:
