@@ -440,6 +440,7 @@ class EvaluationWithoutEvalMode(Rule):
         super().__init__(model)
         self._facts = model.fact(FileFacts)
         self._modules = model.fact(ModuleFacts)
+        self._draws: bool | None = None
 
     def visit_For(self, node: cst.For) -> None:
         calls = self._facts.evaluation_calls(node) or [
@@ -452,8 +453,12 @@ class EvaluationWithoutEvalMode(Rule):
         # tx, ty = next(iter(test_loader)); net(tx) -- one held-out batch inside a training loop
         facts = self._facts
         model = self.model
-        # cheapest test first: this runs for every call of the file
+        # cheapest tests first: this runs for every call of the file
         if not node.args or not isinstance(node.func, (cst.Name, cst.Attribute, cst.Subscript)):
+            return
+        if self._draws is None:  # a file that never calls next() draws no batch
+            self._draws = any(isinstance(c.func, cst.Name) and c.func.value == "next" for c in model.nodes(cst.Call))
+        if not self._draws:
             return
         if not facts.is_model_call(node):
             return
