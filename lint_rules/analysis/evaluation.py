@@ -22,8 +22,9 @@ if TYPE_CHECKING:
 _DATA_NAME = re.compile(
     r"loader|(^|_)dl($|_)|batches|dataset|(^|_)ds$|(^|_)data($|_)|samples|(^|_)(val|valid|validation|test|eval)(_|$)",
     re.I)
-# A container of loaders, subscripted: `loaders["valid"]`, `self.dataloaders[split]`.
-_LOADERS_NAME = re.compile(r"loaders$", re.I)
+# A container of loaders, subscripted: `loaders["valid"]`, `self.dataloaders[split]`,
+# `self.data_loader["dev"]`.
+_LOADERS_NAME = re.compile(r"loaders?$", re.I)
 # Wrappers around an iterable that keep its items: enumerate(loader), tqdm(loader), ...
 _ITER_WRAPPERS = frozenset({"enumerate", "zip", "iter", "islice", "tqdm", "trange"})
 FUNCTION_SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
@@ -75,6 +76,8 @@ class FileFacts:
             return False
         if self.model.kind_of(func) == MODULE:
             return True
+        if isinstance(func, cst.Subscript):  # an item of a module container: self.model["generator"]
+            return self.model.kind_of(func.value) == MODULE
         return isinstance(func, cst.Name) and self._binding_key(func) in self._optimized_names()
 
     def _binding_key(self, name: cst.Name) -> tuple[int, str]:

@@ -388,6 +388,46 @@ CAUGHT_TODAY = [
                         correct += (task_model(imgs).argmax(1) == labels).sum().item()
                 return correct
         """),
+    ("eval-step-helper-over-loader-dict/parallelwavegan", "TRN601", """
+        import torch
+
+        class Runner:
+            def __init__(self, nets, loaders, losses):
+                self.model = nets
+                self.data_loader = loaders
+                self.criterion = losses
+
+            def _dev_step(self, batch):
+                noise, cond, wave = batch
+                fake = self.model["generator"](noise, cond)
+                self.total += self.criterion["stft"](fake, wave).item()
+
+            def _dev_epoch(self):
+                for key in self.model.keys():
+                    self.model[key].eval()
+                for batch in self.data_loader["dev"]:
+                    self._dev_step(batch)
+        """, """
+        import torch
+
+        class Runner:
+            def __init__(self, nets, loaders, losses):
+                self.model = nets
+                self.data_loader = loaders
+                self.criterion = losses
+
+            def _dev_step(self, batch):
+                noise, cond, wave = batch
+                fake = self.model["generator"](noise, cond)
+                self.total += self.criterion["stft"](fake, wave).item()
+
+            def _dev_epoch(self):
+                for key in self.model.keys():
+                    self.model[key].eval()
+                for batch in self.data_loader["dev"]:
+                    with torch.no_grad():
+                        self._dev_step(batch)
+        """),
     ("validation-with-autograd/end2end-asr-pytorch", "TRN601", """
         import torch
 

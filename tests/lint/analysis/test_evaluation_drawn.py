@@ -83,3 +83,24 @@ def test_a_name_in_another_function_is_not_the_optimized_model() -> None:
     calls = {c.func.value: c for c in model.nodes(cst.Call) if isinstance(c.func, cst.Name)}
     assert not facts.is_model_call(calls["clf"])  # another function's parameter
     assert not facts.is_model_call(calls["encoder"])
+
+
+def test_an_item_of_a_module_container_is_a_model_and_a_loader_dict_item_is_data() -> None:
+    model = FileModel(cst.parse_module(textwrap.dedent("""
+        import torch
+        class Trainer:
+            def __init__(self, model, data_loader):
+                self.model = model
+                self.data_loader = data_loader
+                self.stats = {}
+            def _eval_epoch(self):
+                for batch in self.data_loader["dev"]:
+                    self.model["generator"](batch)
+                    self.stats["loss"](batch)
+        """)))
+    facts = model.fact(FileFacts)
+    calls = [c for c in model.nodes(cst.Call) if isinstance(c.func, cst.Subscript)]
+    assert [facts.is_model_call(c) for c in calls] == [True, False]  # self.stats is no module
+    loop = model.nodes(cst.For)[0]
+    assert facts.iterates_data(loop.iter)
+    assert facts.evaluation_calls(loop) == [calls[0]]
