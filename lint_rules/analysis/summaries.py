@@ -293,6 +293,45 @@ class Summaries:
             child = a
         return tuple(out)
 
+    # --------------------------------------------------- constructor calls
+    def constructor_attributes(self, call: cst.Call) -> list[tuple[str, cst.CSTNode]]:
+        """For ``Trainer(loaders, data_loader=dl)`` of a class of this file: the ``self``
+        attributes its ``__init__`` sets straight from a parameter (``self.data_loader =
+        data_loader``, also ``self.a, self.b = a, b``), each with the argument it gets here."""
+        func = call.func
+        if not isinstance(func, cst.Name):
+            return []
+        bindings = self.model.bindings_of(func)
+        if not bindings or len(bindings) != 1 or not isinstance(bindings[0].value, cst.ClassDef):
+            return []
+        body = bindings[0].value.body
+        init = next((st for st in (body.body if isinstance(body, cst.IndentedBlock) else ())
+                     if isinstance(st, cst.FunctionDef) and st.name.value == "__init__"), None)
+        if init is None:
+            return []
+        params = [p.name.value for p in (*init.params.posonly_params, *init.params.params)][1:]
+        given: dict[str, cst.CSTNode] = {}
+        for name, arg in zip(params, (a for a in call.args if a.keyword is None and not a.star)):
+            given[name] = arg.value
+        for arg in call.args:
+            if arg.keyword is not None:
+                given[arg.keyword.value] = arg.value
+        out: list[tuple[str, cst.CSTNode]] = []
+        for node in self.own_nodes(init):
+            if not isinstance(node, cst.Assign):
+                continue
+            for t in node.targets:
+                pairs = [(t.target, node.value)]
+                if isinstance(t.target, (cst.Tuple, cst.List)) and isinstance(node.value, (cst.Tuple, cst.List)) \
+                        and len(t.target.elements) == len(node.value.elements):
+                    pairs = [(a.value, b.value) for a, b in zip(t.target.elements, node.value.elements)]
+                for target, value in pairs:
+                    text = dotted(target)
+                    if text is not None and text.startswith("self.") and isinstance(value, cst.Name) \
+                            and value.value in given:
+                        out.append((text, given[value.value]))
+        return out
+
     # ------------------------------------------------------ in-place writes
     def writes(self, fn: cst.FunctionDef, _depth: int = 0) -> frozenset[str]:
         """The parameters of ``fn`` whose tensor it writes in place (see the module docstring)."""

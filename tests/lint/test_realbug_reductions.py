@@ -204,6 +204,56 @@ CAUGHT_TODAY = [
                 optim.step()
                 optim.zero_grad()
         """),
+    ("loader-dict-kept-by-trainer-class/parallelwavegan", "TRN302", """
+        from torch.utils.data import DataLoader
+        from torch.utils.data.distributed import DistributedSampler
+
+        class Runner:
+            def __init__(self, nets, loaders, steps=0):
+                self.nets = nets
+                self.loaders = loaders
+                self.steps = steps
+
+            def loop(self):
+                while self.steps < 1000:
+                    self._one_pass()
+
+            def _one_pass(self):
+                for n, batch in enumerate(self.loaders["train"], 1):
+                    self.steps += 1
+
+        def main(sets, nets):
+            shard = DistributedSampler(sets["train"], shuffle=True)
+            loaders = {"train": DataLoader(sets["train"], sampler=shard),
+                       "dev": DataLoader(sets["dev"])}
+            Runner(nets=nets, loaders=loaders).loop()
+        """, """
+        from torch.utils.data import DataLoader
+        from torch.utils.data.distributed import DistributedSampler
+
+        class Runner:
+            def __init__(self, nets, loaders, shards, steps=0):
+                self.nets = nets
+                self.loaders = loaders
+                self.shards = shards
+                self.steps = steps
+
+            def loop(self):
+                while self.steps < 1000:
+                    self._one_pass()
+
+            def _one_pass(self):
+                self.shards["train"].set_epoch(self.steps)
+                for n, batch in enumerate(self.loaders["train"], 1):
+                    self.steps += 1
+
+        def main(sets, nets):
+            shards = {"train": None}
+            shards["train"] = DistributedSampler(sets["train"], shuffle=True)
+            loaders = {"train": DataLoader(sets["train"], sampler=shards["train"]),
+                       "dev": DataLoader(sets["dev"])}
+            Runner(nets=nets, loaders=loaders, shards=shards).loop()
+        """),
     ("validate-mid-epoch-leaves-eval/pytorch-fcn", "TRN603", """
         import torch
 
@@ -799,6 +849,7 @@ CAUGHT_REDUCTIONS = [
     "trn105_variable_requires_grad_then_cuda",
     "trn106_output_dict_kept_for_epoch",
     "trn302_loader_through_wrapper",
+    "trn302_sampler_in_dict",
     "trn401_annotated_list_filled_by_append",
     "trn401_project_module_in_list",
     "trn402_state_created_in_init_helper",

@@ -273,3 +273,19 @@ def test_writes_are_bounded_in_depth() -> None:
         """)
     assert s.writes(_fn(model, "d2")) == {"t"}
     assert s.writes(_fn(model, "d3")) == frozenset()  # the write is MAX_DEPTH calls down
+
+
+def test_constructor_attributes_bind_arguments_to_the_self_attributes_init_keeps() -> None:
+    model, s = _facts("""
+        class Trainer:
+            def __init__(self, model, loaders, samplers=None, lr=0.1):
+                self.model = model
+                self.loaders, self.samplers = loaders, samplers
+                self.lr = lr * 2
+        t = Trainer(net, loaders=dls, samplers=smp)
+        u = Unknown(net, dls)
+        """)
+    call = _call(model, "Trainer(net, loaders=dls, samplers=smp)")
+    got = [(attr, model.module.code_for_node(arg)) for attr, arg in s.constructor_attributes(call)]
+    assert got == [("self.model", "net"), ("self.loaders", "dls"), ("self.samplers", "smp")]
+    assert s.constructor_attributes(_call(model, "Unknown(net, dls)")) == []
