@@ -156,3 +156,47 @@ def test_clear_kinds_are_kept() -> None:
             p.grad = None
         """)
     assert [e.kind for e in model.training.events] == [CLEAR]
+
+
+def _trn101_lines(src: str) -> list[int]:
+    from lint_rules import lint_source
+
+    result = lint_source(textwrap.dedent(src), "accumulate.py", ["TRN101"])
+    return [f.line for f in result.findings]
+
+
+def test_a_helper_that_clears_every_micro_batch_is_reported_at_its_call() -> None:
+    src = """
+        import torch
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+        def micro_step(batch):
+            opt.zero_grad()
+            loss_fn(model(batch)).backward()
+
+        def fit(loader, accum):
+            for i, b in enumerate(loader):
+                micro_step(b)
+                if (i + 1) % accum == 0:
+                    opt.step()
+        """
+    assert _trn101_lines(src) == [11]
+
+
+def test_a_helper_that_clears_only_when_a_window_opens_is_quiet() -> None:
+    src = """
+        import torch
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+        def micro_step(batch, i, accum):
+            if i % accum == 0:
+                opt.zero_grad()
+            loss_fn(model(batch)).backward()
+
+        def fit(loader, accum):
+            for i, b in enumerate(loader):
+                micro_step(b, i, accum)
+                if (i + 1) % accum == 0:
+                    opt.step()
+        """
+    assert _trn101_lines(src) == []
