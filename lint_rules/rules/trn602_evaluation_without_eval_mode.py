@@ -8,6 +8,7 @@ from lint_rules.analysis.training import BACKWARD, STEP
 from lint_rules.rule import WARNING, Invalid, Rule, Valid
 from lint_rules.analysis.evaluation import EVAL, TRAIN, FileFacts, local_function, mode_call
 from lint_rules.analysis.modules import ModuleFacts
+from lint_rules.analysis.summaries import Summaries
 
 if TYPE_CHECKING:
     from lint_rules.analysis.model import FileModel
@@ -249,14 +250,32 @@ class EvaluationWithoutEvalMode(Rule):
         ),
         Valid(
             """
+            # a validation batch whose loss a helper backpropagates: a training step
+            import torch
+            class MetaLearner:
+                def outer_step(self, loss):
+                    self.meta_opt.zero_grad()
+                    loss.backward()
+                    self.meta_opt.step()
+                def fit(self, train_loader, val_loader):
+                    for x, y in train_loader:
+                        self.opt.zero_grad()
+                        criterion(self.model(x), y).backward()
+                        self.opt.step()
+                        vx, vy = next(iter(val_loader))
+                        self.outer_step(criterion(self.model(vx), vy))
+            """
+        ),
+        Valid(
+            """
             # a validation batch that trains (a meta-learning outer step), not a measurement
             import torch
-            def fit(learner, meta_opt, train_loader, val_loader):
+            def fit(model, meta_opt, train_loader, val_loader):
                 val_iter = iter(val_loader)
                 for x, y in train_loader:
                     vx, vy = next(val_iter)
                     meta_opt.zero_grad()
-                    criterion(learner(vx), vy).backward()
+                    criterion(model(vx), vy).backward()
                     meta_opt.step()
             """
         ),
@@ -478,9 +497,13 @@ class EvaluationWithoutEvalMode(Rule):
             self.report(node, DRAWN_BATCH_MESSAGE)
 
     def _backward_after(self, node: cst.Call, loop: cst.CSTNode) -> bool:
-        index = self.model.order[id(node)]
-        return any(e.kind == BACKWARD and e.index > index
-                   for e in self.model.training.loop_events.get(id(loop), ()))
+        """A backward() after ``node`` in the loop's body, also one a helper call runs."""
+        model = self.model
+        index = model.order[id(node)]
+        helpers = model.fact(Summaries)
+        # an event call around the model call (`step(loss(net(vx)))`) comes first in document order
+        return any(e.kind == BACKWARD and (e.index > index or model.is_inside(node, e.node))
+                   for e in (*model.training.loop_events.get(id(loop), ()), *helpers.helper_events(loop)))
 
     def _mode_set(self, loop: cst.For) -> bool:
         facts = self._facts
