@@ -1,6 +1,10 @@
 """In-place aliasing inside one ``forward``: which names share storage with which, and
 with the inputs, along a straight-line walk that merges the two sides of a branch.
 
+The same walk over any function tells which of its parameters it writes in place
+(:attr:`ForwardAliasing.written_params`); function summaries use it, and a walk
+given ``writes_of`` applies a helper's writes at its call (``self._normalize_(x)``).
+
 Facts, not findings: TRN109 reports the writes this walk finds.
 """
 
@@ -8,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import libcst as cst
 
@@ -74,14 +78,23 @@ class ForwardAliasing:
     with, when that name is read afterwards (autograd may need the old values).
     """
 
-    def __init__(self, model: "ScopeModel", fn: cst.FunctionDef) -> None:
+    def __init__(self, model: "ScopeModel", fn: cst.FunctionDef,
+                 writes_of: Callable[[cst.Call], list[cst.CSTNode]] | None = None,
+                 params_are_tensors: bool = False) -> None:
+        """``writes_of(call)``: the argument expressions a call of a local helper writes in
+        place. ``params_are_tensors``: an unannotated parameter counts as a tensor (a helper's
+        summary says what it does to a tensor argument; the caller decides if it passes one)."""
         self.model = model
         self.input_writes: list[cst.CSTNode] = []
         self.aliased_writes: list[cst.CSTNode] = []
+        self.written_params: set[str] = set()
         self.fn = fn
+        self.writes_of = writes_of
+        self.params_are_tensors = params_are_tensors
         self.ids = itertools.count()
         self.state = _State()
         self.inputs: set[int] = set()
+        self.input_names: dict[int, str] = {}
         self.pending: list[_Pending] = []
         self._inplace_modules: dict[str, bool] = {}
         self.undecided: dict[str, frozenset[int]] = {}  # inputs whose tensor-ness their uses decide
@@ -92,14 +105,17 @@ class ForwardAliasing:
     def _bind_inputs(self) -> None:
         params = self.fn.params
         positional = [*params.posonly_params, *params.params]
-        if positional:
-            positional = positional[1:]  # self
+        if positional and positional[0].name.value in ("self", "cls"):
+            positional = positional[1:]
         for p in (*positional, *params.kwonly_params):
             sid = next(self.ids)
             name = p.name.value
             self.inputs.add(sid)
+            self.input_names[sid] = name
             self.state.storage[name] = frozenset({sid})
             verdict = self._param_is_tensor(p)
+            if verdict is None and self.params_are_tensors:
+                verdict = True
             if verdict:
                 self.state.tensors.add(name)
             elif verdict is None:
@@ -147,7 +163,9 @@ class ForwardAliasing:
                 found.add(node.value.value)
             elif isinstance(node, cst.Call) and node.args:
                 first = node.args[0].value
-                if isinstance(first, cst.Name) and self._is_tensor_function(node.func):
+                # a helper that writes its argument says nothing about what the caller passes
+                if isinstance(first, cst.Name) and self._is_tensor_function(node.func) \
+                        and not (self.writes_of is not None and self.writes_of(node)):
                     found.add(first.value)
             stack.extend(node.children)
         return found
@@ -414,12 +432,17 @@ class ForwardAliasing:
             recv = func.value
             if _rooted_at_self(recv):
                 return self._module_call(call, func)
-            return self._method_call(call, func)
+            q = self.model.qualified_name(func)
+            if q is None or not q.startswith("torch."):
+                return self._method_call(call, func)
+            # a torch function spelled through its module: F.relu(x, inplace=True), torch.relu_(x)
         if isinstance(func, cst.Name):
             self._read(func.value, func)
         else:
             self._eval(func)
         args = [self._eval(a.value) for a in call.args]
+        if isinstance(func, cst.Name) and self._helper_writes(call, args):
+            return frozenset(), True
         q = self.model.qualified_name(func)
         if q is None or not q.startswith("torch."):
             return frozenset(), False
@@ -435,9 +458,25 @@ class ForwardAliasing:
         """``self.layer(x)``: a new tensor, unless the layer was built with ``inplace=True``."""
         self._eval(func.value)
         args = [self._eval(a.value) for a in call.args]
+        if self._helper_writes(call, args):
+            return frozenset(), True
         if call.args and call.args[0].keyword is None and self._is_inplace_module(func):
             return self._in_place_arg(call, call.args[0].value, args[0])
         return frozenset(), True
+
+    def _helper_writes(self, call: cst.Call, args: list[tuple[frozenset[int], bool]]) -> bool:
+        """Apply a local helper's in-place writes to the tensors passed to it."""
+        if self.writes_of is None:
+            return False
+        written = self.writes_of(call)
+        found = False
+        for arg, evaluated in zip(call.args, args):
+            if any(arg.value is w for w in written):
+                value = arg.value
+                if evaluated[1] or isinstance(value, cst.Name) and self._is_tensor_name(value.value):
+                    self._in_place_arg(call, value, evaluated)
+                    found = True
+        return found
 
     def _method_call(self, call: cst.Call, func: cst.Attribute) -> tuple[frozenset[int], bool]:
         method = func.attr.value
@@ -518,6 +557,7 @@ class ForwardAliasing:
             return
         if storage & self.inputs:
             self.input_writes.append(node)
+            self.written_params.update(self.input_names[i] for i in storage & self.inputs)
             return
         aliases = {name for name, s in self.state.storage.items() if name != target and _overlap(s, storage)}
         if aliases:

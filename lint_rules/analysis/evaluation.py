@@ -22,14 +22,19 @@ if TYPE_CHECKING:
 _DATA_NAME = re.compile(
     r"loader|(^|_)dl($|_)|batches|dataset|(^|_)ds$|(^|_)data($|_)|samples|(^|_)(val|valid|validation|test|eval)(_|$)",
     re.I)
-# A container of loaders, subscripted: `loaders["valid"]`, `self.dataloaders[split]`.
-_LOADERS_NAME = re.compile(r"loaders$", re.I)
+# A container of loaders, subscripted: `loaders["valid"]`, `self.dataloaders[split]`,
+# `self.data_loader["dev"]`.
+_LOADERS_NAME = re.compile(r"loaders?$", re.I)
 # Wrappers around an iterable that keep its items: enumerate(loader), tqdm(loader), ...
 _ITER_WRAPPERS = frozenset({"enumerate", "zip", "iter", "islice", "tqdm", "trange"})
 FUNCTION_SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
 _STEPPERS = frozenset({OPTIMIZER, DISTRIBUTED_OPTIMIZER, SCALER})
 # A batch fetched inside a counting loop: `X, Y = get_batch("val")`, `next(val_iter)`.
 _FETCH_NAME = re.compile(r"(^|_)(batch|batches|sample)($|_)|^next$", re.I)
+# Data held out for measuring: `testdataloader`, `val_loader`, `loaders["dev"]`, `eval_iter`.
+_HELD_OUT_NAME = re.compile(r"(^|_)(val|dev|eval)|test|valid", re.I)
+# Calls that hand a batch on as it is (or moved, reshaped): `x.cuda()`, `Variable(x)`, `x[0]`.
+_BATCH_DEPTH = 8
 
 
 def local_function(model: "FileModel", expr: cst.CSTNode) -> cst.FunctionDef | None:
@@ -47,6 +52,7 @@ class FileFacts:
         self._fetches: dict[int, bool] = {}
         self._call_sites: dict[int, list[cst.Call]] = {}
         self._mode_calls: list[tuple[int, cst.Call, str]] | None = None
+        self._optimized: set[tuple[int, str]] | None = None
 
     # ------------------------------------------------------- structure
     def body_nodes(self, container: cst.CSTNode) -> Iterator[cst.CSTNode]:
@@ -66,7 +72,33 @@ class FileFacts:
 
     def is_model_call(self, call: cst.Call) -> bool:
         func = call.func
-        return isinstance(func, (cst.Name, cst.Attribute, cst.Subscript)) and self.model.kind_of(func) == MODULE
+        if not isinstance(func, (cst.Name, cst.Attribute, cst.Subscript)):
+            return False
+        if self.model.kind_of(func) == MODULE:
+            return True
+        if isinstance(func, cst.Subscript):  # an item of a module container: self.model["generator"]
+            return self.model.kind_of(func.value) == MODULE
+        return isinstance(func, cst.Name) and self._binding_key(func) in self._optimized_names()
+
+    def _binding_key(self, name: cst.Name) -> tuple[int, str]:
+        bindings = self.model.lookup(name.value, self.model.scope_at(name))
+        return (id(bindings[0].scope) if bindings else 0), name.value
+
+    def _optimized_names(self) -> set[tuple[int, str]]:
+        """Names whose ``.parameters()`` an optimizer is built from: modules, whatever their class
+        (``optimizer = optim.SGD(classifier.parameters())`` with the class in another file)."""
+        if self._optimized is None:
+            found: set[tuple[int, str]] = set()
+            model = self.model
+            for call in model.nodes(cst.Call):
+                func = call.func
+                if isinstance(func, cst.Attribute) and func.attr.value in ("parameters", "named_parameters") \
+                        and isinstance(func.value, cst.Name):
+                    outer = model.parent(model.parent(call))  # Call <- Arg <- the optimizer's call
+                    if isinstance(outer, cst.Call) and model.kind_of(outer) == OPTIMIZER:
+                        found.add(self._binding_key(func.value))
+            self._optimized = found
+        return self._optimized
 
     def call_sites(self, fn: cst.FunctionDef) -> list[cst.Call]:
         """Calls of ``fn`` (by name, or ``self.<method>``) in this file."""
@@ -202,6 +234,77 @@ class FileFacts:
             text = dotted(expr)
             return text is not None and _DATA_NAME.search(text.rsplit(".", 1)[-1]) is not None
         return False
+
+    # --------------------------------------------------- drawn batches
+    def drawn_from(self, expr: cst.CSTNode, _depth: int = 0) -> cst.CSTNode | None:
+        """The data a batch was drawn from with ``next(iter(<data>))``, ``next(enumerate(<data>))``
+        or ``next(<it>)`` where ``it = iter(<data>)``, followed through the latest assignment
+        before each use, tuple unpacking, subscripts and calls on it (``x.cuda()``,
+        ``Variable(x)``, ``x.transpose(2, 1)``); None when ``expr`` is not such a batch."""
+        if _depth > _BATCH_DEPTH:
+            return None
+        model = self.model
+        if isinstance(expr, cst.Name):
+            value = self._latest_value(expr)
+            return None if value is None else self.drawn_from(value, _depth + 1)
+        if isinstance(expr, (cst.Subscript, cst.Attribute)):
+            return self.drawn_from(expr.value, _depth + 1)
+        if not isinstance(expr, cst.Call):
+            return None
+        func = expr.func
+        if isinstance(func, cst.Name) and model.qualified_name(func) == "builtins.next" and expr.args:
+            return self._iterator_data(expr.args[0].value, _depth + 1)
+        if isinstance(func, cst.Attribute):  # points.cuda(), data.to(device), x.transpose(2, 1)
+            return self.drawn_from(func.value, _depth + 1)
+        if isinstance(func, cst.Name) and not self.is_model_call(expr):  # Variable(points)
+            first = next((a.value for a in expr.args if a.keyword is None and not a.star), None)
+            return None if first is None else self.drawn_from(first, _depth + 1)
+        return None
+
+    def _iterator_data(self, expr: cst.CSTNode, depth: int) -> cst.CSTNode | None:
+        if isinstance(expr, cst.Name) and depth <= _BATCH_DEPTH:  # it = iter(val_loader); next(it)
+            value = self._latest_value(expr)
+            return None if value is None else self._iterator_data(value, depth + 1)
+        if isinstance(expr, cst.Call) and expr.args \
+                and self.model.qualified_name(expr.func) in ("builtins.iter", "builtins.enumerate"):
+            data = expr.args[0].value
+            return data if self._iterates_data(data) else None
+        return None
+
+    def _latest_value(self, name: cst.Name) -> cst.CSTNode | None:
+        """The value of the last assignment to ``name`` before it is read, in its own function:
+        for ``a, b = <call>`` the call itself, for ``a, b = x, y`` the matching element."""
+        model = self.model
+        bindings = model.lookup(name.value, model.scope_at(name))
+        if not bindings:
+            return None
+        index = model.order.get(id(name))
+        if index is None:
+            index = next((model.order[id(a)] for a in model.ancestors(name) if id(a) in model.order), None)
+        if index is None:
+            return None
+        best = None
+        for b in bindings:
+            b_index = model.order.get(id(b.node))
+            if b_index is not None and b_index <= index and not model.is_inside(name, b.node) \
+                    and (best is None or b_index > model.order[id(best.node)]):
+                best = b
+        if best is None or not isinstance(best.node, cst.Assign):
+            return None
+        return best.value if best.value is not None else best.node.value
+
+    def held_out(self, data: cst.CSTNode) -> bool:
+        """``data`` is spelled as a test, validation or dev split (``testdataloader``, ``loaders["val"]``)."""
+        if isinstance(data, cst.Subscript):
+            keys = [e.slice.value for e in data.slice if isinstance(e.slice, cst.Index)]
+            if any(isinstance(k, cst.SimpleString) and _HELD_OUT_NAME.search(k.evaluated_value or "")
+                   for k in keys):
+                return True
+            data = data.value
+        if isinstance(data, cst.Call):
+            data = data.func
+        text = dotted(data)
+        return text is not None and _HELD_OUT_NAME.search(text.rsplit(".", 1)[-1]) is not None
 
     # ---------------------------------------------------- mode calls
     def mode_calls(self) -> list[tuple[int, cst.Call, str]]:

@@ -16,8 +16,12 @@ dropped when the call site passes a constant that takes the other branch.
 Other facts per function: ``no_grad`` (its body runs with grad disabled: a
 ``torch.no_grad``/``inference_mode`` decorator, or a decorator of this file that
 wraps one), ``returns_mode`` (it returns a module it left in eval or train mode:
-``return model.eval()``, or ``model.eval(); return model``) and ``creates`` (the
-``self`` attributes it assigns, through the ``self`` helpers it calls).
+``return model.eval()``, or ``model.eval(); return model``), ``creates`` (the
+``self`` attributes it assigns, through the ``self`` helpers it calls) and, built
+only when asked (:meth:`Summaries.writes`), ``writes``: the parameters whose tensor
+it writes in place (``x.sub_(m)``, ``x[0] = v``, ``x -= m``, ``F.relu(x,
+inplace=True)``, or a helper of its own that does, up to :data:`MAX_DEPTH` calls
+deep); a parameter rebound first (``x = x.clone()``) is not written.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from lint_rules.analysis import names as N
+from lint_rules.analysis.aliasing import ForwardAliasing
 from lint_rules.analysis.kinds import OPTIMIZER, SCALER, kind_of
 from lint_rules.analysis.scopes import dotted, keyword_arg
 from lint_rules.analysis.training import ANY, Event, TrainingFacts
@@ -79,6 +84,7 @@ class Summary:
     no_grad: bool = False
     returns_mode: str | None = None
     creates: set[str] = field(default_factory=set)
+    writes: frozenset[str] | None = None  # parameters written in place; None until asked
 
 
 def receiver_base(expr: cst.CSTNode) -> cst.CSTNode:
@@ -124,6 +130,7 @@ class Summaries:
         self._body: dict[int, list[cst.CSTNode]] = {}
         self._call_sites: dict[int, list[cst.Call]] | None = None
         self._helper_events: list[tuple[cst.Call, list[Event]]] | None = None
+        self._writing: set[int] = set()
 
     # ------------------------------------------------------------ lookup
     def local_function(self, func: cst.CSTNode) -> cst.FunctionDef | None:
@@ -240,6 +247,8 @@ class Summaries:
                 return BACKWARD, None
             return None
         method = func.attr.value
+        if method == "manual_backward":
+            return BACKWARD, None
         if method == "backward":
             q = model.qualified_name(func)
             if q is not None and q.startswith("torch.distributed.autograd."):
@@ -283,6 +292,78 @@ class Summaries:
                     out.append(Condition(cond.param, cond.value, cond.positive if in_body else not cond.positive))
             child = a
         return tuple(out)
+
+    # --------------------------------------------------- constructor calls
+    def constructor_attributes(self, call: cst.Call) -> list[tuple[str, cst.CSTNode]]:
+        """For ``Trainer(loaders, data_loader=dl)`` of a class of this file: the ``self``
+        attributes its ``__init__`` sets straight from a parameter (``self.data_loader =
+        data_loader``, also ``self.a, self.b = a, b``), each with the argument it gets here."""
+        func = call.func
+        if not isinstance(func, cst.Name):
+            return []
+        bindings = self.model.bindings_of(func)
+        if not bindings or len(bindings) != 1 or not isinstance(bindings[0].value, cst.ClassDef):
+            return []
+        body = bindings[0].value.body
+        init = next((st for st in (body.body if isinstance(body, cst.IndentedBlock) else ())
+                     if isinstance(st, cst.FunctionDef) and st.name.value == "__init__"), None)
+        if init is None:
+            return []
+        params = [p.name.value for p in (*init.params.posonly_params, *init.params.params)][1:]
+        given: dict[str, cst.CSTNode] = {}
+        for name, arg in zip(params, (a for a in call.args if a.keyword is None and not a.star)):
+            given[name] = arg.value
+        for arg in call.args:
+            if arg.keyword is not None:
+                given[arg.keyword.value] = arg.value
+        out: list[tuple[str, cst.CSTNode]] = []
+        for node in self.own_nodes(init):
+            if not isinstance(node, cst.Assign):
+                continue
+            for t in node.targets:
+                pairs = [(t.target, node.value)]
+                if isinstance(t.target, (cst.Tuple, cst.List)) and isinstance(node.value, (cst.Tuple, cst.List)) \
+                        and len(t.target.elements) == len(node.value.elements):
+                    pairs = [(a.value, b.value) for a, b in zip(t.target.elements, node.value.elements)]
+                for target, value in pairs:
+                    text = dotted(target)
+                    if text is not None and text.startswith("self.") and isinstance(value, cst.Name) \
+                            and value.value in given:
+                        out.append((text, given[value.value]))
+        return out
+
+    # ------------------------------------------------------ in-place writes
+    def writes(self, fn: cst.FunctionDef, _depth: int = 0) -> frozenset[str]:
+        """The parameters of ``fn`` whose tensor it writes in place (see the module docstring)."""
+        summary = self.of(fn)
+        if summary.writes is not None and _depth == 0:  # deeper walks have less depth left
+            return summary.writes
+        if id(fn) in self._writing or _depth >= MAX_DEPTH:
+            return frozenset()  # recursion, or too deep: no writes seen
+        self._writing.add(id(fn))
+        try:
+            flow = ForwardAliasing(self.model, fn, lambda call: self.written_args(call, _depth + 1),
+                                   params_are_tensors=True)
+            flow.run()
+        finally:
+            self._writing.discard(id(fn))
+        found = frozenset(flow.written_params)
+        if _depth == 0:  # a walk that started deeper was cut shorter: not the whole answer
+            summary.writes = found
+        return found
+
+    def written_args(self, call: cst.Call, _depth: int = 0) -> list[cst.CSTNode]:
+        """The argument expressions of ``call`` that the local function it calls writes in place."""
+        if not isinstance(call.func, (cst.Name, cst.Attribute)):
+            return []
+        fn = self.local_function(call.func)
+        if fn is None:
+            return []
+        written = self.writes(fn, _depth)
+        if not written:
+            return []
+        binding = self.bind(call, fn)
+        return [arg for name in written if (arg := binding.get(name)) is not None]
 
     # ------------------------------------------------------ at call sites
     def bind(self, call: cst.Call, fn: cst.FunctionDef) -> dict[str, cst.CSTNode | None]:

@@ -3,7 +3,8 @@
 An *event* is a call that matters to the order of a training step:
 
 * ``backward``: ``<expr>.backward(...)`` (``loss.backward()``,
-  ``scaler.scale(loss).backward()``, ``accelerator.backward(loss)``) or
+  ``scaler.scale(loss).backward()``, ``accelerator.backward(loss)``),
+  ``self.manual_backward(loss)`` (Lightning's manual optimisation) or
   ``torch.autograd.backward``;
 * ``step``: ``opt.step()`` on an optimizer, or ``scaler.step(opt)``;
 * ``clear``: ``opt.zero_grad()``, ``model.zero_grad()``, ``p.grad = None``,
@@ -85,6 +86,8 @@ class TrainingFacts:
         idx = model.order[id(call)]
         if isinstance(func, cst.Attribute):
             method = func.attr.value
+            if method == "manual_backward":
+                return Event(BACKWARD, call, None, idx)
             if method == "backward":
                 q = model.qualified_name(func)
                 if q is not None and q.startswith("torch.distributed.autograd."):
@@ -202,6 +205,76 @@ class TrainingFacts:
     def _region_of_function(self, node: cst.CSTNode) -> cst.CSTNode:
         fn = self.model.enclosing_function(node)
         return fn if fn is not None else self.model.module
+
+
+def guards_within(model: "FileModel", node: cst.CSTNode, region: cst.CSTNode) -> list[cst.If] | None:
+    """The ``if`` statements, innermost first, whose branch ``node`` sits in, up to ``region``
+    (a loop or a function); None when a loop or function between them repeats or defers it."""
+    guards: list[cst.If] = []
+    child = node
+    for a in model.ancestors(node):
+        if a is region:
+            return guards
+        if isinstance(a, (cst.For, cst.While, cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            return None
+        if isinstance(a, cst.If) and child is not a.test:
+            guards.append(a)
+        child = a
+    return guards if region is model.module else None
+
+
+def is_accumulation_test(model: "FileModel", test: cst.BaseExpression) -> bool:
+    """A gradient-accumulation condition: a ``%`` in it (``(i + 1) % accum == 0``), or a
+    name or attribute that says so (``step >= self.accumulate_grad_batches``)."""
+    pending: list[cst.CSTNode] = [test]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, cst.BinaryOperation):
+            if isinstance(node.operator, cst.Modulo):
+                return True
+            pending += (node.left, node.right)
+        elif isinstance(node, cst.Comparison):
+            pending.append(node.left)
+            pending += (c.comparator for c in node.comparisons)
+        elif isinstance(node, cst.BooleanOperation):
+            pending += (node.left, node.right)
+        elif isinstance(node, cst.UnaryOperation):
+            pending.append(node.expression)
+        elif isinstance(node, (cst.Name, cst.Attribute)):
+            text = dotted(node)
+            if text is not None and "accum" in text.rsplit(".", 1)[-1].lower():
+                return True
+        elif isinstance(node, cst.Call):
+            pending.append(node.func)
+            pending += (a.value for a in node.args)
+    return False
+
+
+def wiped_accumulations(model: "FileModel", events: list[Event], region: cst.CSTNode) -> list[Event]:
+    """Clears that run on every pass through ``region`` (a loop body, or a per-batch function
+    such as a Lightning ``training_step``) while the ``step()`` they clear for runs only under
+    a gradient-accumulation condition, with the ``backward()`` outside it: each pass wipes the
+    micro-batches accumulated so far, and the step sees only the last one."""
+    guards = {id(e.node): guards_within(model, e.node, region) for e in events}
+    always_steps = any(e.kind == STEP and guards[id(e.node)] == [] for e in events)
+    out: list[Event] = []
+    for clear in events:
+        if clear.kind != CLEAR or guards[id(clear.node)] != []:
+            continue
+        if clear.key == ANY and always_steps:
+            continue  # model.zero_grad() may belong to the optimizer that steps every pass
+        for step in events:
+            if step.kind != STEP or (clear.key != ANY and step.key != clear.key):
+                continue
+            accum = next((g for g in guards[id(step.node)] or () if is_accumulation_test(model, g.test)), None)
+            if accum is None:
+                continue
+            backwards = [e for e in events if e.kind == BACKWARD]
+            # a backward inside the `if` is its own step (a GAN's generator every n critic steps)
+            if backwards and not any(model.is_inside(b.node, accum) for b in backwards):
+                out.append(clear)
+                break
+    return out
 
 
 def _is_zero(expr: cst.CSTNode) -> bool:

@@ -3,8 +3,12 @@ from __future__ import annotations
 import libcst as cst
 
 from lint_rules.analysis.summaries import Summaries
-from lint_rules.analysis.training import ANY, BACKWARD, CLEAR, STEP, Event
+from lint_rules.analysis.training import ANY, BACKWARD, CLEAR, STEP, Event, guards_within, wiped_accumulations
 from lint_rules.rule import Invalid, Rule, Valid
+
+
+ACCUMULATION_MESSAGE = ("Gradients are cleared every micro-batch while step() runs only every few: "
+                        "the accumulated gradients are wiped and the step sees only the last micro-batch")
 
 
 class ZeroGradBetweenBackwardAndStep(Rule):
@@ -18,10 +22,19 @@ class ZeroGradBetweenBackwardAndStep(Rule):
     they do (three calls deep): a `reset_grad()` helper is a clear at its call, a
     `compute_loss_and_backward()` helper a backward.
 
+    With gradient accumulation it also flags a clear that runs on every micro-batch
+    (unconditionally in the loop body, or in a per-batch function such as a
+    Lightning `training_step` with manual optimisation) while the `step()` of that
+    optimizer runs only under an accumulation condition (`if (i + 1) % accum == 0:`,
+    a `%` or an `accum...` name in the test) and `backward()` runs outside it.
+
     ## Why is this bad?
     `backward()` writes the gradients, `zero_grad()` erases them, and `step()` then
     applies all-zero (or `None`) gradients. The loss never goes down, and nothing
-    raises: the run burns its whole budget training nothing.
+    raises: the run burns its whole budget training nothing. With accumulation, the
+    step sees only the last micro-batch: the effective batch is `accum` times
+    smaller than configured, the loss scaled by `1 / accum` makes the steps that
+    much smaller too, and training is noisier and slower with no error anywhere.
 
     ## Example
     ```python
@@ -42,14 +55,22 @@ class ZeroGradBetweenBackwardAndStep(Rule):
     ```
 
     ## Known problems
-    Events hidden behind calls to your own helper functions are not followed, so a
-    `zero_grad()` inside `my_step()` is not seen. An optimizer is recognised from its
-    construction (`torch.optim.*`), a type annotation, or, as a last resort, a name
-    such as `optimizer` or `opt_g`.
+    Helpers of the same file are followed three calls deep; a clear, backward or
+    step in another module or a deeper call is not seen. An optimizer is recognised
+    from its construction (`torch.optim.*`), a type annotation, or, as a last
+    resort, a name such as `optimizer` or `opt_g`. The accumulation check needs
+    the step's `if` to look like accumulation (a `%`, or a name containing
+    `accum`); a step skipped under another condition (`if torch.isfinite(loss):`)
+    is not accumulation and stays quiet, and so does a clear under any `if`
+    (`if i % accum == 0: opt.zero_grad()` opens a window correctly). An
+    accumulation window kept by an early `continue` is not followed. A
+    `model.zero_grad()` is not tied to an optimizer, so it is judged only when no
+    optimizer steps on every pass (a GAN's discriminator that does).
 
     ## References
     - https://pytorch.org/docs/stable/generated/torch.optim.Optimizer.zero_grad.html
     - https://pytorch.org/tutorials/recipes/recipes/zeroing_out_gradients.html
+    - https://lightning.ai/docs/pytorch/stable/model/manual_optimization.html
     """
 
     CODE = "TRN101"
@@ -169,6 +190,61 @@ class ZeroGradBetweenBackwardAndStep(Rule):
                 opt_a.step()
             """
         ),
+        Valid(
+            """
+            # accumulation: the window is opened by a conditional clear before backward()
+            import torch
+            opt = torch.optim.AdamW(model.parameters())
+            for i, (x, y) in enumerate(loader):
+                if i % accum == 0:
+                    opt.zero_grad(set_to_none=True)
+                (criterion(model(x), y) / accum).backward()
+                if (i + 1) % accum == 0:
+                    opt.step()
+            """
+        ),
+        Valid(
+            """
+            # WGAN: the generator steps every n critic steps with its own backward() in the if
+            import torch
+            opt_d = torch.optim.RMSprop(disc.parameters())
+            opt_g = torch.optim.RMSprop(gen.parameters())
+            for i, real in enumerate(loader):
+                opt_d.zero_grad()
+                opt_g.zero_grad()
+                (disc(gen(z).detach()).mean() - disc(real).mean()).backward()
+                opt_d.step()
+                if i % n_critic == 0:
+                    (-disc(gen(z)).mean()).backward()
+                    opt_g.step()
+            """
+        ),
+        Valid(
+            """
+            # a step skipped on a non-finite loss is not accumulation: clearing each batch is right
+            import torch
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in loader:
+                opt.zero_grad(set_to_none=True)
+                loss = criterion(model(x), y)
+                loss.backward()
+                if torch.isfinite(loss):
+                    opt.step()
+            """
+        ),
+        Valid(
+            """
+            # Lightning manual optimisation: clear inside the accumulation if, after the step
+            import lightning.pytorch as pl
+            class Task(pl.LightningModule):
+                def training_step(self, batch, batch_idx):
+                    opt = self.optimizers()
+                    self.manual_backward(self.loss(batch) / self.accumulate)
+                    if (batch_idx + 1) % self.accumulate == 0:
+                        opt.step()
+                        opt.zero_grad()
+            """
+        ),
     ]
     INVALID = [
         Invalid(
@@ -246,6 +322,43 @@ class ZeroGradBetweenBackwardAndStep(Rule):
                     p.grad = None  # BUG
             """
         ),
+        Invalid(
+            """
+            # accumulation: the clear every micro-batch wipes what the step should sum
+            import torch
+            opt = torch.optim.AdamW(model.parameters())
+            for i, (x, y) in enumerate(loader):
+                opt.zero_grad()  # BUG
+                (criterion(model(x), y) / accum).backward()
+                if (i + 1) % accum == 0:
+                    opt.step()
+            """
+        ),
+        Invalid(
+            """
+            # Lightning manual optimisation: training_step runs once per micro-batch
+            import lightning.pytorch as pl
+            class Task(pl.LightningModule):
+                def training_step(self, batch, batch_idx):
+                    opt = self.optimizers()
+                    opt.zero_grad()  # BUG
+                    self.manual_backward(self.loss(batch) / self.accumulate_grad_batches)
+                    if (batch_idx + 1) % self.accumulate_grad_batches == 0:
+                        opt.step()
+            """
+        ),
+        Invalid(
+            """
+            # accumulation: the clear after the conditional step, outside its if
+            import torch
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for step, batch in enumerate(loader):
+                model(batch).loss.backward()
+                if step % grad_accum_steps == 0:
+                    opt.step()
+                opt.zero_grad(set_to_none=True)  # BUG
+            """
+        ),
     ]
 
     def finish(self) -> None:
@@ -272,6 +385,16 @@ class ZeroGradBetweenBackwardAndStep(Rule):
                 if ev.kind == CLEAR and id(ev.node) not in judged_inside \
                         and self._clears_before_step(events, i, cyclic):
                     self.report(ev.node)
+            if region is not self.model.module or cyclic:
+                kept = [e for e in events if e.kind != CLEAR or self._clears_always(e, helpers)]
+                for ev in wiped_accumulations(self.model, kept, region):
+                    self.report(ev.node, ACCUMULATION_MESSAGE)
+
+    def _clears_always(self, clear: Event, helpers: Summaries) -> bool:
+        """A clear of this file, or a helper call whose own zero_grad() is under no `if`."""
+        fn = helpers.local_function(clear.node.func) if isinstance(clear.node, cst.Call) else None
+        return fn is None or all(guards_within(self.model, e.node, fn) == []
+                                 for e in helpers.of(fn).effects if e.kind == CLEAR)
 
     def _clears_before_step(self, events: list[Event], i: int, cyclic: bool) -> bool:
         clear = events[i]

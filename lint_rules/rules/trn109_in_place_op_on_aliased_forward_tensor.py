@@ -4,6 +4,7 @@ import libcst as cst
 
 from lint_rules.analysis.aliasing import ForwardAliasing
 from lint_rules.analysis.modules import ModuleFacts
+from lint_rules.analysis.summaries import Summaries
 from lint_rules.rule import Invalid, Rule, Valid
 
 _INPUT_MESSAGE = ("In-place op in forward() overwrites the caller's input tensor (or a view "
@@ -20,7 +21,9 @@ class InPlaceOpOnAliasedForwardTensor(Rule):
     `shortcut = x`, a feature kept in a list, a view), or a tensor that belongs to
     the caller (a `forward` argument, or a view of one). Aliasing is followed
     through assignments, views (`view`, `reshape`, `transpose`, slicing, `detach`)
-    and `list.append`.
+    and `list.append`. A call of a helper of the same file that writes its argument
+    in place (`self._normalize_(x)` whose body does `x -= self.mean`) is an in-place
+    op at the call, three calls deep.
 
     ## Why is this bad?
     An in-place op changes the storage every alias shares. The residual branch then
@@ -55,8 +58,11 @@ class InPlaceOpOnAliasedForwardTensor(Rule):
 
     ## Known problems
     Aliasing is tracked by variable name within `forward`: through `nn.Sequential`
-    (whose first layer is in-place), helper methods, attributes (`self.cache = x`)
-    and dictionaries it is not followed. After an `if` whose branches bind a name
+    (whose first layer is in-place), attributes (`self.cache = x`), dictionaries
+    and what a helper returns it is not followed. A helper's in-place writes count
+    only when the argument is known to be a tensor at the call (an annotation, a
+    tensor-valued expression, or uses such as `x.shape` or `self.conv(x)`), and
+    helpers of other modules are not seen. After an `if` whose branches bind a name
     differently, the name is treated as a new tensor, so an alias that exists in one
     branch only is missed. `x += y` and `x[i] = v` count only when `x` is known to be
     a tensor. In-place ops guarded by an explicit `inplace` option
@@ -160,8 +166,60 @@ class InPlaceOpOnAliasedForwardTensor(Rule):
                     return batch
             """
         ),
+        Valid(
+            """
+            # a helper that copies before writing, and one that fills a cache dict
+            import torch
+            from torch import nn
+            class Normalize(nn.Module):
+                def _normalize(self, x):
+                    x = x.clone()
+                    x -= self.mean
+                    return x
+
+                def _remember(self, cache, key):
+                    cache["key"] = key
+
+                def forward(self, x, cache=None):
+                    skip = x
+                    y = self._normalize(x)
+                    self._remember(cache, y)
+                    return self.net(y) + skip
+            """
+        ),
     ]
     INVALID = [
+        Invalid(
+            """
+            # a helper of the module writes the caller's tensor in place
+            import torch
+            from torch import nn
+            class Normalize(nn.Module):
+                def _normalize_(self, x):
+                    x -= self.mean
+                    x /= self.std
+
+                def forward(self, x):
+                    self._normalize_(x)  # BUG
+                    return self.net(x)
+            """
+        ),
+        Invalid(
+            """
+            # an in-place activation by a module-level helper, on a tensor the skip reads
+            import torch
+            import torch.nn.functional as F
+            from torch import nn
+            def activate(t):
+                F.relu(t, inplace=True)
+            class Block(nn.Module):
+                def forward(self, x):
+                    h = self.conv(x)
+                    skip = h
+                    activate(h)  # BUG
+                    return self.proj(h) + skip
+            """
+        ),
         Invalid(
             """
             # a LightningModule is an nn.Module: its forward is checked too
@@ -261,7 +319,7 @@ class InPlaceOpOnAliasedForwardTensor(Rule):
         classdef = self._owning_class(node)
         if classdef is None or not self.model.fact(ModuleFacts).is_module_class(classdef):
             return
-        flow = ForwardAliasing(self.model, node)
+        flow = ForwardAliasing(self.model, node, self.model.fact(Summaries).written_args)
         flow.run()
         for write in flow.input_writes:
             self.report(write, _INPUT_MESSAGE)

@@ -15,6 +15,9 @@ _WRAPPERS = frozenset({"enumerate", "iter", "tqdm", "zip", "trange", "islice", "
 _EVALUATES = re.compile(r"^(evaluate|validate|validation|eval|test|inference)($|_)"
                         r"|_(evaluate|validate|validation|eval|evaluation|test)$", re.I)
 _TRAINS = re.compile(r"train|fit", re.I)  # train_and_evaluate(loader) trains on it as well
+# Which of the names a wrapper's result is unpacked into is the loader, when the arguments
+# do not line up with them: `(m, opt, distr_dl, sched) = backend.distribute(training_data=dl, ...)`.
+_LOADER_NAME = re.compile(r"loader|(^|_)dl($|_)|batches", re.I)
 
 
 class DistributedSamplerWithoutSetEpoch(Rule):
@@ -28,10 +31,17 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     `sampler`; a helper's parameter counts when a call of this file passes the
     sampler (or loader) to it. What an unknown call returns when given the loader
     (`accelerator.prepare(loader)`, `model, opt, dl = prepare(model, opt, loader)`)
-    is taken to be fed by the same sampler. A loader that is only evaluated each
-    epoch (iterated under `torch.no_grad()`, handed to a no-grad helper of this
-    file, or to an imported `evaluate(...)`/`validate(...)` with no optimizer) is
-    left alone: the order of evaluation batches changes no metric.
+    is taken to be fed by the same sampler; when the call's arguments do not line
+    up with the names its result is unpacked into (`(m, opt, distr_dl, sched) =
+    backend.distribute(training_data=ds if deepspeed else dl)`), the names spelled
+    like a loader (`loader`, `dl`, `batches`) are. Loaders and samplers in a dict
+    literal are followed by key (`loaders["train"]`), also into a class of this file
+    whose `__init__` keeps them (`self.loaders = loaders`), where a method iterating
+    `self.loaders["train"]` that a loop calls runs every epoch. A loader that is
+    only evaluated each epoch (iterated under `torch.no_grad()`, handed to a
+    no-grad helper of this file, or to an imported `evaluate(...)`/`validate(...)`
+    with no optimizer) is left alone: the order of evaluation batches changes no
+    metric.
 
     ## Why is this bad?
     `DistributedSampler` seeds its shuffle with `seed + epoch`. Without
@@ -62,7 +72,10 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     a receiver that cannot be told apart from it counts as setting the epoch.
     A loader handed to a function of another file counts as evaluated when the
     function's name says so (`evaluate`, `validate`, `test`, `*_eval`): a
-    training function with such a name is missed.
+    training function with such a name is missed. A wrapper whose result is
+    unpacked into names that do not say which one is the loader is not followed,
+    nor is a class of another module. A `set_epoch()` on a subscript (`self.samplers[k].set_epoch(epoch)`)
+    counts for every sampler.
 
     ## References
     - https://pytorch.org/docs/stable/data.html#torch.utils.data.distributed.DistributedSampler
@@ -74,7 +87,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     MESSAGE = "DistributedSampler is used across epochs but set_epoch() is never called: every epoch sees the same order"
     FIX_TITLE = "Call sampler.set_epoch(epoch) at the start of every epoch"
     SEVERITY = WARNING  # wrong on some paths only: not an error (see README, Severity)
-    NEEDS = (cst.Name, cst.Attribute)
+    NEEDS = (cst.Name, cst.Attribute, cst.Subscript)
 
     VALID = [
         Valid(
@@ -188,8 +201,104 @@ class DistributedSamplerWithoutSetEpoch(Rule):
                         score(model(x), y)
             """
         ),
+        Valid(
+            """
+            # a wrapper given only the dataset builds its own loader and sampler
+            import torch
+            from torch.utils.data import DataLoader, DistributedSampler
+            sampler = DistributedSampler(ds)
+            dl = DataLoader(ds, sampler=sampler)
+            (engine, opt, distr_dl, sched) = backend.distribute(model=net, optimizer=opt, training_data=ds)
+            for epoch in range(epochs):
+                for text, images in distr_dl:
+                    engine.step(engine(text, images))
+            """
+        ),
+        Valid(
+            """
+            # the fix: set_epoch() on the sampler behind the wrapped loader
+            import torch
+            from torch.utils.data import DataLoader, DistributedSampler
+            sampler = DistributedSampler(ds) if distributed else None
+            dl = DataLoader(ds, sampler=sampler)
+            (engine, opt, distr_dl, sched) = backend.distribute(
+                model=net, optimizer=opt, training_data=ds if deepspeed else dl)
+            for epoch in range(epochs):
+                if sampler:
+                    sampler.set_epoch(epoch)
+                for text, images in distr_dl:
+                    engine.step(engine(text, images))
+            """
+        ),
+        Valid(
+            """
+            # loaders in a dict handed to a trainer class: set_epoch() on the sampler it keeps
+            from torch.utils.data import DataLoader, DistributedSampler
+            class Trainer:
+                def __init__(self, loaders, samplers):
+                    self.loaders, self.samplers = loaders, samplers
+                def fit(self, epochs):
+                    for epoch in range(epochs):
+                        self.samplers["train"].set_epoch(epoch)
+                        for batch in self.loaders["train"]:
+                            self.step(batch)
+            samplers = {"train": DistributedSampler(train_ds)}
+            loaders = {"train": DataLoader(train_ds, sampler=samplers["train"])}
+            Trainer(loaders, samplers).fit(10)
+            """
+        ),
+        Valid(
+            """
+            # only the "train" loader is read every epoch; the shuffled sampler feeds "extra"
+            from torch.utils.data import DataLoader, DistributedSampler
+            class Trainer:
+                def __init__(self, loaders):
+                    self.loaders = loaders
+                def fit(self, epochs):
+                    for epoch in range(epochs):
+                        for batch in self.loaders["train"]:
+                            self.step(batch)
+            loaders = {"train": DataLoader(train_ds, shuffle=True),
+                       "extra": DataLoader(extra_ds, sampler=DistributedSampler(extra_ds))}
+            Trainer(loaders).fit(10)
+            """
+        ),
     ]
     INVALID = [
+        Invalid(
+            """
+            # a loader dict given to a trainer class whose per-epoch method iterates it
+            from torch.utils.data import DataLoader, DistributedSampler
+            class Trainer:
+                def __init__(self, model, data_loader):
+                    self.model = model
+                    self.data_loader = data_loader
+                def run(self):
+                    while not self.done:
+                        self._train_epoch()
+                def _train_epoch(self):
+                    for batch in self.data_loader["train"]:
+                        self.step(batch)
+            def main(ds):
+                sampler = DistributedSampler(ds)  # BUG
+                data_loader = {"train": DataLoader(ds, sampler=sampler)}
+                Trainer(model=net, data_loader=data_loader).run()
+            """
+        ),
+        Invalid(
+            """
+            # the loader comes back from a backend's wrapper, by keyword, under a new name
+            import torch
+            from torch.utils.data import DataLoader, DistributedSampler
+            sampler = DistributedSampler(ds) if distributed else None  # BUG
+            dl = DataLoader(ds, sampler=sampler)
+            (engine, opt, distr_dl, sched) = backend.distribute(
+                model=net, optimizer=opt, training_data=ds if deepspeed else dl)
+            for epoch in range(epochs):
+                for text, images in distr_dl:
+                    engine.step(engine(text, images))
+            """
+        ),
         Invalid(
             """
             # a helper that trains and then evaluates is no evaluation-only use
@@ -296,6 +405,9 @@ class DistributedSamplerWithoutSetEpoch(Rule):
 
     def finish(self) -> None:
         model = self.model
+        # a loader or sampler in a dict literal, or handed to a constructor, has no node of its
+        # own spelling: its path (`loaders['train']`) and root node stand in for it
+        self._alias: dict[int, tuple[str, cst.CSTNode]] = {}
         calls = model.nodes(cst.Call)
         samplers = [c for c in calls if model.qualified_name(c.func) in DISTRIBUTED_SAMPLERS
                     and not _no_shuffle(c)]
@@ -338,49 +450,122 @@ class DistributedSamplerWithoutSetEpoch(Rule):
                 if not isinstance(call, cst.Call) or self._evaluates(call):
                     continue  # `stats = evaluate(loader)` returns numbers, not a loader
                 args = [a.value for a in call.args]
-                hits = [i for i, a in enumerate(args) if any(self._same_var(a, v) for v in out)]
+                hits = [i for i, a in enumerate(args) if any(self._holds(a, v) for v in out)]
                 if not hits:
                     continue
                 for t in assign.targets:
                     target = t.target
                     if isinstance(target, (cst.Tuple, cst.List)):
-                        if len(target.elements) != len(args):
-                            continue
-                        picked = [target.elements[i].value for i in hits]
+                        elements = [e.value for e in target.elements]
+                        if len(elements) == len(args) and all(call.args[i].keyword is None for i in hits):
+                            picked = [elements[i] for i in hits]
+                        else:  # distribute(model=m, training_data=dl) -> (m, opt, distr_dl, sched)
+                            picked = [e for e in elements if _LOADER_NAME.search(dotted(e) or "")]
                     else:
                         picked = [target]
                     for p in picked:
-                        if dotted(p) is not None and not any(p is v for v in out):
+                        if self._path(p) is not None and not any(p is v for v in out):
                             out.append(p)
                             grown = True
+            grown = self._through_constructors(out) or grown
             if not grown:
                 break
         return out
 
+    def _through_constructors(self, out: list[cst.CSTNode]) -> bool:
+        """``Loop(loaders)`` whose ``__init__`` keeps ``self.loaders = loaders``: within the
+        class, ``self.loaders['train']`` is the caller's ``loaders['train']``."""
+        helpers = self.model.fact(Summaries)
+        known = {self._path(v) for v in out}
+        grown = False
+        for call in self.model.nodes(cst.Call):
+            for attr, arg in helpers.constructor_attributes(call) if isinstance(call.func, cst.Name) else ():
+                for v in list(out):
+                    suffix = self._suffix(arg, v)
+                    if suffix is None or attr + suffix in known:
+                        continue
+                    stand_in = cst.Name("_")  # a node of its own, outside the tree
+                    self._alias[id(stand_in)] = (attr + suffix, stand_in)
+                    out.append(stand_in)
+                    known.add(attr + suffix)
+                    grown = True
+        return grown
+
+    def _suffix(self, arg: cst.CSTNode, var: cst.CSTNode) -> str | None:
+        """What ``var``'s path adds to ``arg``'s (`['train']` for `loaders` and `loaders['train']`)."""
+        pa, pv = self._path(arg), self._path(var)
+        if pa is None or pv is None or not (pv == pa or pv.startswith((pa + "[", pa + "."))):
+            return None
+        ra, rv = self._root(arg), self._root(var)
+        if ra is not None and rv is not None and not self._same_binding(ra, rv):
+            return None
+        return pv[len(pa):]
+
+    def _holds(self, arg: cst.CSTNode, var: cst.CSTNode) -> bool:
+        """``arg`` is ``var``, or a conditional that may give it (``ds if deepspeed else dl``)."""
+        if isinstance(arg, cst.IfExp):
+            return self._holds(arg.body, var) or self._holds(arg.orelse, var)
+        return self._same_var(arg, var)
+
     def _assigned_to(self, value: cst.CSTNode) -> cst.CSTNode | None:
-        """The Name/attribute that ``value`` is assigned to (through a ternary)."""
+        """The Name/attribute/``d['key']`` that ``value`` is assigned to (through a ternary),
+        or the element of a dict literal assigned to a name (``loaders = {'train': value}``)."""
         node = value
         for anc in self.model.ancestors(value):
             if isinstance(anc, (cst.IfExp, cst.Element, cst.Tuple)):
                 node = anc
                 continue
+            if isinstance(anc, cst.DictElement) and anc.value is node:
+                key = _constant_key(anc.key)
+                holder = self._assigned_to(self.model.parent(anc))
+                if key is None or holder is None or self._path(holder) is None:
+                    return None
+                self._alias[id(anc)] = (f"{self._path(holder)}[{key!r}]", holder)
+                return anc
             if isinstance(anc, (cst.Assign, cst.AnnAssign)):
                 targets = [t.target for t in anc.targets] if isinstance(anc, cst.Assign) else [anc.target]
                 for t in targets:
-                    if dotted(t) is not None and anc.value is node:
+                    if self._path(t) is not None and anc.value is node:
                         return t
             return None
         return None
 
+    def _path(self, expr: cst.CSTNode) -> str | None:
+        """``loader``, ``self.loader``, ``loaders['train']``; None for anything else."""
+        alias = self._alias.get(id(expr))
+        if alias is not None:
+            return alias[0]
+        if isinstance(expr, cst.Subscript):
+            key = _constant_key(expr.slice[0].slice.value) if len(expr.slice) == 1 \
+                and isinstance(expr.slice[0].slice, cst.Index) else None
+            base = self._path(expr.value) if key is not None else None
+            return None if base is None else f"{base}[{key!r}]"
+        return dotted(expr)
+
+    def _root(self, expr: cst.CSTNode) -> cst.Name | None:
+        """The local name a path starts at (``loaders`` of ``loaders['train']``); None for an
+        attribute path, which is compared by its spelling."""
+        alias = self._alias.get(id(expr))
+        if alias is not None:
+            holder = alias[1]
+            return None if holder is expr else self._root(holder)  # a stand-in is `self.x[...]`
+        while isinstance(expr, cst.Subscript):
+            expr = expr.value
+        return expr if isinstance(expr, cst.Name) else None
+
+    def _same_binding(self, a: cst.Name, b: cst.Name) -> bool:
+        ba = self.model.bindings_of(a)
+        bb = self.model.bindings_of(b)
+        return bool(ba) and bool(bb) and ba[0].scope is bb[0].scope
+
     def _same_var(self, a: cst.CSTNode, b: cst.CSTNode) -> bool:
-        ta, tb = dotted(a), dotted(b)
+        ta, tb = self._path(a), self._path(b)
         if ta is None or ta != tb:
             return False
-        if isinstance(a, cst.Name):
-            ba = self.model.bindings_of(a)
-            bb = self.model.bindings_of(b)
-            return bool(ba) and bool(bb) and ba[0].scope is bb[0].scope
-        return True
+        ra, rb = self._root(a), self._root(b)
+        if ra is not None and rb is not None:
+            return self._same_binding(ra, rb)
+        return ra is None and rb is None
 
     def _epoch_set(self, receivers: list[cst.CSTNode], sampler: cst.Call, sampler_var: cst.CSTNode | None,
                    loader_vars: list[cst.CSTNode]) -> bool:
@@ -425,9 +610,15 @@ class DistributedSamplerWithoutSetEpoch(Rule):
 
     def _used_across_epochs(self, var: cst.CSTNode) -> bool:
         model = self.model
-        text = dotted(var)
-        refs = [n for n in model.nodes(cst.Attribute) if dotted(n) == text] if not isinstance(var, cst.Name) \
-            else [n for n in model.nodes(cst.Name) if n.value == text and n is not var]
+        text = self._path(var)
+        if text is None:
+            return False
+        if "[" in text:
+            refs = [n for n in model.nodes(cst.Subscript) if self._path(n) == text]
+        elif "." in text:
+            refs = [n for n in model.nodes(cst.Attribute) if dotted(n) == text]
+        else:
+            refs = [n for n in model.nodes(cst.Name) if n.value == text and n is not var]
         for ref in refs:
             if ref is var or not self._same_var(ref, var):
                 continue
@@ -435,11 +626,19 @@ class DistributedSamplerWithoutSetEpoch(Rule):
             if not loops or self._evaluated(ref, loops[0]):
                 continue
             if self._is_iterated_by(ref, loops[0]):
-                if len(loops) > 1:
+                if len(loops) > 1 or self._runs_per_epoch(loops[0]):
                     return True
             elif model.in_loop_body(ref, loops[0]):
                 return True
         return False
+
+    def _runs_per_epoch(self, loop: cst.CSTNode) -> bool:
+        """The function holding ``loop`` is called inside a loop of this file
+        (``while True: self._train_epoch()``)."""
+        fn = self.model.enclosing_function(loop)
+        if not isinstance(fn, cst.FunctionDef):
+            return False
+        return any(self.model.enclosing_loops(site) for site in self.model.fact(Summaries).call_sites(fn))
 
     def _evaluated(self, ref: cst.CSTNode, loop: cst.CSTNode) -> bool:
         """This use of the loader only evaluates: iterated with autograd off, or handed to a
@@ -478,6 +677,15 @@ class DistributedSamplerWithoutSetEpoch(Rule):
             return True
         return self.model.is_inside(ref, it) and isinstance(it, cst.Call) and \
             isinstance(it.func, cst.Name) and it.func.value in _WRAPPERS
+
+
+def _constant_key(expr: cst.CSTNode) -> str | int | None:
+    if isinstance(expr, cst.SimpleString):
+        value = expr.evaluated_value
+        return value if isinstance(value, str) else None
+    if isinstance(expr, cst.Integer):
+        return int(expr.value)
+    return None
 
 
 def _no_shuffle(call: cst.Call) -> bool:

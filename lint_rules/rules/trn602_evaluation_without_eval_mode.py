@@ -8,9 +8,14 @@ from lint_rules.analysis.training import BACKWARD, STEP
 from lint_rules.rule import WARNING, Invalid, Rule, Valid
 from lint_rules.analysis.evaluation import EVAL, TRAIN, FileFacts, local_function, mode_call
 from lint_rules.analysis.modules import ModuleFacts
+from lint_rules.analysis.summaries import Summaries
 
 if TYPE_CHECKING:
     from lint_rules.analysis.model import FileModel
+
+
+DRAWN_BATCH_MESSAGE = ("A held-out batch is scored inside the training loop in training mode: dropout "
+                       "stays on and batch norm updates its statistics with it")
 
 
 class EvaluationWithoutEvalMode(Rule):
@@ -25,8 +30,12 @@ class EvaluationWithoutEvalMode(Rule):
     a call of that function in this file. A `model.train()` placed just before the
     loop with no training in between is taken as deliberate (re-estimating
     batch-norm statistics). Also flags an evaluation on one batch inside a
-    training loop: a model called under `torch.no_grad()` on a batch drawn with
-    `next(iter(test_loader))`, with no `eval()` before it in the function.
+    training loop: a model called on a batch drawn with `next(iter(test_loader))`,
+    `next(enumerate(test_loader))` or `next(test_iter)` (followed through
+    unpacking, `Variable(x)`, `x.cuda()`, `x.transpose(...)`), with no `eval()`
+    before it in the function, either under `torch.no_grad()` or from a loader
+    spelled as a held-out split (`test`, `val`, `valid`, `dev`, `eval`) with no
+    `backward()` after it in the iteration.
 
     ## Why is this bad?
     In training mode, dropout zeroes random activations and batch norm normalises
@@ -56,7 +65,12 @@ class EvaluationWithoutEvalMode(Rule):
     Models without dropout or batch norm give the same results in either mode:
     the rule stays quiet when every layer of the model is known and none depends
     on the mode (`nn.Linear`, an MLP class of this file). A model built in
-    another module, or from a layer class it cannot see, is unknown and flagged.
+    another module, or from a layer class it cannot see, is unknown and flagged;
+    such a value counts as a model when an optimizer is built from its
+    `.parameters()` in the same file. A held-out batch outside `no_grad()` is
+    recognised only by the loader's spelling: a batch from `val_loader` that
+    trains (a meta-learning step) is told apart only by a `backward()` after it
+    in the same iteration.
     Any `.eval()` call counts, whichever module it is
     called on. An evaluation function called only from another module is judged
     by its own body. Loops are recognised as in TRN601: `while` loops and
@@ -222,8 +236,107 @@ class EvaluationWithoutEvalMode(Rule):
                                 print((net(tx).argmax(1) == ty).float().mean().item())
             """
         ),
+        Valid(
+            """
+            # a second, unlabelled training batch drawn in the loop: backward() follows it
+            import torch
+            def fit(net, opt, train_loader, unlabelled_loader):
+                for x, y in train_loader:
+                    ux = next(iter(unlabelled_loader))
+                    opt.zero_grad()
+                    (criterion(net(x), y) + consistency(net(ux))).backward()
+                    opt.step()
+            """
+        ),
+        Valid(
+            """
+            # a validation batch whose loss a helper backpropagates: a training step
+            import torch
+            class MetaLearner:
+                def outer_step(self, loss):
+                    self.meta_opt.zero_grad()
+                    loss.backward()
+                    self.meta_opt.step()
+                def fit(self, train_loader, val_loader):
+                    for x, y in train_loader:
+                        self.opt.zero_grad()
+                        criterion(self.model(x), y).backward()
+                        self.opt.step()
+                        vx, vy = next(iter(val_loader))
+                        self.outer_step(criterion(self.model(vx), vy))
+            """
+        ),
+        Valid(
+            """
+            # a validation batch that trains (a meta-learning outer step), not a measurement
+            import torch
+            def fit(model, meta_opt, train_loader, val_loader):
+                val_iter = iter(val_loader)
+                for x, y in train_loader:
+                    vx, vy = next(val_iter)
+                    meta_opt.zero_grad()
+                    criterion(model(vx), vy).backward()
+                    meta_opt.step()
+            """
+        ),
+        Valid(
+            """
+            # the fix: eval() before the held-out batch, train() at the top of the step
+            import torch
+            from torch.autograd import Variable
+            from pointnet import PointNetCls
+            classifier = PointNetCls(k=16)
+            optimizer = torch.optim.SGD(classifier.parameters(), lr=0.01)
+            for epoch in range(25):
+                for i, (points, target) in enumerate(dataloader, 0):
+                    classifier = classifier.train()
+                    optimizer.zero_grad()
+                    F.nll_loss(classifier(points), target).backward()
+                    optimizer.step()
+                    if i % 10 == 0:
+                        j, data = next(enumerate(testdataloader, 0))
+                        points, target = data
+                        classifier = classifier.eval()
+                        pred = classifier(Variable(points).cuda())
+            """
+        ),
     ]
     INVALID = [
+        Invalid(
+            """
+            # a test batch scored every 10 steps, in training mode, outside no_grad
+            import torch
+            from torch.autograd import Variable
+            from pointnet import PointNetCls
+            classifier = PointNetCls(k=16)
+            optimizer = torch.optim.SGD(classifier.parameters(), lr=0.01)
+            for epoch in range(25):
+                for i, (points, target) in enumerate(dataloader, 0):
+                    optimizer.zero_grad()
+                    F.nll_loss(classifier(points), target).backward()
+                    optimizer.step()
+                    if i % 10 == 0:
+                        j, data = next(enumerate(testdataloader, 0))
+                        points, target = data
+                        points = Variable(points).transpose(2, 1).cuda()
+                        pred = classifier(points)  # BUG
+            """
+        ),
+        Invalid(
+            """
+            # a validation batch from an iterator made before the loop
+            import torch
+            def fit(net, opt, train_loader, val_loader, steps):
+                val_batches = iter(val_loader)
+                for step, (x, y) in enumerate(train_loader):
+                    opt.zero_grad()
+                    criterion(net(x), y).backward()
+                    opt.step()
+                    if step % 100 == 0:
+                        vx, vy = next(val_batches)
+                        log(criterion(net(vx.cuda()), vy).item())  # BUG
+            """
+        ),
         Invalid(
             """
             # a test batch drawn inside the training loop, evaluated in train mode
@@ -346,6 +459,7 @@ class EvaluationWithoutEvalMode(Rule):
         super().__init__(model)
         self._facts = model.fact(FileFacts)
         self._modules = model.fact(ModuleFacts)
+        self._draws: bool | None = None
 
     def visit_For(self, node: cst.For) -> None:
         calls = self._facts.evaluation_calls(node) or [
@@ -355,37 +469,41 @@ class EvaluationWithoutEvalMode(Rule):
             self.report(node)
 
     def visit_Call(self, node: cst.Call) -> None:
-        # tx, ty = next(iter(test_loader)); with torch.no_grad(): net(tx)  -- inside a training loop
+        # tx, ty = next(iter(test_loader)); net(tx) -- one held-out batch inside a training loop
         facts = self._facts
-        # cheapest test first: this runs for every call of the file
-        if not any(self._drawn_batch(a.value) for a in node.args if a.keyword is None and not a.star):
+        model = self.model
+        # cheapest tests first: this runs for every call of the file
+        if not node.args or not isinstance(node.func, (cst.Name, cst.Attribute, cst.Subscript)):
             return
-        if not facts.is_model_call(node) or not self.model.in_no_grad(node):
+        if self._draws is None:  # a file that never calls next() draws no batch
+            self._draws = any(isinstance(c.func, cst.Name) and c.func.value == "next" for c in model.nodes(cst.Call))
+        if not self._draws:
             return
-        if not any(self.model.training.is_training_loop(lp) for lp in self.model.enclosing_loops(node)):
+        if not facts.is_model_call(node):
             return
-        last = facts.last_mode_before(node, self.model.enclosing_function(node))
+        loops = model.enclosing_loops(node)
+        if not loops or not any(model.training.is_training_loop(lp) for lp in loops):
+            return
+        data = next((d for a in node.args if a.keyword is None and not a.star
+                     and (d := facts.drawn_from(a.value)) is not None), None)
+        if data is None:
+            return
+        # under no_grad it is a measurement; otherwise the data must be a held-out split
+        # and no backward() may follow in the iteration (a second training batch)
+        if not model.in_no_grad(node) and not (facts.held_out(data) and not self._backward_after(node, loops[0])):
+            return
+        last = facts.last_mode_before(node, model.enclosing_function(node))
         if (last is None or last[0] == TRAIN) and self._modules.mode_dependent(node.func) is not False:
-            self.report(node)
+            self.report(node, DRAWN_BATCH_MESSAGE)
 
-    def _drawn_batch(self, expr: cst.CSTNode) -> bool:
-        """``expr`` was bound from ``next(iter(<data>))``: one batch drawn from a loader."""
-        if not isinstance(expr, cst.Name):
-            return False
-        bindings = self.model.bindings_of(expr) or ()
-        # `tx, ty = next(...)` binds each name with no value of its own: read the statement's
-        return bool(bindings) and all(
-            isinstance(b.node, cst.Assign) and isinstance(b.node.value, cst.Call)
-            and self._next_of_iter(b.node.value) for b in bindings)
-
-    def _next_of_iter(self, call: cst.Call) -> bool:
-        if not (isinstance(call.func, cst.Name) and call.func.value == "next") or not call.args:
-            return False
-        if self.model.qualified_name(call.func) != "builtins.next":
-            return False
-        inner = call.args[0].value
-        return isinstance(inner, cst.Call) and self.model.qualified_name(inner.func) == "builtins.iter" \
-            and bool(inner.args) and self._facts.iterates_data(inner.args[0].value)
+    def _backward_after(self, node: cst.Call, loop: cst.CSTNode) -> bool:
+        """A backward() after ``node`` in the loop's body, also one a helper call runs."""
+        model = self.model
+        index = model.order[id(node)]
+        helpers = model.fact(Summaries)
+        # an event call around the model call (`step(loss(net(vx)))`) comes first in document order
+        return any(e.kind == BACKWARD and (e.index > index or model.is_inside(node, e.node))
+                   for e in (*model.training.loop_events.get(id(loop), ()), *helpers.helper_events(loop)))
 
     def _mode_set(self, loop: cst.For) -> bool:
         facts = self._facts

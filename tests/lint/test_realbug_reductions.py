@@ -32,6 +32,102 @@ RESERVED = {"Lightning-AI/pytorch-lightning", "facebookresearch/fairseq", "faceb
 
 # (name, expected code, before the fix, after the fix). The name's suffix is the manifest case.
 CAUGHT_TODAY = [
+    ("clear-each-micro-batch-of-an-accumulation-window/prediff", "TRN101", """
+        import torch
+
+        def fit(model, loader, opt, window):
+            for n, (images, _) in enumerate(loader):
+                opt.zero_grad(set_to_none=True)
+                recon = model(images)
+                (torch.mean((recon - images) ** 2) / window).backward()
+                if (n + 1) % window == 0:
+                    opt.step()
+        """, """
+        import torch
+
+        def fit(model, loader, opt, window):
+            for n, (images, _) in enumerate(loader):
+                recon = model(images)
+                (torch.mean((recon - images) ** 2) / window).backward()
+                if (n + 1) % window == 0:
+                    opt.step()
+                    opt.zero_grad(set_to_none=True)
+        """),
+    ("clear-in-per-batch-helper-of-accumulation/prediff", "TRN101", """
+        import torch
+
+        class Trainer:
+            def __init__(self, net, window):
+                self.net, self.window = net, window
+                self.optimizer = torch.optim.Adam(net.parameters())
+
+            def one_batch(self, batch, index):
+                self.optimizer.zero_grad()
+                (self.net(batch).mean() / self.window).backward()
+                if index % self.window == self.window - 1:
+                    self.optimizer.step()
+
+            def run(self, loader):
+                for index, batch in enumerate(loader):
+                    self.one_batch(batch, index)
+        """, """
+        import torch
+
+        class Trainer:
+            def __init__(self, net, window):
+                self.net, self.window = net, window
+                self.optimizer = torch.optim.Adam(net.parameters())
+
+            def one_batch(self, batch, index):
+                if index % self.window == 0:
+                    self.optimizer.zero_grad()
+                (self.net(batch).mean() / self.window).backward()
+                if index % self.window == self.window - 1:
+                    self.optimizer.step()
+
+            def run(self, loader):
+                for index, batch in enumerate(loader):
+                    self.one_batch(batch, index)
+        """),
+    ("held-out-batch-scored-in-train-mode/pointnet.pytorch", "TRN602", """
+        import torch
+        import torch.nn.functional as F
+        from torch.autograd import Variable
+        from shapes import ShapeClassifier
+
+        clf = ShapeClassifier(classes=40)
+        sgd = torch.optim.SGD(clf.parameters(), lr=0.01, momentum=0.9)
+        for epoch in range(10):
+            for step, (cloud, label) in enumerate(train_batches):
+                sgd.zero_grad()
+                F.nll_loss(clf(cloud), label).backward()
+                sgd.step()
+                if step % 20 == 0:
+                    _, held = next(enumerate(test_batches, 0))
+                    cloud, label = held
+                    cloud, label = Variable(cloud).cuda(), Variable(label).cuda()
+                    print(F.nll_loss(clf(cloud.transpose(2, 1)), label).item())
+        """, """
+        import torch
+        import torch.nn.functional as F
+        from torch.autograd import Variable
+        from shapes import ShapeClassifier
+
+        clf = ShapeClassifier(classes=40)
+        sgd = torch.optim.SGD(clf.parameters(), lr=0.01, momentum=0.9)
+        for epoch in range(10):
+            for step, (cloud, label) in enumerate(train_batches):
+                clf = clf.train()
+                sgd.zero_grad()
+                F.nll_loss(clf(cloud), label).backward()
+                sgd.step()
+                if step % 20 == 0:
+                    _, held = next(enumerate(test_batches, 0))
+                    cloud, label = held
+                    cloud, label = Variable(cloud).cuda(), Variable(label).cuda()
+                    clf = clf.eval()
+                    print(F.nll_loss(clf(cloud.transpose(2, 1)), label).item())
+        """),
     ("set-epoch-never-called/simclr", "TRN302", """
         from torch.utils.data import DataLoader, DistributedSampler
 
@@ -76,6 +172,87 @@ CAUGHT_TODAY = [
                     model(x, y).backward()
                     opt.step()
                     opt.zero_grad()
+        """),
+    ("loader-by-keyword-through-backend-wrapper/dalle-pytorch", "TRN302", """
+        import torch
+        from torch.utils.data import DataLoader
+
+        shards = torch.utils.data.distributed.DistributedSampler(pairs, num_replicas=world, rank=rank) \
+            if not shuffled else None
+        batches = DataLoader(pairs, batch_size=8, shuffle=shuffled, sampler=shards)
+        (engine, optim, engine_batches, sched) = backend.wrap_all(
+            model=net, optimizer=adam, data=pairs if use_engine else batches, scheduler=None)
+        for epoch in range(n_epochs):
+            for i, (tokens, pixels) in enumerate(engine_batches):
+                engine(tokens, pixels).backward()
+                optim.step()
+                optim.zero_grad()
+        """, """
+        import torch
+        from torch.utils.data import DataLoader
+
+        shards = torch.utils.data.distributed.DistributedSampler(pairs, num_replicas=world, rank=rank) \
+            if not shuffled else None
+        batches = DataLoader(pairs, batch_size=8, shuffle=shuffled, sampler=shards)
+        (engine, optim, engine_batches, sched) = backend.wrap_all(
+            model=net, optimizer=adam, data=pairs if use_engine else batches, scheduler=None)
+        for epoch in range(n_epochs):
+            if shards is not None:
+                shards.set_epoch(epoch)
+            for i, (tokens, pixels) in enumerate(engine_batches):
+                engine(tokens, pixels).backward()
+                optim.step()
+                optim.zero_grad()
+        """),
+    ("loader-dict-kept-by-trainer-class/parallelwavegan", "TRN302", """
+        from torch.utils.data import DataLoader
+        from torch.utils.data.distributed import DistributedSampler
+
+        class Runner:
+            def __init__(self, nets, loaders, steps=0):
+                self.nets = nets
+                self.loaders = loaders
+                self.steps = steps
+
+            def loop(self):
+                while self.steps < 1000:
+                    self._one_pass()
+
+            def _one_pass(self):
+                for n, batch in enumerate(self.loaders["train"], 1):
+                    self.steps += 1
+
+        def main(sets, nets):
+            shard = DistributedSampler(sets["train"], shuffle=True)
+            loaders = {"train": DataLoader(sets["train"], sampler=shard),
+                       "dev": DataLoader(sets["dev"])}
+            Runner(nets=nets, loaders=loaders).loop()
+        """, """
+        from torch.utils.data import DataLoader
+        from torch.utils.data.distributed import DistributedSampler
+
+        class Runner:
+            def __init__(self, nets, loaders, shards, steps=0):
+                self.nets = nets
+                self.loaders = loaders
+                self.shards = shards
+                self.steps = steps
+
+            def loop(self):
+                while self.steps < 1000:
+                    self._one_pass()
+
+            def _one_pass(self):
+                self.shards["train"].set_epoch(self.steps)
+                for n, batch in enumerate(self.loaders["train"], 1):
+                    self.steps += 1
+
+        def main(sets, nets):
+            shards = {"train": None}
+            shards["train"] = DistributedSampler(sets["train"], shuffle=True)
+            loaders = {"train": DataLoader(sets["train"], sampler=shards["train"]),
+                       "dev": DataLoader(sets["dev"])}
+            Runner(nets=nets, loaders=loaders, shards=shards).loop()
         """),
     ("validate-mid-epoch-leaves-eval/pytorch-fcn", "TRN603", """
         import torch
@@ -260,6 +437,46 @@ CAUGHT_TODAY = [
                     with torch.no_grad():
                         correct += (task_model(imgs).argmax(1) == labels).sum().item()
                 return correct
+        """),
+    ("eval-step-helper-over-loader-dict/parallelwavegan", "TRN601", """
+        import torch
+
+        class Runner:
+            def __init__(self, nets, loaders, losses):
+                self.model = nets
+                self.data_loader = loaders
+                self.criterion = losses
+
+            def _dev_step(self, batch):
+                noise, cond, wave = batch
+                fake = self.model["generator"](noise, cond)
+                self.total += self.criterion["stft"](fake, wave).item()
+
+            def _dev_epoch(self):
+                for key in self.model.keys():
+                    self.model[key].eval()
+                for batch in self.data_loader["dev"]:
+                    self._dev_step(batch)
+        """, """
+        import torch
+
+        class Runner:
+            def __init__(self, nets, loaders, losses):
+                self.model = nets
+                self.data_loader = loaders
+                self.criterion = losses
+
+            def _dev_step(self, batch):
+                noise, cond, wave = batch
+                fake = self.model["generator"](noise, cond)
+                self.total += self.criterion["stft"](fake, wave).item()
+
+            def _dev_epoch(self):
+                for key in self.model.keys():
+                    self.model[key].eval()
+                for batch in self.data_loader["dev"]:
+                    with torch.no_grad():
+                        self._dev_step(batch)
         """),
     ("validation-with-autograd/end2end-asr-pytorch", "TRN601", """
         import torch
@@ -628,9 +845,11 @@ def test_reduction_after_fix_is_quiet(name, code, before, after):
 
 # Folders of benchmarks/realbugs/reductions/ the linter catches (before reported, after quiet).
 CAUGHT_REDUCTIONS = [
+    "trn101_zero_grad_every_micro_batch",
     "trn105_variable_requires_grad_then_cuda",
     "trn106_output_dict_kept_for_epoch",
     "trn302_loader_through_wrapper",
+    "trn302_sampler_in_dict",
     "trn401_annotated_list_filled_by_append",
     "trn401_project_module_in_list",
     "trn402_state_created_in_init_helper",
@@ -698,7 +917,7 @@ def test_fetch_and_score_a_case_end_to_end(tmp_path):
     repo = tmp_path / "mirrors" / "someone+trainer"
     repo.mkdir(parents=True)
     _git(repo, "init", "-q")
-    before, after = CAUGHT_TODAY[4][2], CAUGHT_TODAY[4][3]  # TRN102, wekws
+    _, _, before, after = {c[0]: c for c in CAUGHT_TODAY}["gradients-never-cleared/wekws"]  # TRN102
     (repo / "train.py").write_text(textwrap.dedent(before))
     _git(repo, "add", "train.py")
     _git(repo, "commit", "-qm", "bug")

@@ -57,3 +57,49 @@ def test_write_to_a_fresh_tensor_is_no_fact() -> None:
                 return torch.relu_(out)
         """)
     assert flow.aliased_writes == [] and flow.input_writes == []
+
+
+def _helper_flow(src: str) -> tuple[FileModel, ForwardAliasing]:
+    from lint_rules.analysis.summaries import Summaries
+
+    model = FileModel(cst.parse_module(textwrap.dedent(src)))
+    fn = next(f for f in model.nodes(cst.FunctionDef) if f.name.value == "forward")
+    flow = ForwardAliasing(model, fn, model.fact(Summaries).written_args)
+    flow.run()
+    return model, flow
+
+
+def test_a_helper_that_writes_its_argument_writes_at_the_call() -> None:
+    model, flow = _helper_flow("""
+        import torch
+        class B(torch.nn.Module):
+            def _center_(self, t):
+                t -= t.mean()
+            def forward(self, x):
+                h = self.conv(x)
+                skip = h
+                self._center_(h)
+                self._center_(x)
+                return self.net(x) + h + skip
+        """)
+    assert _lines(model, flow.aliased_writes) == ["self._center_(h)"]
+    assert _lines(model, flow.input_writes) == ["self._center_(x)"]
+
+
+def test_a_helper_that_copies_first_or_fills_a_dict_writes_nothing_of_the_callers() -> None:
+    model, flow = _helper_flow("""
+        import torch
+        class B(torch.nn.Module):
+            def _center(self, t):
+                t = t.clone()
+                t -= t.mean()
+                return t
+            def _remember(self, cache, k):
+                cache["k"] = k
+            def forward(self, x, cache=None):
+                skip = x
+                y = self._center(x)
+                self._remember(cache, y)
+                return y + skip
+        """)
+    assert flow.aliased_writes == [] and flow.input_writes == []

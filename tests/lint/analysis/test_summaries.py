@@ -207,3 +207,85 @@ def test_no_grad_from_exit_stack_and_callers() -> None:
     assert s.in_no_grad(after)
     assert s.in_no_grad(in_helper)
     assert not s.in_no_grad(in_other)  # one caller runs it with grad enabled
+
+
+def test_writes_names_the_parameters_written_in_place() -> None:
+    model, s = _facts("""
+        import torch
+        import torch.nn.functional as F
+        class Norm:
+            def _normalize_(self, x, mean, std):
+                x -= mean
+                x.div_(std)
+            def _mask_(self, scores, mask):
+                scores[mask] = float("-inf")
+                return scores
+            def _act(self, h):
+                F.relu(h, inplace=True)
+            def _view_write(self, x):
+                flat = x.view(-1)
+                flat.zero_()
+            def _copies_first(self, x, mean):
+                x = x.clone()
+                x -= mean
+                return x
+            def _reads_only(self, x, mean):
+                return (x - mean).abs()
+        """)
+    assert s.writes(_fn(model, "_normalize_")) == {"x"}
+    assert s.writes(_fn(model, "_mask_")) == {"scores"}
+    assert s.writes(_fn(model, "_act")) == {"h"}
+    assert s.writes(_fn(model, "_view_write")) == {"x"}  # through a view
+    assert s.writes(_fn(model, "_copies_first")) == frozenset()
+    assert s.writes(_fn(model, "_reads_only")) == frozenset()
+    assert s.of(_fn(model, "_normalize_")).writes == {"x"}  # kept on the summary
+
+
+def test_writes_follow_helpers_with_arguments_bound_and_stop_at_recursion() -> None:
+    model, s = _facts("""
+        def clamp_(t):
+            t.clamp_(min=0)
+        def middle(a, b):
+            clamp_(b)
+        def top(p, q):
+            middle(q, p)
+        def loop(u):
+            loop(u)
+            u.add_(1)
+        """)
+    assert s.writes(_fn(model, "middle")) == {"b"}
+    assert s.writes(_fn(model, "top")) == {"p"}  # middle's b is top's p
+    assert s.writes(_fn(model, "loop")) == {"u"}
+    call = _call(model, "middle(q, p)")
+    assert [model.module.code_for_node(a) for a in s.written_args(call)] == ["p"]
+
+
+def test_writes_are_bounded_in_depth() -> None:
+    model, s = _facts("""
+        def d0(t):
+            t.add_(1)
+        def d1(t):
+            d0(t)
+        def d2(t):
+            d1(t)
+        def d3(t):
+            d2(t)
+        """)
+    assert s.writes(_fn(model, "d2")) == {"t"}
+    assert s.writes(_fn(model, "d3")) == frozenset()  # the write is MAX_DEPTH calls down
+
+
+def test_constructor_attributes_bind_arguments_to_the_self_attributes_init_keeps() -> None:
+    model, s = _facts("""
+        class Trainer:
+            def __init__(self, model, loaders, samplers=None, lr=0.1):
+                self.model = model
+                self.loaders, self.samplers = loaders, samplers
+                self.lr = lr * 2
+        t = Trainer(net, loaders=dls, samplers=smp)
+        u = Unknown(net, dls)
+        """)
+    call = _call(model, "Trainer(net, loaders=dls, samplers=smp)")
+    got = [(attr, model.module.code_for_node(arg)) for attr, arg in s.constructor_attributes(call)]
+    assert got == [("self.model", "net"), ("self.loaders", "dls"), ("self.samplers", "smp")]
+    assert s.constructor_attributes(_call(model, "Unknown(net, dls)")) == []
