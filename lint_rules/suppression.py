@@ -19,7 +19,8 @@ _MENTIONED = re.compile(r"noqa|torchcheck", re.I)
 # What can matter to torchcheck: a noqa that is bare (no `: CODE` list right after it, so it hides
 # every code), a TRN code, or a torchcheck comment. A file whose only directives are other tools'
 # (`# noqa: F401`) has none of these and is not scanned.
-_RELEVANT = re.compile(r"noqa(?!:\s*[a-z]+[0-9]+)|trn[0-9]|torchcheck", re.I)
+# Searched in the lower-cased text: an IGNORECASE alternation is several times slower.
+_RELEVANT = re.compile(r"noqa(?!:\s*[a-z]+[0-9]+)|trn[0-9]|torchcheck")
 
 ALL = "*"
 
@@ -42,7 +43,7 @@ def _comments(source: str) -> tuple[tuple[int, int, str], ...]:
     """(line, 0-based column, text) of every comment that mentions noqa or torchcheck; none in a
     file whose directives are all other tools' code lists (they cannot affect torchcheck)."""
     out: list[tuple[int, int, str]] = []
-    if not _RELEVANT.search(source):
+    if not may_have_directives(source):
         return ()
     starts = None
     for m in _STRING_OR_COMMENT.finditer(source):
@@ -59,7 +60,10 @@ def _comments(source: str) -> tuple[tuple[int, int, str], ...]:
 
 def may_have_directives(source: str) -> bool:
     """False when no comment of ``source`` can be a torchcheck directive (a cheap text search)."""
-    return _RELEVANT.search(source) is not None
+    low = source.lower()
+    if "noqa" not in low and "trn" not in low and "torchcheck" not in low:
+        return False
+    return _RELEVANT.search(low) is not None
 
 
 def is_skip_file(source: str) -> bool:
