@@ -2,15 +2,18 @@
 
 The same code generation PositionProvider runs, with its bookkeeping made cheap:
 a fast path for tokens without newlines, and ranges kept as plain tuples keyed
-by node id. ``tests/lint/test_positions.py`` holds it to PositionProvider's exact
-results on real files; if LibCST's internals ever change under it, the engine
-falls back to PositionProvider.
+by node id. The engine asks :func:`positions_of` for the nodes it reports, which
+generates only the statements around them: a file's positions cost what its
+findings need, not what the whole file takes. ``tests/lint/test_positions.py``
+holds both to PositionProvider's exact results on real files and tricky ones; if
+LibCST's internals ever change under it, the engine falls back to PositionProvider.
 """
 
 from __future__ import annotations
+import dataclasses
 import re
 from contextlib import contextmanager
-from typing import Iterator, Optional
+from typing import Iterable, Iterator, Optional
 import libcst as cst
 from libcst._nodes.internal import CodegenState
 
@@ -83,3 +86,173 @@ def positions_and_extents(module: cst.Module) -> tuple[dict[int, tuple[int, int,
     state = _State(module)
     module._codegen(state)
     return state.ranges, state.extents
+
+
+_Range = tuple[int, int, int, int]
+
+
+def positions_of(module: cst.Module, source: str, parents: dict[int, cst.CSTNode],
+                 nodes: Iterable[cst.CSTNode]) -> tuple[dict[int, _Range], dict[int, _Range]]:
+    """:func:`positions_and_extents` for ``nodes`` and what shares a statement with them: each node's
+    smallest enclosing statement is generated alone and placed by finding its text in ``source``.
+
+    ``source`` is the text ``module`` was parsed from (LibCST gives it back character for character),
+    ``parents`` maps a node's id to its parent (nodes it lacks are looked for in the tree). A
+    statement starts a line, so its place is exact once its text occurs at one line start only;
+    if it occurs at several, the enclosing statement is tried, and a top-level statement is placed
+    by the lengths of the statements before it. The result is the same ranges as for the whole
+    module, for the nodes of the statements generated; a node outside every statement (the module,
+    its header or footer comments) makes it the whole module's.
+    """
+    return _Locator(module, source, parents).run(nodes)
+
+
+class _Locator:
+    def __init__(self, module: cst.Module, source: str, parents: dict[int, cst.CSTNode]) -> None:
+        self.module = module
+        self.source = source
+        self.parents = parents
+        self.ranges: dict[int, _Range] = {}
+        self.extents: dict[int, _Range] = {}
+        self.top_index = {id(s): i for i, s in enumerate(module.body)}
+        self.top_offset: dict[int, int] = {}  # top-level statement index -> offset of its text
+        self.top_length: dict[int, int] = {}  # top-level statement index -> length of its text
+
+    def run(self, nodes: Iterable[cst.CSTNode]) -> tuple[dict[int, _Range], dict[int, _Range]]:
+        for node in nodes:
+            if id(node) in self.ranges:
+                continue  # its statement was generated already
+            chain = self._ancestors(node)
+            if chain is None:
+                continue  # not in this tree: it has no position (as with the whole module's)
+            if not self._place(node, chain):
+                return positions_and_extents(self.module)
+        return self.ranges, self.extents
+
+    def _ancestors(self, node: cst.CSTNode) -> list[cst.CSTNode] | None:
+        """``node`` and its ancestors up to the module, innermost first; None: not in the tree."""
+        module = self.module
+        if node is module:
+            return [node]
+        if id(node) not in self.parents:
+            return self._search(node)
+        chain = [node]
+        parents = self.parents
+        parent = parents.get(id(node))
+        while parent is not None:
+            chain.append(parent)
+            parent = parents.get(id(parent))
+        return chain if chain[-1] is module else self._search(node)
+
+    def _search(self, node: cst.CSTNode) -> list[cst.CSTNode] | None:
+        """The ancestors of a node ``parents`` does not know (a rule may report a def's name)."""
+        module = self.module
+        for top in (*module.body, *module.header, *module.footer):
+            if top is node:
+                return [node, module]
+            local: dict[int, cst.CSTNode] = {}
+            stack = [top]
+            while stack:
+                current = stack.pop()
+                for child in _children(current):
+                    local[id(child)] = current
+                    if child is node:
+                        chain = [node]
+                        while chain[-1] is not top:
+                            chain.append(local[id(chain[-1])])
+                        chain.append(module)
+                        return chain
+                    stack.append(child)
+        return None
+
+    def _place(self, node: cst.CSTNode, chain: list[cst.CSTNode]) -> bool:
+        """Generate the smallest statement around ``node`` whose place is certain; False: none is."""
+        module = self.module
+        for k in range(len(chain) - 1):
+            statement, parent = chain[k], chain[k + 1]
+            if parent is module:
+                if id(statement) not in self.top_index:
+                    return False  # a header or footer line
+            elif not (isinstance(parent, cst.IndentedBlock)
+                      and isinstance(statement, (cst.SimpleStatementLine, cst.BaseCompoundStatement))):
+                continue
+            indents = [module.default_indent if b.indent is None else b.indent
+                       for b in reversed(chain[k + 1:]) if isinstance(b, cst.IndentedBlock)]
+            state = _State(module)
+            state.indent_tokens.extend(indents)
+            statement._codegen(state)
+            code = "".join(state.tokens)
+            offset = _unique_line_start(self.source, code)
+            if parent is module:
+                index = self.top_index[id(statement)]
+                self.top_length[index] = len(code)
+                if offset is None:
+                    offset = self._top_offset(index)
+                self.top_offset[index] = offset
+            if offset is None:
+                continue  # the same text elsewhere too: try the enclosing statement
+            delta = _line_of(self.source, offset) - 1
+            if delta:
+                self.ranges.update({key: (a + delta, b, c + delta, d) for key, (a, b, c, d) in state.ranges.items()})
+                self.extents.update({key: (a + delta, b, c + delta, d) for key, (a, b, c, d) in state.extents.items()})
+            else:
+                self.ranges.update(state.ranges)
+                self.extents.update(state.extents)
+            return True
+        return False  # the module itself
+
+    def _top_offset(self, index: int) -> int:
+        """Where top-level statement ``index`` starts: the header and the statements before it
+        (from the nearest one already placed), generated and measured."""
+        module = self.module
+        known = [i for i in self.top_offset if i < index]
+        if known:
+            start = max(known)
+            offset = self.top_offset[start]
+        else:
+            start = 0
+            offset = sum(len(module.code_for_node(line)) for line in module.header)
+        for i in range(start, index):
+            length = self.top_length.get(i)
+            offset += length if length is not None else len(module.code_for_node(module.body[i]))
+        return offset
+
+
+def _unique_line_start(source: str, code: str) -> int | None:
+    """The offset where ``code`` occurs at the start of a line, if it occurs at one only."""
+    found = None
+    at = source.find(code)
+    while at != -1:
+        before = source[at - 1] if at else "\n"
+        if before == "\n" or (before == "\r" and source[at:at + 1] != "\n"):
+            if found is not None:
+                return None
+            found = at
+        at = source.find(code, at + 1)
+    return found
+
+
+def _line_of(source: str, offset: int) -> int:
+    """The 1-based line an offset is on, counting lines as LibCST does (a lone \\r ends one too)."""
+    if "\r" not in source:
+        return source.count("\n", 0, offset) + 1
+    return len(_NEWLINE.findall(source, 0, offset)) + 1
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Every child node, whitespace included: what LibCST's ``children`` gives, without its cost."""
+    tp = type(node)
+    names = _FIELDS.get(tp)
+    if names is None:
+        names = _FIELDS[tp] = tuple(f.name for f in dataclasses.fields(tp))
+    for name in names:
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            yield value
+        elif isinstance(value, (tuple, list)):
+            for item in value:
+                if isinstance(item, cst.CSTNode):
+                    yield item
