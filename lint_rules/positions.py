@@ -117,56 +117,77 @@ class _Locator:
         self.top_index = {id(s): i for i, s in enumerate(module.body)}
         self.top_offset: dict[int, int] = {}  # top-level statement index -> offset of its text
         self.top_length: dict[int, int] = {}  # top-level statement index -> length of its text
+        self.generated: set[int] = set()  # top-level statements whose every node has its range
 
     def run(self, nodes: Iterable[cst.CSTNode]) -> tuple[dict[int, _Range], dict[int, _Range]]:
+        module = self.module
+        chains: list[list[cst.CSTNode]] = []
+        unknown: list[cst.CSTNode] = []
         for node in nodes:
-            if id(node) in self.ranges:
-                continue  # its statement was generated already
             chain = self._ancestors(node)
             if chain is None:
-                continue  # not in this tree: it has no position (as with the whole module's)
-            if not self._place(node, chain):
-                return positions_and_extents(self.module)
+                unknown.append(node)
+            else:
+                chains.append(chain)
+        if unknown:
+            # ``parents`` may lack a node a rule reports (a def's name): look for it among the
+            # children of the nodes it has; what is deeper is found by generating statements below.
+            lacked = self._lacked_children()
+            for node in unknown:
+                parent = lacked.get(id(node))
+                chain = self._ancestors(parent) if parent is not None else None
+                if chain is not None:
+                    chains.append([node, *chain])
+        if any(len(chain) == 1 for chain in chains):
+            return positions_and_extents(module)  # the module itself
+        for chain in chains:
+            if id(chain[0]) not in self.ranges and not self._place(chain):
+                return positions_and_extents(module)  # a header or footer line
+        # What is still unplaced: the top-level statements not generated yet, in order, until one
+        # holds it. At worst, the whole module's cost.
+        body = module.body
+        for node in unknown:
+            if id(node) in self.ranges:
+                continue
+            for index in range(len(body)):
+                if index not in self.generated and self._place([body[index], module]) and id(node) in self.ranges:
+                    break
+            else:  # in the header or the footer, or not in this tree at all (then it has no position)
+                return positions_and_extents(module)
         return self.ranges, self.extents
 
     def _ancestors(self, node: cst.CSTNode) -> list[cst.CSTNode] | None:
-        """``node`` and its ancestors up to the module, innermost first; None: not in the tree."""
-        module = self.module
-        if node is module:
-            return [node]
-        if id(node) not in self.parents:
-            return self._search(node)
-        chain = [node]
+        """``node`` and its ancestors up to the module, innermost first; None: ``parents`` lacks it."""
         parents = self.parents
+        chain = [node]
         parent = parents.get(id(node))
         while parent is not None:
             chain.append(parent)
             parent = parents.get(id(parent))
-        return chain if chain[-1] is module else self._search(node)
+        return chain if chain[-1] is self.module else None
 
-    def _search(self, node: cst.CSTNode) -> list[cst.CSTNode] | None:
-        """The ancestors of a node ``parents`` does not know (a rule may report a def's name)."""
-        module = self.module
-        for top in (*module.body, *module.header, *module.footer):
-            if top is node:
-                return [node, module]
-            local: dict[int, cst.CSTNode] = {}
-            stack = [top]
-            while stack:
-                current = stack.pop()
-                for child in _children(current):
-                    local[id(child)] = current
-                    if child is node:
-                        chain = [node]
-                        while chain[-1] is not top:
-                            chain.append(local[id(chain[-1])])
-                        chain.append(module)
-                        return chain
-                    stack.append(child)
-        return None
+    def _lacked_children(self) -> dict[int, cst.CSTNode]:
+        """id -> parent for the children that ``parents`` lacks of the nodes it has."""
+        parents = self.parents
+        found: dict[int, cst.CSTNode] = {}
+        seen: set[int] = set()
+        for parent in parents.values():
+            if id(parent) in seen:
+                continue
+            seen.add(id(parent))
+            for name in _fields(type(parent)):
+                value = getattr(parent, name)
+                if type(value) is tuple:
+                    for item in value:
+                        if isinstance(item, cst.CSTNode) and id(item) not in parents:
+                            found[id(item)] = parent
+                elif isinstance(value, cst.CSTNode) and id(value) not in parents:
+                    found[id(value)] = parent
+        return found
 
-    def _place(self, node: cst.CSTNode, chain: list[cst.CSTNode]) -> bool:
-        """Generate the smallest statement around ``node`` whose place is certain; False: none is."""
+    def _place(self, chain: list[cst.CSTNode]) -> bool:
+        """Generate the smallest statement in ``chain`` (a node and its ancestors, innermost first)
+        whose place is certain; False: the chain holds no statement (a header or footer line)."""
         module = self.module
         for k in range(len(chain) - 1):
             statement, parent = chain[k], chain[k + 1]
@@ -186,6 +207,7 @@ class _Locator:
             if parent is module:
                 index = self.top_index[id(statement)]
                 self.top_length[index] = len(code)
+                self.generated.add(index)
                 if offset is None:
                     offset = self._top_offset(index)
                 self.top_offset[index] = offset
@@ -214,7 +236,9 @@ class _Locator:
             offset = sum(len(module.code_for_node(line)) for line in module.header)
         for i in range(start, index):
             length = self.top_length.get(i)
-            offset += length if length is not None else len(module.code_for_node(module.body[i]))
+            if length is None:  # kept: another statement placed this way may need it again
+                length = self.top_length[i] = len(module.code_for_node(module.body[i]))
+            offset += length
         return offset
 
 
@@ -242,17 +266,8 @@ def _line_of(source: str, offset: int) -> int:
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
-def _children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """Every child node, whitespace included: what LibCST's ``children`` gives, without its cost."""
-    tp = type(node)
+def _fields(tp: type) -> tuple[str, ...]:
     names = _FIELDS.get(tp)
     if names is None:
         names = _FIELDS[tp] = tuple(f.name for f in dataclasses.fields(tp))
-    for name in names:
-        value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
-            yield value
-        elif isinstance(value, (tuple, list)):
-            for item in value:
-                if isinstance(item, cst.CSTNode):
-                    yield item
+    return names

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import libcst as cst
@@ -10,7 +11,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from lint_rules.analysis.scopes import ScopeModel
 from lint_rules import positions as positions_module
-from lint_rules.positions import _children, positions, positions_and_extents, positions_of
+from lint_rules.positions import positions, positions_and_extents, positions_of
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = [p for p in sorted((REPO / "fixtures").rglob("*.py"))[:12] + sorted((REPO / "lint_rules").rglob("*.py"))
@@ -99,6 +100,14 @@ class C:
 class E:
 	def m(self):
 		return torch.ones(1)
+class F:
+    @property
+    # between
+    @torch.no_grad()
+    def p(self):
+        x = 1
+# at column 0, inside the body
+        return torch.zeros(x)
 ''',
     "repeated statements": '''\
 import torch
@@ -152,6 +161,17 @@ match y:
 def _expected(module: cst.Module) -> dict[int, tuple[int, int, int, int]]:
     provided = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     return {id(n): (r.start.line, r.start.column, r.end.line, r.end.column) for n, r in provided.items()}
+
+
+def _children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """Every child node, whitespace included (LibCST's ``children``, without its cost)."""
+    found = []
+    for f in dataclasses.fields(node):
+        value = getattr(node, f.name)
+        for item in value if isinstance(value, (tuple, list)) else (value,):
+            if isinstance(item, cst.CSTNode):
+                found.append(item)
+    return found
 
 
 def _all_nodes(module: cst.Module) -> list[cst.CSTNode]:
@@ -216,8 +236,9 @@ def test_positions_of_outside_statements_is_the_whole_module():
     module = cst.parse_module(source)
     ranges, extents = positions_of(module, source, ScopeModel(module).parents, [module.header[0]])
     assert (ranges, extents) == positions_and_extents(module)
-    stranger = cst.Name("not_in_the_tree")
-    assert positions_of(module, source, {}, [stranger]) == ({}, {})
+    stranger = cst.Name("not_in_the_tree")  # no position, as with the whole module's
+    ranges, _ = positions_of(module, source, ScopeModel(module).parents, [stranger])
+    assert id(stranger) not in ranges and len(ranges) == len(positions_and_extents(module)[0])
 
 
 @pytest.mark.parametrize("path", SAMPLES[:8], ids=lambda p: p.relative_to(REPO).as_posix())
