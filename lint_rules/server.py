@@ -2,7 +2,8 @@
 
 A thin layer over :mod:`lint_rules.api`, built on pygls: an open buffer is linted from memory
 with :func:`~lint_rules.api.lint_text` as the file it will be saved as (its per-file ignores, torch
-bound and the imports of the project around it come from disk), on open, change and save. Each
+bound and the imports of the project around it come from disk), on open and change, and on save
+when the configuration read again changed what applies. Each
 finding's fix is a quick fix, every safe fix at once is the ``source.fixAll.torchcheck`` action, and
 "suppress on this line" adds ``# noqa: TRNnnn`` (merged into a noqa comment already there).
 
