@@ -203,13 +203,14 @@ class _Locator:
             state.indent_tokens.extend(indents)
             statement._codegen(state)
             code = "".join(state.tokens)
-            offset = _unique_line_start(self.source, code)
+            found = _line_starts(self.source, code, 0, len(self.source), 2)
+            offset = found[0] if len(found) == 1 else None
             if parent is module:
                 index = self.top_index[id(statement)]
                 self.top_length[index] = len(code)
                 self.generated.add(index)
                 if offset is None:
-                    offset = self._top_offset(index)
+                    offset = self._top_offset(index, code)
                 self.top_offset[index] = offset
             if offset is None:
                 continue  # the same text elsewhere too: try the enclosing statement
@@ -223,36 +224,45 @@ class _Locator:
             return True
         return False  # the module itself
 
-    def _top_offset(self, index: int) -> int:
-        """Where top-level statement ``index`` starts: the header and the statements before it
-        (from the nearest one already placed), generated and measured."""
-        module = self.module
-        known = [i for i in self.top_offset if i < index]
-        if known:
-            start = max(known)
-            offset = self.top_offset[start]
-        else:
-            start = 0
-            offset = sum(len(module.code_for_node(line)) for line in module.header)
-        for i in range(start, index):
-            length = self.top_length.get(i)
-            if length is None:  # kept: another statement placed this way may need it again
-                length = self.top_length[i] = len(module.code_for_node(module.body[i]))
-            offset += length
-        return offset
+    def _top_offset(self, index: int, code: str) -> int:
+        """Where top-level statement ``index`` starts, whose text ``code`` starts several lines (or
+        none: a last line without its newline): the one such line between the statements placed
+        around it, if only one is; else measured from the nearest placed statement (or the start)
+        by the lengths of the statements in between, generated to measure them."""
+        placed = self.top_offset
+        before = max((i for i in placed if i < index), default=None)
+        after = min((i for i in placed if i > index), default=None)
+        low = placed[before] + self._length(before) if before is not None else 0
+        high = placed[after] - len(code) if after is not None else len(self.source)
+        between = _line_starts(self.source, code, low, high, 2)
+        if len(between) == 1:
+            return between[0]
+        if after is not None and (before is None or after - index < index - before):
+            return placed[after] - sum(self._length(i) for i in range(index, after))
+        if before is not None:
+            return placed[before] + sum(self._length(i) for i in range(before, index))
+        header = sum(len(self.module.code_for_node(line)) for line in self.module.header)
+        return header + sum(self._length(i) for i in range(index))
+
+    def _length(self, index: int) -> int:
+        """The length of top-level statement ``index``'s text (kept: another placement may need it)."""
+        length = self.top_length.get(index)
+        if length is None:
+            length = self.top_length[index] = len(self.module.code_for_node(self.module.body[index]))
+        return length
 
 
-def _unique_line_start(source: str, code: str) -> int | None:
-    """The offset where ``code`` occurs at the start of a line, if it occurs at one only."""
-    found = None
-    at = source.find(code)
+def _line_starts(source: str, code: str, low: int, high: int, most: int) -> list[int]:
+    """Up to ``most`` offsets in ``low..high`` where ``code`` occurs at the start of a line."""
+    found: list[int] = []
+    at = source.find(code, low, high + len(code))
     while at != -1:
         before = source[at - 1] if at else "\n"
         if before == "\n" or (before == "\r" and source[at:at + 1] != "\n"):
-            if found is not None:
-                return None
-            found = at
-        at = source.find(code, at + 1)
+            found.append(at)
+            if len(found) == most:
+                break
+        at = source.find(code, at + 1, high + len(code))
     return found
 
 

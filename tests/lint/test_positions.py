@@ -221,7 +221,7 @@ def test_positions_of_places_repeated_text_exactly(monkeypatch):
     assert len(calls) == 5
     measured = []
     measure = positions_module._Locator._top_offset
-    monkeypatch.setattr(positions_module._Locator, "_top_offset", lambda self, i: measured.append(i) or measure(self, i))
+    monkeypatch.setattr(positions_module._Locator, "_top_offset", lambda self, i, code: measured.append(i) or measure(self, i, code))
     for call in calls:
         ranges, _ = positions_of(module, source, parents, [call])
         assert ranges[id(call)] == expected[id(call)]
@@ -269,7 +269,11 @@ def test_findings_and_fixes_as_with_whole_module_positions(monkeypatch):
     from lint_rules import engine, registry
 
     sources = [p.read_text(encoding="utf-8") for p in sorted((REPO / "fixtures").rglob("*.py"))]
-    sources += [textwrap.dedent(ex.code) for rule in registry.active_rules().values() for ex in rule.INVALID]
+    examples = [textwrap.dedent(ex.code) for rule in registry.active_rules().values() for ex in rule.INVALID]
+    sources += examples
+    # All in one file, twice: findings everywhere, in statements whose text occurs more than once.
+    one_file = "".join(e.replace("from __future__ import annotations\n", "") for e in examples)
+    sources.append(one_file + one_file)
     selective = _findings(sources)
     monkeypatch.setattr(engine, "positions_of", lambda module, source, parents, nodes: positions_and_extents(module))
     whole = _findings(sources)
