@@ -10,8 +10,9 @@ this process: the floor that the server's protocol and threading add to. Target:
 100 ms (issue #16). Exits 0 whether or not the target is met; 2 when it could not measure.
 
 Files: a training script (reference implementations from fixtures/, concatenated to 1,000 lines:
-a training loop every ~100 lines, findings throughout) and, when torch is installed, the
-``torch/optim/adam.py`` that ships with it (990 lines of library code).
+a training loop every ~100 lines, findings throughout), the rules' INVALID examples concatenated to
+1,000 lines (a finding every dozen lines) and, when torch is installed, the ``torch/optim/adam.py``
+that ships with it (990 lines of library code).
 """
 
 from __future__ import annotations
@@ -50,8 +51,20 @@ def training_script() -> str:
     return "".join(lines)
 
 
+def dense_findings() -> str:
+    """The rules' INVALID examples one after another up to 1,000 lines: a finding every dozen lines,
+    where positions cost the most (they are worked out only for the statements holding findings)."""
+    import textwrap
+
+    from lint_rules import registry
+
+    parts = [textwrap.dedent(ex.code).replace("from __future__ import annotations\n", "")
+             for rule in registry.active_rules().values() for ex in rule.INVALID]
+    return "".join("".join(parts).splitlines(True)[:LINES])
+
+
 def corpus() -> dict[str, str]:
-    files = {"training script (fixtures)": training_script()}
+    files = {"training script (fixtures)": training_script(), "rule examples (dense findings)": dense_findings()}
     try:
         import importlib.util
 

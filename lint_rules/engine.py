@@ -22,7 +22,7 @@ from lint_rules.analysis.cross_file import ProjectFacts
 from lint_rules.analysis.model import FileModel
 from lint_rules.analysis.project_index import index_for
 from lint_rules.analysis.parsing import parse_module
-from lint_rules.positions import positions_and_extents
+from lint_rules.positions import positions_of
 from lint_rules.project import ProjectInfo
 from lint_rules.diagnostics import Edit, FileResult, Finding, Fix
 from lint_rules.rule import Report, Rule, RuleFix
@@ -161,7 +161,8 @@ def _run_rules(source: str, path: str, codes: set[str] | None, unfixable: frozen
     # Positions cost more than the parse; compute them only for files with findings.
     raw: list[Finding] = []
     if reports:
-        ranges, extents = _positions(module)
+        ranges, extents = _positions(module, source, model.parents, [rep.node for _, rep in reports] + [
+            e.node for _, rep in reports if rep.fix is not None for e in rep.fix.edits])
         offsets = _Offsets(source) if extents is not None and any(rep.fix for _, rep in reports) else None
         for rule, rep in reports:
             line, col, end_line, end_col = ranges(rep.node)
@@ -280,11 +281,12 @@ def _suppression_findings(path: str, source: str, found: list[Finding], enabled:
     return out
 
 
-def _positions(module: cst.Module):
+def _positions(module: cst.Module, source: str, parents: dict, nodes: list):
     """A function node -> (line, column, end line, end column), 1-based lines, 0-based columns,
-    and node id -> the extent of its whole text (None on the fallback path: then no fixes)."""
+    and node id -> the extent of its whole text (None on the fallback path: then no fixes), for
+    ``nodes`` (what was reported and what fixes replace): only their statements are generated."""
     try:
-        fast, extents = positions_and_extents(module)
+        fast, extents = positions_of(module, source, parents, nodes)
         return (lambda node: fast[id(node)]), extents
     except Exception:  # LibCST internals changed: the public, slower provider
         slow = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)

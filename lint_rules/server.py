@@ -2,7 +2,8 @@
 
 A thin layer over :mod:`lint_rules.api`, built on pygls: an open buffer is linted from memory
 with :func:`~lint_rules.api.lint_text` as the file it will be saved as (its per-file ignores, torch
-bound and the imports of the project around it come from disk), on open, change and save. Each
+bound and the imports of the project around it come from disk), on open and change, and on save
+when the configuration read again changed what applies. Each
 finding's fix is a quick fix, every safe fix at once is the ``source.fixAll.torchcheck`` action, and
 "suppress on this line" adds ``# noqa: TRNnnn`` (merged into a noqa comment already there).
 
@@ -19,6 +20,7 @@ import logging
 import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
@@ -29,6 +31,7 @@ from lint_rules.api import Settings, lint_text
 from lint_rules.diagnostics import SAFE, FileResult, Finding
 from lint_rules.errors import TorchcheckError
 from lint_rules.fixes import add_noqa
+from lint_rules.project import clear_cache as clear_project_cache, read_project
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -42,16 +45,21 @@ log = logging.getLogger(__name__)
 
 
 class _Linted:
-    """The last lint of one document: the text it saw and what it found there."""
+    """The last lint of one document: the text it saw, under what, and what it found there."""
 
-    __slots__ = ("version", "source", "findings", "fixable", "problem")
+    __slots__ = ("version", "source", "basis", "findings", "fixable", "problem", "noqa")
 
-    def __init__(self, version: int | None, source: str, findings: list[Finding], problem: str | None = None) -> None:
+    def __init__(self, version: int | None, source: str, basis: object, findings: list[Finding],
+                 problem: str | None = None) -> None:
         self.version = version
         self.source = source
+        self.basis = basis  # what besides the text decided the findings (TorchcheckServer.basis)
         self.findings = findings
         self.problem = problem  # a configuration error to show the user instead
         self.fixable = any(f.fix is not None and f.fix.applicability == SAFE for f in findings)
+        # (line, code) -> that line with the code added to its noqa comment (None: no comment can end it);
+        # editors ask for code actions at every cursor move, and each answer would tokenize the file.
+        self.noqa: dict[tuple[int, str], str | None] = {}
 
 
 class TorchcheckServer(LanguageServer):
@@ -78,15 +86,39 @@ class TorchcheckServer(LanguageServer):
         if held is not None and held[0] == _stamp(held[1]):
             return held[1]
         try:
-            settings: Settings | TorchcheckError = Settings.resolve(directory, fix=fix)
+            # The torch bound read here, once per directory, not per lint (and read again with the settings).
+            settings: Settings | TorchcheckError = Settings.resolve(directory, fix=fix,
+                                                                    project=read_project(Path(directory)))
         except TorchcheckError as e:
             settings = e
         self._settings[key] = (_stamp(settings), settings)
         return settings
 
     def forget_settings(self) -> None:
+        """Read the configuration again at the next lint: settings, and the torch bound of the
+        project files (which lint_rules.project otherwise keeps for the life of the process)."""
         self._settings.clear()
         self._announced.clear()
+        clear_project_cache()
+
+    def basis(self, path: str | None) -> Settings | str:
+        """What a document's findings depend on besides its text: its settings (the torch bound
+        included), or the configuration error that stops it being linted."""
+        settings = self.settings_for(path)
+        return str(settings) if isinstance(settings, TorchcheckError) else settings
+
+    def saved(self, uri: str) -> None:
+        """On save: read the configuration again (a new pyproject.toml may apply), and lint again
+        only if that changed what applies or the text differs from the last lint. The buffer was
+        linted as it is saved, so a save that changes neither needs no lint (editors that save
+        after every pause in typing would otherwise lint every text twice)."""
+        self.forget_settings()
+        linted = self._linted.get(uri)
+        doc = self.workspace.get_text_document(uri)
+        if (linted is not None and uri not in self._running and uri not in self._dirty
+                and linted.source == doc.source and linted.basis == self.basis(doc.path)):
+            return
+        self.schedule(uri)
 
     # ----------------------------------------------------------- linting
     def schedule(self, uri: str) -> None:
@@ -118,18 +150,18 @@ class TorchcheckServer(LanguageServer):
             self._running.pop(uri, None)
 
     def _lint(self, path: str | None, source: str, version: int | None) -> _Linted | None:
-        settings = self.settings_for(path)
-        if isinstance(settings, TorchcheckError):
-            return _Linted(version, source, [], problem=str(settings))
         shown = path or "-"
         if shown.endswith(".ipynb"):
             return None  # notebooks come as notebook documents, which this server does not sync
+        basis = self.basis(path)
+        if isinstance(basis, str):
+            return _Linted(version, source, basis, [], problem=basis)
         try:
-            result = lint_text(source, shown, settings)
+            result = lint_text(source, shown, basis)
         except TorchcheckError as e:  # valid Python the linter cannot analyse: say so where it is
             result = FileResult(shown, [Finding(shown, 1, 1, 1, 1, registry.SYNTAX_ERROR.CODE,
                                                 registry.SYNTAX_ERROR.NAME, str(e), "error")])
-        return _Linted(version, source, result.findings)
+        return _Linted(version, source, basis, result.findings)
 
     def _announce(self, message: str) -> None:
         if message not in self._announced:
@@ -149,7 +181,7 @@ class TorchcheckServer(LanguageServer):
         self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     # ------------------------------------------------------ code actions
-    def code_actions(self, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
+    async def code_actions(self, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
         uri = params.text_document.uri
         doc = self.workspace.get_text_document(uri)
         linted = self._linted.get(uri)
@@ -176,7 +208,7 @@ class TorchcheckServer(LanguageServer):
             for f in here:
                 if f.code in registry.BUILTINS:  # a syntax error or a crash is not to be silenced
                     continue
-                action = _suppress(uri, doc, lines, linted.source, f)
+                action = _suppress(uri, doc, lines, linted, f)
                 if action is not None:
                     actions.append(action)
         if linted.fixable and wanted(FIX_ALL):
@@ -184,7 +216,7 @@ class TorchcheckServer(LanguageServer):
                                     data={"uri": uri})
             if self._resolves_edits():  # the fix run waits until the user picks the action
                 actions.append(action)
-            elif self.resolve_fix_all(action).edit is not None:
+            elif (await self.resolve_fix_all(action)).edit is not None:
                 actions.append(action)
         return actions
 
@@ -193,29 +225,30 @@ class TorchcheckServer(LanguageServer):
         support = caps.code_action.resolve_support if caps and caps.code_action else None
         return support is not None and "edit" in support.properties
 
-    def resolve_fix_all(self, action: lsp.CodeAction) -> lsp.CodeAction:
-        """Fill in the fix-all action's edit (``codeAction/resolve``, or at once for clients without it)."""
+    async def resolve_fix_all(self, action: lsp.CodeAction) -> lsp.CodeAction:
+        """Fill in the fix-all action's edit (``codeAction/resolve``, or at once for clients without it).
+        The fix run happens in the lint worker: the event loop keeps taking changes meanwhile."""
         uri = (action.data or {}).get("uri") if isinstance(action.data, dict) else None
         if uri is None or action.kind != FIX_ALL:
             return action
         doc = self.workspace.get_text_document(uri)
-        fixed = self.fix_all(uri, doc)
-        if fixed is not None and fixed != doc.source:
-            action.edit = lsp.WorkspaceEdit(changes={uri: [_whole(doc, doc.source.splitlines(True), fixed)]})
+        source = doc.source
+        fixed = await asyncio.get_running_loop().run_in_executor(self._worker, self.fix_all, uri, doc.path, source)
+        if fixed is not None and fixed != source and doc.source == source:  # not edited meanwhile
+            action.edit = lsp.WorkspaceEdit(changes={uri: [_whole(doc, source.splitlines(True), fixed)]})
         return action
 
-    def fix_all(self, uri: str, doc: TextDocument) -> str | None:
-        """The document's text with every safe fix applied (``torchcheck lint --fix`` on the buffer);
-        kept for the text it was made from, as editors ask for code actions at every cursor move."""
-        source = doc.source
+    def fix_all(self, uri: str, path: str | None, source: str) -> str | None:
+        """``source`` with every safe fix applied (``torchcheck lint --fix`` on the buffer); kept for
+        the text it was made from, as editors ask for code actions at every cursor move."""
         held = self._fixed.get(uri)
         if held is not None and held[0] == source:
             return held[1]
         fixed = None
-        settings = self.settings_for(doc.path, fix=True)
+        settings = self.settings_for(path, fix=True)
         if not isinstance(settings, TorchcheckError):
             try:
-                result = lint_text(source, doc.path or "-", settings)
+                result = lint_text(source, path or "-", settings)
             except TorchcheckError:
                 result = None
             if result is not None and result.fixed is not None and result.fixed.error is None:
@@ -252,13 +285,16 @@ def _diagnostic(doc: TextDocument, lines: list[str], f: Finding) -> lsp.Diagnost
     )
 
 
-def _suppress(uri: str, doc: TextDocument, lines: list[str], source: str, f: Finding) -> lsp.CodeAction | None:
+def _suppress(uri: str, doc: TextDocument, lines: list[str], linted: _Linted, f: Finding) -> lsp.CodeAction | None:
     """"Suppress on this line": the line ``--add-noqa`` would write, as an edit of that line alone."""
-    new, added, _ = add_noqa(source, {f.line: {f.code}})
-    if not added:
+    key = (f.line, f.code)
+    if key not in linted.noqa:
+        new, added, _ = add_noqa(linted.source, {f.line: {f.code}})
+        linted.noqa[key] = new.splitlines(True)[f.line - 1].rstrip("\r\n") if added else None
+    new_line = linted.noqa[key]
+    if new_line is None:
         return None  # no comment can end the line (inside a multi-line string, or continued)
     old_line = lines[f.line - 1].rstrip("\r\n")
-    new_line = new.splitlines(True)[f.line - 1].rstrip("\r\n")
     edit = lsp.TextEdit(_range(doc, lines, f.line, 1, f.line, len(old_line) + 1), new_line)
     return lsp.CodeAction(title=f"{f.code}: suppress on this line (# noqa: {f.code})",
                           kind=lsp.CodeActionKind.QuickFix, diagnostics=[_diagnostic(doc, lines, f)],
@@ -294,8 +330,7 @@ def build() -> TorchcheckServer:
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: TorchcheckServer, params: lsp.DidSaveTextDocumentParams) -> None:
-        ls.forget_settings()  # a saved pyproject.toml, or a new one, may change what applies
-        ls.schedule(params.text_document.uri)
+        ls.saved(params.text_document.uri)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: TorchcheckServer, params: lsp.DidCloseTextDocumentParams) -> None:
@@ -310,12 +345,12 @@ def build() -> TorchcheckServer:
     @server.feature(lsp.TEXT_DOCUMENT_CODE_ACTION,
                     lsp.CodeActionOptions(code_action_kinds=[lsp.CodeActionKind.QuickFix, FIX_ALL],
                                           resolve_provider=True))
-    def code_action(ls: TorchcheckServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
-        return ls.code_actions(params)
+    async def code_action(ls: TorchcheckServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
+        return await ls.code_actions(params)
 
     @server.feature(lsp.CODE_ACTION_RESOLVE)
-    def code_action_resolve(ls: TorchcheckServer, action: lsp.CodeAction) -> lsp.CodeAction:
-        return ls.resolve_fix_all(action)
+    async def code_action_resolve(ls: TorchcheckServer, action: lsp.CodeAction) -> lsp.CodeAction:
+        return await ls.resolve_fix_all(action)
 
     return server
 

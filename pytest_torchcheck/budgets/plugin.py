@@ -14,15 +14,13 @@ from typing import Any, Iterator
 import pytest
 
 from pytest_torchcheck import core
-from pytest_torchcheck.budgets import SIGNATURE
+from pytest_torchcheck.budgets import spec, units  # pure Python: the marker's signature comes from spec's keys
 from pytest_torchcheck.core import Marker, Option, our_markers
 from pytest_torchcheck.errors import TorchcheckFailure, TorchcheckUsageError
 
-# spec, units and baseline load on first use (a budgeted test, a budget option): a suite without budgets
-# does not pay for them at start-up.
+# The baselines load on first use (a budgeted test): a suite without budgets does not pay for them.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from pytest_torchcheck.budgets import spec
     from pytest_torchcheck.budgets.baseline import Baselines
 
 BUDGET_HELP = ("default budget for every @pytest.mark.budget test and budget fixture region, as key=value pairs "
@@ -34,8 +32,6 @@ DIR_HELP = "folder of the saved baselines, relative to the rootdir (default .tor
 
 
 def _spec(value: str, source: str) -> dict[str, Any]:
-    from pytest_torchcheck.budgets import spec
-
     return spec.parse_spec_string(value, source)
 
 
@@ -44,9 +40,7 @@ def _name(value: str, source: str) -> str | None:
     if not value:
         return None
     if not all(c.isalnum() or c in "._-" for c in value) or value.startswith("."):
-        from pytest_torchcheck.budgets.spec import BudgetUsageError
-
-        raise BudgetUsageError(f"{source}: baseline name {value!r} may hold only letters, digits, '.', '_' "
+        raise spec.BudgetUsageError(f"{source}: baseline name {value!r} may hold only letters, digits, '.', '_' "
                                f"and '-' (it names a folder), and must not start with '.'")
     return value
 
@@ -58,20 +52,15 @@ def _ratio(value: str, source: str) -> float:
         ratio = float("nan")
     if 1 <= ratio < float("inf"):
         return ratio
-    from pytest_torchcheck.budgets import units
-    from pytest_torchcheck.budgets.spec import BudgetUsageError
-
     try:
         return units.parse_ratio(value.strip())
     except units.UnitError as e:
-        raise BudgetUsageError(f"{source}: {e}") from None
+        raise spec.BudgetUsageError(f"{source}: {e}") from None
 
 
 def _dir(value: str, source: str) -> str:
     if not value.strip():
-        from pytest_torchcheck.budgets.spec import BudgetUsageError
-
-        raise BudgetUsageError(f"{source}: expected a folder path, got an empty value")
+        raise spec.BudgetUsageError(f"{source}: expected a folder path, got an empty value")
     return value.strip()
 
 
@@ -87,7 +76,7 @@ OPTIONS = {
                            ".torchcheck/baselines", {"metavar": "DIR"}),
 }
 
-MARKER = Marker("budget", SIGNATURE, "fail the test when its body exceeds a limit (memory peaks and growth, "
+MARKER = Marker("budget", spec.SIGNATURE, "fail the test when its body exceeds a limit (memory peaks and growth, "
                 "host-device syncs, FLOPs, ATen ops, torch.compile graph breaks/recompiles, time); limits take "
                 "units ('512MiB', '200ms'); warmup=N runs the body N times first")
 
@@ -146,8 +135,6 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _marker_budget(item: pytest.Item) -> spec.Budget | None:
-    from pytest_torchcheck.budgets import spec
-
     markers = list(item.iter_markers("budget"))  # closest first
     if not markers:
         return None
@@ -179,8 +166,6 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 def _runtest_setup(item: pytest.Item) -> None:
     if "budget" not in our_markers(item):
         return
-    from pytest_torchcheck.budgets import spec
-
     try:
         budget = _marker_budget(item)
     except spec.BudgetUsageError as e:

@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, NamedTuple
 
-from pytest_torchcheck.budgets import SIGNATURE, units  # noqa: F401  (SIGNATURE: re-exported)
+from pytest_torchcheck.budgets import units
 from pytest_torchcheck.errors import TorchcheckUsageError
 
 
@@ -17,9 +17,9 @@ class Key(NamedTuple):
     """One budget key, declared once: how it is parsed, printed, measured, checked and documented.
 
     Everything else reads these declarations: the parser below, the skips (``needs``), the `with`-block
-    restriction (``repeated``), ``measure.instruments`` (``instrument``), ``report.violations`` (``check``)
-    and the failure messages' units. A new key that an existing instrument reads and an existing check
-    compares is one entry here (and its name in ``budgets.SIGNATURE``, which a test keeps in step).
+    restriction (``repeated``), ``measure.instruments`` (``instrument``), ``report.violations`` (``check``),
+    the failure messages' units and the marker's signature (:data:`SIGNATURE`). A new key that an
+    existing instrument reads and an existing check compares is one entry here.
     """
 
     parse: Callable[[object], Any]
@@ -76,12 +76,22 @@ KEYS = {**LIMITS, **SETTINGS}
 REPEATED = frozenset(k for k, key in KEYS.items() if key.repeated)
 CUDA_KEYS = frozenset(k for k, key in KEYS.items() if key.needs == "cuda")
 HOST_MEMORY_KEYS = frozenset(k for k, key in KEYS.items() if key.needs == "host_memory")
-DEFAULT_REPEATS = 5
+
+
+def _default(key: Key) -> Any:
+    """A setting's value when no layer gives one: its declared default, parsed (None: none declared)."""
+    return key.parse(key.default) if key.default else None
+
+
+DEFAULT_REPEATS: int = _default(SETTINGS["repeats"])
 
 
 def signature() -> str:
-    """The marker's signature, from the declarations (``budgets.SIGNATURE`` keeps a copy for start-up)."""
+    """The marker's signature, from the declarations: ``budget(*, cpu_memory=, ..., repeats=5, ...)``."""
     return f"budget(*, {', '.join(f'{k}={key.default}' for k, key in KEYS.items())})"
+
+
+SIGNATURE = signature()  # `pytest --markers` shows it; usage errors quote it
 
 
 def instruments(keys: set[str] | frozenset[str]) -> frozenset[str]:
@@ -98,10 +108,11 @@ class Budget:
     """Validated limits (bytes, seconds, counts) and run settings for one region."""
 
     limits: Mapping[str, Any] = field(default_factory=dict)
-    warmup: int = 0
+    # One field per setting in SETTINGS, defaulting to its declaration's default.
+    warmup: int = _default(SETTINGS["warmup"])
     repeats: int = DEFAULT_REPEATS
-    tolerance: float | None = None
-    name: str | None = None
+    tolerance: float | None = _default(SETTINGS["tolerance"])
+    name: str | None = _default(SETTINGS["name"])
     sources: Mapping[str, str] = field(default_factory=dict)  # key -> where its value came from
 
     @property
@@ -161,5 +172,5 @@ def build(layers: list[tuple[dict[str, Any], str]]) -> Budget:
             merged[key] = value
             sources[key] = source
     limits = {k: v for k, v in merged.items() if k in LIMITS}
-    return Budget(limits=limits, warmup=merged.get("warmup", 0), repeats=merged.get("repeats", DEFAULT_REPEATS),
-                  tolerance=merged.get("tolerance"), name=merged.get("name"), sources=sources)
+    settings = {k: merged[k] if k in merged else _default(key) for k, key in SETTINGS.items()}
+    return Budget(limits=limits, sources=sources, **settings)

@@ -230,7 +230,7 @@ def test_columns_are_in_the_clients_utf16_units(tmp_path: Path) -> None:
     run(go())
 
 
-def test_save_relints_and_a_burst_of_changes_ends_on_the_newest_text(tmp_path: Path) -> None:
+def test_a_burst_of_changes_ends_on_the_newest_text_and_a_save_does_not_relint(tmp_path: Path) -> None:
     path = tmp_path / "train.py"
 
     async def go() -> None:
@@ -248,9 +248,43 @@ def test_save_relints_and_a_burst_of_changes_ends_on_the_newest_text(tmp_path: P
                 if got.version == 11:
                     break
             assert list(got.diagnostics) == []
-            path.write_text(BUGGY)  # what the editor does before didSave
+            path.write_text(BUGGY)  # another text on disk: the buffer, not the file, is what is linted
             s.client.text_document_did_save(lsp.DidSaveTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
-            assert await s.diagnostics(uri) == []  # the buffer, not the file on disk, is what is linted
+            # The save changed neither the text nor the settings: no second lint, nothing published
+            # until the next change.
+            s.versions[uri] = 12
+            s.client.text_document_did_change(lsp.DidChangeTextDocumentParams(
+                lsp.VersionedTextDocumentIdentifier(uri=uri, version=12),
+                [lsp.TextDocumentContentChangeWholeDocument(text=BUGGY)]))
+            got = await asyncio.wait_for(s.queue(uri).get(), TIMEOUT)
+            assert (got.version, [d.code for d in got.diagnostics]) == (12, ["TRN802"])
+
+    run(go())
+
+
+def test_save_relints_when_the_project_configuration_changed(tmp_path: Path) -> None:
+    """The same text, saved after pyproject.toml changed: its selection and its torch bound apply."""
+    path = tmp_path / "train.py"
+    text = "import torch\nscaler = torch.cuda.amp.GradScaler()\n"  # flagged unless torch < 2.3 is supported
+    uri = path.as_uri()
+
+    def save(s: Session) -> None:
+        s.client.text_document_did_save(lsp.DidSaveTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
+
+    async def go() -> None:
+        async with session(tmp_path) as s:
+            assert [d.code for d in await s.open(path, text)] == ["TRN802"]
+            (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\ndependencies = ["torch>=2.1"]\n')
+            save(s)
+            assert await s.diagnostics(uri) == []  # the torch bound, read again
+            (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\ndependencies = ["torch>=2.4"]\n'
+                                                     '[tool.torchcheck]\nignore = ["TRN101"]\n')
+            save(s)
+            assert [d.code for d in await s.diagnostics(uri)] == ["TRN802"]
+            (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\ndependencies = ["torch>=2.4"]\n'
+                                                     '[tool.torchcheck]\nignore = ["TRN802"]\n')
+            save(s)
+            assert await s.diagnostics(uri) == []  # the selection, read again
 
     run(go())
 

@@ -3,9 +3,11 @@ signature all follow from it."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
-from pytest_torchcheck.budgets import SIGNATURE, spec, units
+from pytest_torchcheck.budgets import spec, units
 
 
 def test_every_limit_names_an_instrument_and_a_check_that_exist():
@@ -21,9 +23,21 @@ def test_every_limit_names_an_instrument_and_a_check_that_exist():
     assert not any(k.instrument or k.check for k in spec.SETTINGS.values())
 
 
-def test_the_start_up_copy_of_the_signature_matches_the_declarations():
-    # budgets.SIGNATURE is a literal so that `pytest --markers` does not load spec.py at start-up.
-    assert SIGNATURE == spec.signature(), f"set budgets.SIGNATURE to {spec.signature()!r}"
+def test_the_signature_is_derived_from_the_declarations(monkeypatch):
+    assert spec.SIGNATURE == spec.signature()
+    assert spec.SIGNATURE.startswith("budget(*, cpu_memory=, cuda_memory=, cuda_reserved=, memory_growth=, ")
+    assert spec.SIGNATURE.endswith("time=, warmup=0, repeats=5, tolerance=, name=)")
+    key = spec.Key(units.parse_count, units.COUNT_HELP, "count", "ATen calls, by another name",
+                   instrument="ops", check="ops")
+    monkeypatch.setitem(spec.KEYS, "aten_calls", key)
+    assert spec.signature().endswith(", name=, aten_calls=)")  # a declared key is in the signature
+
+
+def test_settings_defaults_come_from_their_declarations():
+    assert {f.name for f in dataclasses.fields(spec.Budget)} == {"limits", "sources", *spec.SETTINGS}
+    empty = spec.build([])
+    assert (empty.warmup, empty.repeats, empty.tolerance, empty.name) == (0, 5, None, None)
+    assert empty == spec.Budget() and spec.DEFAULT_REPEATS == 5
 
 
 def test_derived_key_sets():
