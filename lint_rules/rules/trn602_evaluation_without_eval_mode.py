@@ -4,11 +4,9 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from lint_rules.analysis.training import BACKWARD, STEP
 from lint_rules.rule import WARNING, Invalid, Rule, Valid
-from lint_rules.analysis.evaluation import EVAL, TRAIN, FileFacts, local_function, mode_call
+from lint_rules.analysis.evaluation import TRAIN, FileFacts
 from lint_rules.analysis.modules import ModuleFacts
-from lint_rules.analysis.summaries import Summaries
 
 if TYPE_CHECKING:
     from lint_rules.analysis.model import FileModel
@@ -459,85 +457,19 @@ class EvaluationWithoutEvalMode(Rule):
         super().__init__(model)
         self._facts = model.fact(FileFacts)
         self._modules = model.fact(ModuleFacts)
-        self._draws: bool | None = None
 
     def visit_For(self, node: cst.For) -> None:
         calls = self._facts.evaluation_calls(node) or [
             inner for _, inner in self._facts.evaluation_helper_calls(node)]  # self.eval_step(batch)
-        if calls and not self._mode_set(node) and any(
+        if calls and not self._facts.mode_set_for(node) and any(
                 self._modules.mode_dependent(call.func) is not False for call in calls):
             self.report(node)
 
     def visit_Call(self, node: cst.Call) -> None:
         # tx, ty = next(iter(test_loader)); net(tx) -- one held-out batch inside a training loop
         facts = self._facts
-        model = self.model
-        # cheapest tests first: this runs for every call of the file
-        if not node.args or not isinstance(node.func, (cst.Name, cst.Attribute, cst.Subscript)):
+        if facts.drawn_batch_scored(node) is None:
             return
-        if self._draws is None:  # a file that never calls next() draws no batch
-            self._draws = any(isinstance(c.func, cst.Name) and c.func.value == "next" for c in model.nodes(cst.Call))
-        if not self._draws:
-            return
-        if not facts.is_model_call(node):
-            return
-        loops = model.enclosing_loops(node)
-        if not loops or not any(model.training.is_training_loop(lp) for lp in loops):
-            return
-        data = next((d for a in node.args if a.keyword is None and not a.star
-                     and (d := facts.drawn_from(a.value)) is not None), None)
-        if data is None:
-            return
-        # under no_grad it is a measurement; otherwise the data must be a held-out split
-        # and no backward() may follow in the iteration (a second training batch)
-        if not model.in_no_grad(node) and not (facts.held_out(data) and not self._backward_after(node, loops[0])):
-            return
-        last = facts.last_mode_before(node, model.enclosing_function(node))
+        last = facts.last_mode_before(node, self.model.enclosing_function(node))
         if (last is None or last[0] == TRAIN) and self._modules.mode_dependent(node.func) is not False:
             self.report(node, DRAWN_BATCH_MESSAGE)
-
-    def _backward_after(self, node: cst.Call, loop: cst.CSTNode) -> bool:
-        """A backward() after ``node`` in the loop's body, also one a helper call runs."""
-        model = self.model
-        index = model.order[id(node)]
-        helpers = model.fact(Summaries)
-        # an event call around the model call (`step(loss(net(vx)))`) comes first in document order
-        return any(e.kind == BACKWARD and (e.index > index or model.is_inside(node, e.node))
-                   for e in (*model.training.loop_events.get(id(loop), ()), *helpers.helper_events(loop)))
-
-    def _mode_set(self, loop: cst.For) -> bool:
-        facts = self._facts
-        for inner in facts.body_nodes(loop):
-            if isinstance(inner, cst.Call) and any(call is inner for _, call, _ in facts.mode_calls()):
-                return True
-        fn = self.model.enclosing_function(loop)
-        if self._set_before(loop, fn):
-            return True
-        return isinstance(fn, cst.FunctionDef) and self._set_by_callers(fn, 0)
-
-    def _set_before(self, node: cst.CSTNode, region: cst.CSTNode | None) -> bool:
-        last = self._facts.last_mode_before(node, region)
-        if last is None:
-            return False
-        mode, call = last
-        if mode == EVAL:
-            return True
-        # train() with no training between it and the loop is a deliberate train-mode pass;
-        # a helper that trains (train_one_epoch) is not.
-        model = self.model
-        helper = local_function(model, call.func) if mode_call(call) is None else None
-        start, end = model.order[id(call)], model.order[id(node)]
-        return mode == TRAIN and not any(
-            e.kind in (BACKWARD, STEP)
-            and (start < e.index < end or helper is not None and model.is_inside(e.node, helper))
-            for e in model.training.events)
-
-    def _set_by_callers(self, fn: cst.FunctionDef, depth: int) -> bool:
-        for site in self._facts.call_sites(fn):
-            caller = self.model.enclosing_function(site)
-            if self._set_before(site, caller):
-                return True
-            if depth < 2 and isinstance(caller, cst.FunctionDef) and caller is not fn \
-                    and self._set_by_callers(caller, depth + 1):
-                return True
-        return False
