@@ -53,6 +53,7 @@ class FileFacts:
         self._call_sites: dict[int, list[cst.Call]] = {}
         self._mode_calls: list[tuple[int, cst.Call, str]] | None = None
         self._optimized: set[tuple[int, str]] | None = None
+        self._draws: bool | None = None
 
     # ------------------------------------------------------- structure
     def body_nodes(self, container: cst.CSTNode) -> Iterator[cst.CSTNode]:
@@ -345,3 +346,80 @@ class FileFacts:
             if model.enclosing_function(call) is region:
                 last = (mode, call)
         return last
+
+    def mode_set_for(self, loop: cst.For) -> bool:
+        """A mode call sets the model's mode for ``loop``: one in its body, the last one before
+        it in its function (``eval()``, or ``train()`` with no training between it and the
+        loop: a deliberate train-mode pass), or one before a call of that function in a
+        caller (two callers deep)."""
+        for inner in self.body_nodes(loop):
+            if isinstance(inner, cst.Call) and any(call is inner for _, call, _ in self.mode_calls()):
+                return True
+        fn = self.model.enclosing_function(loop)
+        if self._set_before(loop, fn):
+            return True
+        return isinstance(fn, cst.FunctionDef) and self._set_by_callers(fn, 0)
+
+    def _set_before(self, node: cst.CSTNode, region: cst.CSTNode | None) -> bool:
+        last = self.last_mode_before(node, region)
+        if last is None:
+            return False
+        mode, call = last
+        if mode == EVAL:
+            return True
+        # train() with no training between it and the loop is a deliberate train-mode pass;
+        # a helper that trains (train_one_epoch) is not.
+        model = self.model
+        helper = local_function(model, call.func) if mode_call(call) is None else None
+        start, end = model.order[id(call)], model.order[id(node)]
+        return mode == TRAIN and not any(
+            e.kind in (BACKWARD, STEP)
+            and (start < e.index < end or helper is not None and model.is_inside(e.node, helper))
+            for e in model.training.events)
+
+    def _set_by_callers(self, fn: cst.FunctionDef, depth: int) -> bool:
+        for site in self.call_sites(fn):
+            caller = self.model.enclosing_function(site)
+            if self._set_before(site, caller):
+                return True
+            if depth < 2 and isinstance(caller, cst.FunctionDef) and caller is not fn \
+                    and self._set_by_callers(caller, depth + 1):
+                return True
+        return False
+
+    # ---------------------------------------------------- drawn batches
+    def drawn_batch_scored(self, call: cst.Call) -> cst.CSTNode | None:
+        """The held-out data whose batch the model call ``call`` scores inside a training loop
+        (``tx, ty = next(iter(test_loader)); net(tx)``), or None.
+
+        The batch is drawn with ``next(...)`` (see :meth:`drawn_from`); the call is a
+        measurement: under no_grad, or on a held-out split (:meth:`held_out`) with no
+        backward() after it in the iteration (else it is a second training batch).
+        """
+        model = self.model
+        # cheapest tests first: this runs for every call of the file
+        if not call.args or not isinstance(call.func, (cst.Name, cst.Attribute, cst.Subscript)):
+            return None
+        if self._draws is None:  # a file that never calls next() draws no batch
+            self._draws = any(isinstance(c.func, cst.Name) and c.func.value == "next" for c in model.nodes(cst.Call))
+        if not self._draws or not self.is_model_call(call):
+            return None
+        loops = model.enclosing_loops(call)
+        if not loops or not any(model.training.is_training_loop(lp) for lp in loops):
+            return None
+        data = next((d for a in call.args if a.keyword is None and not a.star
+                     and (d := self.drawn_from(a.value)) is not None), None)
+        if data is None:
+            return None
+        if not model.in_no_grad(call) and not (self.held_out(data) and not self.backward_after(call, loops[0])):
+            return None
+        return data
+
+    def backward_after(self, node: cst.CSTNode, loop: cst.CSTNode) -> bool:
+        """A backward() after ``node`` in the loop's body, also one a helper call runs."""
+        model = self.model
+        index = model.order[id(node)]
+        helpers = model.fact(Summaries)
+        # an event call around the model call (`step(loss(net(vx)))`) comes first in document order
+        return any(e.kind == BACKWARD and (e.index > index or model.is_inside(node, e.node))
+                   for e in (*model.training.loop_events.get(id(loop), ()), *helpers.helper_events(loop)))

@@ -4,7 +4,8 @@ import libcst as cst
 
 from lint_rules.analysis.kinds import LEAF, PARAMETER
 from lint_rules.analysis.model import ASSIGN, keyword_arg
-from lint_rules.rule import Invalid, Rule, Valid
+from lint_rules.rule import Rule
+from lint_rules.rules.examples import trn105 as examples
 
 # Tensor methods that copy to another device or dtype; the copy is a new, non-leaf tensor.
 _MOVES = frozenset({"to", "cuda", "cpu", "double", "float", "half", "bfloat16", "type", "xpu", "mps"})
@@ -63,85 +64,8 @@ class RequiresGradLostByDeviceMove(Rule):
                "and an optimizer cannot update it")
     FIX_TITLE = "Create the tensor on its device and dtype (`device=`, `dtype=`) with requires_grad=True"
 
-    VALID = [
-        Valid(
-            """
-            import torch
-            w = torch.randn(10, 1, device=device, requires_grad=True)
-            b = torch.zeros(1, device="cuda", dtype=torch.float64, requires_grad=True)
-            optimizer = torch.optim.SGD([w, b], lr=0.1)
-            """
-        ),
-        Valid(
-            """
-            # move first, then ask for gradients: the result is a leaf
-            import torch
-            w = torch.randn(10, 1).to(device).requires_grad_()
-            x = torch.randn(3, 4).cuda()
-            x.requires_grad = True
-            """
-        ),
-        Valid(
-            """
-            # a copy used in the graph is fine; the leaf keeps its name and gets .grad
-            import torch
-            w = torch.randn(3, requires_grad=True)
-            w_gpu = w.to(device)
-            loss = (w_gpu * x).sum()
-            """
-        ),
-        Valid(
-            """
-            # nn.Parameter(...) wraps the moved copy into a new leaf; module.to() keeps parameters
-            import torch
-            from torch import nn
-            class Net(nn.Module):
-                def __init__(self):
-                    super().__init__()
-                    self.scale = nn.Parameter(torch.ones(1, requires_grad=True).to(device))
-            model = Net().to(device)
-            """
-        ),
-        Valid(
-            """
-            # no-ops on a default float32 CPU tensor, and a detached copy
-            import torch
-            w = torch.randn(3, requires_grad=True).float()
-            c = torch.zeros(3, requires_grad=True).cpu()
-            snapshot = torch.randn(3, requires_grad=True).cuda().detach()
-            """
-        ),
-    ]
-    INVALID = [
-        Invalid(
-            """
-            import torch
-            w = torch.randn(10, 1, requires_grad=True).to(device)  # BUG
-            b = torch.zeros(1, requires_grad=True).cuda()  # BUG
-            optimizer = torch.optim.SGD([w, b], lr=0.1)
-            """
-        ),
-        Invalid(
-            """
-            import torch
-            from torch import nn
-            class Net(nn.Module):
-                def __init__(self):
-                    super().__init__()
-                    self.temperature = nn.Parameter(torch.ones(1)).cuda()  # BUG
-                    self.bias = nn.Parameter(torch.zeros(4)).double()  # BUG
-            """
-        ),
-        Invalid(
-            """
-            import torch as T
-            x = T.tensor([1.0, 2.0], requires_grad=True)
-            x = x.to("cuda")  # BUG
-            y = T.empty(5).requires_grad_().half()  # BUG
-            z = T.rand(2, dtype=T.float64, requires_grad=True).float()  # BUG
-            """
-        ),
-    ]
+    VALID = examples.VALID
+    INVALID = examples.INVALID
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func

@@ -4,7 +4,8 @@ import libcst as cst
 
 from lint_rules.analysis.model import ASSIGN, is_false, is_none, is_true, keyword_arg
 from lint_rules.analysis.names import DATA_LOADERS
-from lint_rules.rule import SAFE, UNSAFE, Invalid, Replace, Rule, RuleFix, Valid
+from lint_rules.rule import SAFE, UNSAFE, Replace, Rule, RuleFix
+from lint_rules.rules.examples import trn303 as examples
 
 # Samplers that shuffle by default: dropping shuffle=True beside them keeps shuffled batches.
 _SHUFFLING_SAMPLERS = frozenset({"torch.utils.data.DistributedSampler", "torch.utils.data.RandomSampler",
@@ -58,91 +59,8 @@ class ShuffleWithSampler(Rule):
     MESSAGE = "DataLoader(shuffle=True) with a sampler raises ValueError at run time"
     FIX_TITLE = "Remove shuffle=True; let the sampler shuffle"
 
-    VALID = [
-        Valid(
-            """
-            from torch.utils.data import DataLoader, DistributedSampler
-            loader = DataLoader(ds, batch_size=32, sampler=DistributedSampler(ds))
-            """
-        ),
-        Valid(
-            """
-            from torch.utils.data import DataLoader
-            loader = DataLoader(ds, batch_size=32, shuffle=(sampler is None), sampler=sampler)
-            """
-        ),
-        Valid(
-            """
-            import torch
-            loader = torch.utils.data.DataLoader(ds, shuffle=True, sampler=None)
-            """
-        ),
-        Valid(
-            """
-            # not torch's DataLoader
-            from mylib import DataLoader
-            loader = DataLoader(ds, shuffle=True, sampler=s)
-            """
-        ),
-    ]
-    INVALID = [
-        Invalid(
-            """
-            from torch.utils.data import DataLoader, DistributedSampler
-            loader = DataLoader(ds, batch_size=32, shuffle=True, sampler=DistributedSampler(ds))  # BUG
-            """,
-            fixed="""
-            from torch.utils.data import DataLoader, DistributedSampler
-            loader = DataLoader(ds, batch_size=32, sampler=DistributedSampler(ds))  # BUG
-            """,
-            applicability=SAFE,
-        ),
-        Invalid(
-            """
-            import torch.utils.data as data
-            sampler = data.RandomSampler(ds)
-            loader = data.DataLoader(ds, shuffle=True, sampler=sampler)  # BUG
-            """,
-            fixed="""
-            import torch.utils.data as data
-            sampler = data.RandomSampler(ds)
-            loader = data.DataLoader(ds, sampler=sampler)  # BUG
-            """,
-            applicability=SAFE,
-        ),
-        Invalid(
-            """
-            from torch.utils.data.dataloader import DataLoader as DL
-            loader = DL(ds, shuffle=True, batch_sampler=bucket_sampler)  # BUG
-            """,
-            fixed="""
-            from torch.utils.data.dataloader import DataLoader as DL
-            loader = DL(ds, batch_sampler=bucket_sampler)  # BUG
-            """,
-            applicability=UNSAFE,
-        ),
-        Invalid(
-            """
-            import torch
-            from torch.utils.data import DataLoader, SequentialSampler
-            a = DataLoader(ds, 64, True, SequentialSampler(ds), num_workers=4)  # BUG
-            b = DataLoader(  # BUG
-                ds,
-                sampler=torch.utils.data.RandomSampler(ds),
-                shuffle=True,
-            )
-            """,
-            fixed="""
-            import torch
-            from torch.utils.data import DataLoader, SequentialSampler
-            a = DataLoader(ds, 64, False, SequentialSampler(ds), num_workers=4)  # BUG
-            b = DataLoader(  # BUG
-                ds,
-                sampler=torch.utils.data.RandomSampler(ds),
-            )
-            """,
-        ),
-    ]
+    VALID = examples.VALID
+    INVALID = examples.INVALID
 
     def visit_Call(self, node: cst.Call) -> None:
         if self.model.qualified_name(node.func) not in DATA_LOADERS:

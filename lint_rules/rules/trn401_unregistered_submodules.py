@@ -2,21 +2,13 @@ from __future__ import annotations
 
 import libcst as cst
 
-from lint_rules.analysis.kinds import LEAF, kind_of
-from lint_rules.analysis.model import ASSIGN, CLASS, is_true, keyword_arg
-from lint_rules.analysis.names import PARAMETER, TENSOR_FACTORIES
-from lint_rules.rule import UNSAFE, Invalid, Replace, Rule, RuleFix, Valid
-from lint_rules.analysis.modules import facts, is_torch_module_class_name, self_attribute
+from lint_rules.analysis.containers import ContainerFacts
+from lint_rules.rule import UNSAFE, Replace, Rule, RuleFix
+from lint_rules.analysis.modules import facts, self_attribute
 from lint_rules.analysis.spelling import spelling
+from lint_rules.rules.examples import trn401 as examples
 
-_CONTAINER_CALLS = frozenset({"builtins.list", "builtins.tuple", "builtins.dict"})
 _ADDERS = frozenset({"append", "extend", "insert"})
-# Annotations of a container's elements: List[nn.Module], list[nn.Linear], Dict[str, nn.Module] ...
-_GENERIC_CONTAINERS = frozenset({"typing.List", "builtins.list", "typing.Sequence", "typing.MutableSequence",
-                                 "typing.Dict", "builtins.dict", "typing.Tuple", "builtins.tuple",
-                                 "collections.abc.Sequence", "collections.abc.MutableSequence"})
-_LITERALS = (cst.List, cst.Tuple, cst.Set, cst.Dict, cst.ListComp, cst.SetComp, cst.DictComp,
-             cst.GeneratorExp)
 
 
 class UnregisteredSubmodules(Rule):
@@ -96,235 +88,13 @@ class UnregisteredSubmodules(Rule):
                "never trained, never moved by .to(), missing from state_dict()")
     FIX_TITLE = "Hold them in nn.ModuleList / nn.ModuleDict / nn.ParameterList"
 
-    VALID = [
-        Valid(
-            """
-            import torch.nn as nn
-            class Net(nn.Module):
-                def __init__(self, n):
-                    super().__init__()
-                    self.layers = nn.ModuleList([nn.Linear(8, 8) for _ in range(n)])
-                    self.heads = nn.ModuleDict({"a": nn.Linear(8, 2), "b": nn.Linear(8, 3)})
-                    self.sizes = [8, 16, 32]
-                    self.names = ("a", "b")
-                    self.anchors = [torch.zeros(4), torch.ones(4)]
-            """
-        ),
-        Valid(
-            """
-            # built in a list, then wrapped or unpacked into a registering container
-            import torch.nn as nn
-            class Net(nn.Module):
-                def __init__(self, n):
-                    super().__init__()
-                    self.blocks = []
-                    for _ in range(n):
-                        self.blocks.append(nn.Linear(8, 8))
-                    self.blocks = nn.ModuleList(self.blocks)
-                    self.stages = [nn.Conv2d(3, 3, 3), nn.ReLU()]
-                    self.body = nn.Sequential(*self.stages)
-            """
-        ),
-        Valid(
-            """
-            # a list of registered attributes, runtime caches, and a non-module class
-            import torch.nn as nn
-            class Net(nn.Module):
-                def __init__(self):
-                    super().__init__()
-                    self.enc = nn.Linear(8, 8)
-                    self.dec = nn.Linear(8, 8)
-                    self.parts = [self.enc, self.dec]
-                    self.features = []
-
-                def forward(self, x):
-                    self.features.append(self.enc(x))
-                    return self.dec(self.features[-1])
-
-            class Builder:
-                def __init__(self):
-                    self.layers = [nn.Linear(8, 8) for _ in range(3)]
-            """
-        ),
-        Valid(
-            """
-            # registered one by one with add_module
-            import torch.nn as nn
-            class Net(nn.Module):
-                def __init__(self, n):
-                    super().__init__()
-                    self.layers = [nn.Linear(8, 8) for _ in range(n)]
-                    for i, layer in enumerate(self.layers):
-                        self.add_module(f"layer{i}", layer)
-            """
-        ),
-        Valid(
-            """
-            # annotated containers: registered, of names, or of modules never added
-            from typing import List, Optional
-            import torch.nn as nn
-            class Parallel(nn.Module):
-                def __init__(self, layers, names):
-                    super().__init__()
-                    self.branches: Optional[nn.ModuleList] = None
-                    if layers:
-                        self.branches = nn.ModuleList()
-                        for layer in layers:
-                            self.branches.append(layer)
-                    self.names: List[str] = []
-                    for n in names:
-                        self.names.append(n)
-                    self.hooks: List[nn.Module] = []
-            """
-        ),
-    ]
-    INVALID = [
-        Invalid(
-            """
-            # modules passed in, kept in a list the class annotates as holding modules
-            from typing import List, Optional
-            import torch
-            import torch.nn as nn
-            class Parallel(nn.Module):
-                def __init__(self, layers):
-                    super().__init__()
-                    self.branches: Optional[List[nn.Module]] = None
-                    if layers:
-                        self.branches = []  # BUG
-                        for layer in layers:
-                            self.branches.append(layer)
-
-                def forward(self, x):
-                    return torch.cat([b(x) for b in self.branches], dim=-1)
-            """
-        ),
-        Invalid(
-            """
-            import torch.nn as nn
-            class Net(nn.Module):
-                def __init__(self, n):
-                    super().__init__()
-                    self.layers = [nn.Linear(8, 8) for _ in range(n)]  # BUG
-                    self.heads = {"a": nn.Linear(8, 2), "b": nn.Linear(8, 3)}  # BUG
-
-                def forward(self, x):
-                    for layer in self.layers:
-                        x = layer(x)
-                    return self.heads["a"](x)
-            """,
-            fixed="""
-            import torch.nn as nn
-            class Net(nn.Module):
-                def __init__(self, n):
-                    super().__init__()
-                    self.layers = nn.ModuleList([nn.Linear(8, 8) for _ in range(n)])  # BUG
-                    self.heads = nn.ModuleDict({"a": nn.Linear(8, 2), "b": nn.Linear(8, 3)})  # BUG
-
-                def forward(self, x):
-                    for layer in self.layers:
-                        x = layer(x)
-                    return self.heads["a"](x)
-            """,
-            applicability=UNSAFE,
-        ),
-        Invalid(
-            """
-            from torch import nn
-            class Block(nn.Module):
-                def __init__(self):
-                    super().__init__()
-                    self.fc = nn.Linear(8, 8)
-
-            class Net(Block):
-                def __init__(self, n):
-                    super().__init__()
-                    self.blocks = []  # BUG
-                    for _ in range(n):
-                        self.blocks.append(Block())
-                    self.pair = (nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8))  # BUG
-            """,
-            fixed="""
-            from torch import nn
-            class Block(nn.Module):
-                def __init__(self):
-                    super().__init__()
-                    self.fc = nn.Linear(8, 8)
-
-            class Net(Block):
-                def __init__(self, n):
-                    super().__init__()
-                    self.blocks = nn.ModuleList([])  # BUG
-                    for _ in range(n):
-                        self.blocks.append(Block())
-                    self.pair = nn.ModuleList((nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8)))  # BUG
-            """,
-            applicability=UNSAFE,
-        ),
-        Invalid(
-            """
-            import torch
-            import torch.nn as nn
-            class Mixture(nn.Module):
-                def __init__(self, k):
-                    super().__init__()
-                    self.scales = [nn.Parameter(torch.ones(8)) for _ in range(k)]  # BUG
-                    offsets = []
-                    for _ in range(k):
-                        offsets.append(torch.zeros(8, requires_grad=True))
-                    self.offsets = offsets  # BUG
-            """,
-            fixed="""
-            import torch
-            import torch.nn as nn
-            class Mixture(nn.Module):
-                def __init__(self, k):
-                    super().__init__()
-                    self.scales = nn.ParameterList([nn.Parameter(torch.ones(8)) for _ in range(k)])  # BUG
-                    offsets = []
-                    for _ in range(k):
-                        offsets.append(torch.zeros(8, requires_grad=True))
-                    self.offsets = offsets  # BUG
-            """,
-            applicability=UNSAFE,
-        ),
-        Invalid(
-            """
-            # no fix: a tensor that is not a parameter, a repeated module, no torch.nn import
-            import torch
-            from torch.nn import Linear
-            class Net(torch.nn.Module):
-                def __init__(self):
-                    super().__init__()
-                    self.mixed = [Linear(2, 2), torch.zeros(2, requires_grad=True)]  # BUG
-                    self.same = [Linear(2, 2)] * 3  # BUG
-            from torch.nn import Module
-            class Other(Module):
-                def __init__(self):
-                    super().__init__()
-                    self.layers = [Linear(2, 2)]  # BUG
-            """,
-            fixed="""
-            # no fix: a tensor that is not a parameter, a repeated module, no torch.nn import
-            import torch
-            from torch.nn import Linear
-            class Net(torch.nn.Module):
-                def __init__(self):
-                    super().__init__()
-                    self.mixed = [Linear(2, 2), torch.zeros(2, requires_grad=True)]  # BUG
-                    self.same = [Linear(2, 2)] * 3  # BUG
-            from torch.nn import Module
-            class Other(Module):
-                def __init__(self):
-                    super().__init__()
-                    self.layers = torch.nn.ModuleList([Linear(2, 2)])  # BUG
-            """,
-            applicability=UNSAFE,
-        ),
-    ]
+    VALID = examples.VALID
+    INVALID = examples.INVALID
 
     def __init__(self, model) -> None:
         super().__init__(model)
         self._facts = facts(model)
+        self._containers = model.fact(ContainerFacts)
         # (class, attribute, statement, container, assigned through a local variable):
         # judged in finish(), once every append() and later wrapping has been seen.
         self._candidates: list[tuple[cst.ClassDef, str, cst.CSTNode, cst.CSTNode, bool]] = []
@@ -351,8 +121,8 @@ class UnregisteredSubmodules(Rule):
     def _on_attribute(self, target: cst.Attribute, value: cst.BaseExpression, stmt: cst.CSTNode) -> None:
         container, local = value, False
         if isinstance(value, cst.Name):
-            container, local = self._local_container(value), True
-        if container is None or not self._is_container(container):
+            container, local = self._containers.local_container(value), True
+        if container is None or not self._containers.is_container(container):
             return
         found = self._facts.module_method(stmt)
         if found is None:
@@ -360,21 +130,6 @@ class UnregisteredSubmodules(Rule):
         attr = self_attribute(target, found[0])
         if attr is not None:
             self._candidates.append((found[1], attr, stmt, container, local))
-
-    def _local_container(self, name: cst.Name) -> cst.CSTNode | None:
-        bindings = self.model.bindings_of(name)
-        if bindings and len(bindings) == 1 and bindings[0].kind == ASSIGN:
-            return bindings[0].value
-        return None
-
-    def _is_container(self, expr: cst.CSTNode) -> bool:
-        if isinstance(expr, _LITERALS):
-            return True
-        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply):
-            return isinstance(expr.left, (cst.List, cst.ListComp)) or isinstance(expr.right, cst.List)
-        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name):
-            return self.model.qualified_name(expr.func) in _CONTAINER_CALLS
-        return False
 
     # ------------------------------------------------------------------ finish
     def finish(self) -> None:
@@ -387,17 +142,18 @@ class UnregisteredSubmodules(Rule):
                 continue
             if local and id(container) in passed:
                 continue
-            items = self._elements(container)
+            items = self._containers.elements(container)
             items += self._subscript_items.get(key, [])
             items += added.get(key, [])
             if local:
                 items += added.get(id(container), [])
-            if any(self._trainable(item) for item in items) or (items and self._declared_modules(cls, attr)):
+            held = self._containers
+            if any(held.trainable(item) for item in items) or (items and held.declared_modules(cls, attr)):
                 self.report(stmt, fix=None if local else self._fix(stmt, container, items))
 
     def _fix(self, stmt: cst.CSTNode, container: cst.CSTNode, items: list[cst.CSTNode]) -> RuleFix | None:
         """Wrap the container in the registering class that matches all of its elements."""
-        kinds = {self._element_kind(item) for item in items}
+        kinds = {self._containers.element_kind(item) for item in items}
         if len(kinds) != 1 or None in kinds or getattr(stmt, "value", None) is not container:
             return None
         if isinstance(container, cst.Dict):
@@ -418,23 +174,6 @@ class UnregisteredSubmodules(Rule):
         wrapped = cst.Call(func=cst.parse_expression(f"{nn}.{cls}"), args=[cst.Arg(inner)])
         return RuleFix(UNSAFE, (Replace(container, wrapped),))
 
-    def _element_kind(self, expr: cst.CSTNode) -> str | None:
-        """"module" or "parameter" for an element built right here, else None."""
-        if isinstance(expr, cst.Name):
-            value = self._local_container(expr)
-            return self._element_kind(value) if isinstance(value, cst.Call) else None
-        if not isinstance(expr, cst.Call):
-            return None
-        q = self.model.qualified_name(expr.func)
-        if q is not None:
-            return "parameter" if q == PARAMETER else "module" if is_torch_module_class_name(q) else None
-        if isinstance(expr.func, cst.Name):
-            bindings = self.model.bindings_of(expr.func)
-            if bindings and len(bindings) == 1 and bindings[0].kind == CLASS \
-                    and self._facts.is_module_class(bindings[0].value):
-                return "module"
-        return None
-
     def _scan_calls(self) -> tuple[dict, set]:
         """Elements added with ``append``/``extend``/``insert``, and containers handed to a
         call that registers them (``nn.Sequential(*self.layers)``)."""
@@ -449,7 +188,7 @@ class UnregisteredSubmodules(Rule):
                 key = self._container_key(func.value, attrs, locals_)
                 if key is not None:
                     arg = call.args[-1].value
-                    extra = self._elements(arg) if func.attr.value == "extend" else [arg]
+                    extra = self._containers.elements(arg) if func.attr.value == "extend" else [arg]
                     added.setdefault(key, []).extend(extra)
                 continue
             for arg in call.args:
@@ -466,7 +205,7 @@ class UnregisteredSubmodules(Rule):
                 if attr is not None:
                     return (id(found[1]), attr)
         elif isinstance(expr, cst.Name) and locals_:
-            container = self._local_container(expr)
+            container = self._containers.local_container(expr)
             if container is not None and id(container) in locals_:
                 return id(container)
         return None
@@ -488,80 +227,3 @@ class UnregisteredSubmodules(Rule):
                 return True
         return False
 
-    # ---------------------------------------------------------------- elements
-    def _elements(self, expr: cst.CSTNode) -> list[cst.CSTNode]:
-        if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
-            return [e.value for e in expr.elements if isinstance(e, cst.Element)]
-        if isinstance(expr, cst.Dict):
-            return [e.value for e in expr.elements if isinstance(e, cst.DictElement)]
-        if isinstance(expr, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
-            return [expr.elt]
-        if isinstance(expr, cst.DictComp):
-            return [expr.value]
-        if isinstance(expr, cst.BinaryOperation):
-            return self._elements(expr.left) + self._elements(expr.right)
-        if isinstance(expr, cst.Call) and expr.args and isinstance(expr.func, cst.Name):
-            if self.model.qualified_name(expr.func) in _CONTAINER_CALLS:
-                return self._elements(expr.args[0].value)
-        return []
-
-    def _declared_modules(self, cls: cst.ClassDef, attr: str) -> bool:
-        """The class annotates the attribute as a container of modules:
-        ``self.branches: Optional[List[nn.Module]] = None``."""
-        for b in self._facts.attr_bindings(cls, attr):
-            if not isinstance(b.node, cst.AnnAssign):
-                continue
-            stack: list[cst.CSTNode] = [b.node.annotation.annotation]
-            while stack:
-                node = stack.pop()
-                if isinstance(node, cst.Subscript) and self.model.qualified_name(node.value) in _GENERIC_CONTAINERS:
-                    if any(isinstance(el.slice, cst.Index) and self._names_module_class(el.slice.value)
-                           for el in node.slice):
-                        return True
-                stack.extend(node.children)
-        return False
-
-    def _names_module_class(self, expr: cst.CSTNode) -> bool:
-        if not isinstance(expr, (cst.Name, cst.Attribute)):
-            return False
-        q = self.model.qualified_name(expr)
-        if q is not None:
-            return (is_torch_module_class_name(q) and not q.endswith("Loss")) or self._project_module_class(expr)
-        bindings = self.model.bindings_of(expr) if isinstance(expr, cst.Name) else None
-        return bool(bindings) and len(bindings) == 1 and bindings[0].kind == CLASS \
-            and self._facts.is_module_class(bindings[0].value)
-
-    def _project_module_class(self, func: cst.CSTNode) -> bool:
-        """A class imported from another file of the project that is an ``nn.Module`` there."""
-        project = getattr(self.model, "project_facts", None)
-        return project is not None and project.is_module_class(self.model, func) is True
-
-    def _trainable(self, expr: cst.CSTNode, depth: int = 0) -> bool:
-        """A module, a parameter, or a tensor that requires grad, built right here."""
-        if depth > 3:
-            return False
-        if isinstance(expr, _LITERALS) or isinstance(expr, cst.BinaryOperation):
-            return any(self._trainable(e, depth + 1) for e in self._elements(expr))
-        if isinstance(expr, cst.Name):
-            value = self._local_container(expr)
-            return value is not None and isinstance(value, cst.Call) and self._trainable(value, depth + 1)
-        if not isinstance(expr, cst.Call):
-            return False
-        q = self.model.qualified_name(expr.func)
-        if q is not None:
-            if q == PARAMETER:
-                return True
-            if q in TENSOR_FACTORIES:
-                arg = keyword_arg(expr, "requires_grad")
-                return arg is not None and is_true(arg.value)
-            if is_torch_module_class_name(q):
-                return not q.endswith("Loss")
-            return self._project_module_class(expr.func)
-        if isinstance(expr.func, cst.Name):
-            bindings = self.model.bindings_of(expr.func)
-            if bindings and len(bindings) == 1 and bindings[0].kind == CLASS:
-                return self._facts.is_module_class(bindings[0].value)
-            return False
-        if isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "requires_grad_":
-            return kind_of(self.model, expr) == LEAF
-        return False

@@ -3,8 +3,9 @@ from __future__ import annotations
 import libcst as cst
 
 from lint_rules.analysis.kinds import CRITERION, MODULE, PARAMETER, kind_of
-from lint_rules.rule import Invalid, Rule, Valid
+from lint_rules.rule import Rule
 from lint_rules.analysis.modules import facts, self_attribute
+from lint_rules.rules.examples import trn404 as examples
 
 # Methods of nn.Module that need Module.__init__ to have run.
 _REGISTER_METHODS = frozenset({"register_buffer", "register_parameter", "add_module", "register_module"})
@@ -65,96 +66,8 @@ class MissingSuperInit(Rule):
     MESSAGE = "nn.Module subclass assigns attributes without calling super().__init__() first"
     FIX_TITLE = "Call super().__init__() as the first statement of __init__"
 
-    VALID = [
-        Valid(
-            """
-            import torch.nn as nn
-            class Net(nn.Module):
-                def __init__(self, d):
-                    super().__init__()
-                    self.fc = nn.Linear(d, d)
-
-            class Old(nn.Module):
-                def __init__(self, d):
-                    super(Old, self).__init__()
-                    self.fc = nn.Linear(d, d)
-            """
-        ),
-        Valid(
-            """
-            # explicit base calls, a local computation first, and no attributes at all
-            import torch
-            from torch import nn
-            class Mixin:
-                def __init__(self):
-                    self.tag = "mixin"
-            class Net(nn.Module, Mixin):
-                def __init__(self, d):
-                    hidden = d * 4
-                    nn.Module.__init__(self)
-                    Mixin.__init__(self)
-                    self.fc = nn.Linear(d, hidden)
-            class Identity(nn.Module):
-                def __init__(self):
-                    pass
-            """
-        ),
-        Valid(
-            """
-            # not modules: a Dataset and a plain class
-            import torch
-            from torch.utils.data import Dataset
-            class Data(Dataset):
-                def __init__(self, n):
-                    self.n = n
-            class Config:
-                def __init__(self):
-                    self.lr = 0.1
-            """
-        ),
-    ]
-    INVALID = [
-        Invalid(
-            """
-            import torch.nn as nn
-            class Net(nn.Module):
-                def __init__(self, d):
-                    self.fc = nn.Linear(d, d)  # BUG
-                    super().__init__()
-            """
-        ),
-        Invalid(
-            """
-            import torch
-            from torch import nn
-            class Base(nn.Module):
-                pass
-            class Net(Base):
-                def __init__(self, d):
-                    self.d = d  # BUG
-                    self.fc = nn.Linear(d, d)
-                    self.scale = nn.Parameter(torch.ones(d))
-            """
-        ),
-        Invalid(
-            """
-            import torch
-            import torch.nn as nn
-            class Norm(nn.Module):
-                def __init__(self, d, eps=1e-5):
-                    self.eps = eps  # a plain value first is fine
-                    self.proj = nn.Linear(d, d)  # BUG
-                    super().__init__()
-                    self.weight = nn.Parameter(torch.ones(d))
-
-            class Stats(torch.nn.Module):
-                def __init__(self, d):
-                    if d > 0:
-                        self.register_buffer("mean", torch.zeros(d))  # BUG
-                    super().__init__()
-            """
-        ),
-    ]
+    VALID = examples.VALID
+    INVALID = examples.INVALID
 
     def __init__(self, model) -> None:
         super().__init__(model)

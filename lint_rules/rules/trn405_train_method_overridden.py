@@ -3,8 +3,9 @@ from __future__ import annotations
 import libcst as cst
 
 from lint_rules.analysis.model import is_true
-from lint_rules.rule import Invalid, Rule, Valid
+from lint_rules.rule import Rule
 from lint_rules.analysis.modules import facts
+from lint_rules.rules.examples import trn405 as examples
 
 
 class TrainMethodOverridden(Rule):
@@ -59,78 +60,8 @@ class TrainMethodOverridden(Rule):
     MESSAGE = "train() overridden with a signature other than train(self, mode=True): breaks model.train()/model.eval()"
     FIX_TITLE = "Rename the method (fit, train_epoch), or keep the signature train(self, mode=True)"
 
-    VALID = [
-        Valid(
-            """
-            import torch.nn as nn
-            class FrozenBN(nn.Module):
-                def train(self, mode=True):
-                    super().train(mode)
-                    self.bn.eval()
-                    return self
-
-            class Typed(nn.Module):
-                def train(self, mode: bool = True) -> "Typed":
-                    return super().train(mode)
-            """
-        ),
-        Valid(
-            """
-            # a trainer object is not a module; fit() on a module is fine
-            import torch.nn as nn
-            class Trainer:
-                def train(self, loader, epochs):
-                    pass
-            class Net(nn.Module):
-                def fit(self, loader):
-                    self.train()
-            """
-        ),
-        Valid(
-            """
-            # extra optional parameters do not break train()/eval()
-            from torch import nn
-            class Net(nn.Module):
-                def train(self, mode=True, *, freeze_bn=False):
-                    super().train(mode)
-                    return self
-            """
-        ),
-    ]
-    INVALID = [
-        Invalid(
-            """
-            import torch.nn as nn
-            class Layer(nn.Linear):
-                def train(self, x_pos, x_neg):  # BUG
-                    for _ in range(10):
-                        loss = self(x_pos).mean() - self(x_neg).mean()
-                        loss.backward()
-            """
-        ),
-        Invalid(
-            """
-            import torch
-            class Net(torch.nn.Module):
-                def train(self):  # BUG
-                    super().train()
-                    return self
-            """
-        ),
-        Invalid(
-            """
-            from torch import nn
-            class Base(nn.Module):
-                pass
-            class Net(Base):
-                def train(self, mode=False):  # BUG
-                    return super().train(mode)
-            class Other(Base):
-                def train(self, training=True):  # BUG
-                    return super().train(training)
-            """
-        ),
-    ]
+    VALID = examples.VALID
+    INVALID = examples.INVALID
 
     def __init__(self, model) -> None:
         super().__init__(model)

@@ -5,7 +5,8 @@ import libcst as cst
 from lint_rules.analysis.context import in_test
 from lint_rules.analysis.edits import append_keyword
 from lint_rules.analysis.model import ASSIGN, is_false, keyword_arg
-from lint_rules.rule import ERROR, UNSAFE, WARNING, Invalid, Replace, Rule, RuleFix, Valid
+from lint_rules.rule import ERROR, UNSAFE, WARNING, Replace, Rule, RuleFix
+from lint_rules.rules.examples import trn701 as examples
 
 # torch.load defaults to weights_only=True from this version on.
 _SAFE_DEFAULT = (2, 6)
@@ -84,111 +85,8 @@ class UnsafeTorchLoad(Rule):
     FIX_TITLE = "Pass weights_only=True to torch.load"
     SEVERITY = ERROR
 
-    VALID = [
-        Valid(
-            """
-            # a test reading back the file it has just written
-            import torch
-            def test_checkpoint_round_trip(tmp_path):
-                torch.save({"step": 3}, tmp_path / "ck.pt")
-                assert torch.load(tmp_path / "ck.pt")["step"] == 3
-            """
-        ),
-        Valid(
-            """
-            import torch
-            state = torch.load("model.pt", weights_only=True, map_location="cpu")
-            """
-        ),
-        Valid(
-            """
-            # the caller decides; and another library's load()
-            import torch
-            from mylib import load
-            def load_checkpoint(path, weights_only=True, **kwargs):
-                a = torch.load(path, weights_only=weights_only)
-                b = torch.load(path, **kwargs)
-                return load(path)
-            """
-        ),
-        Valid(
-            """
-            # a fallback for old torch builds that reject the weights_only argument
-            import torch
-            def load(path):
-                try:
-                    return torch.load(path, map_location="cpu", weights_only=True)
-                except TypeError:
-                    return torch.load(path, map_location="cpu")
-            """
-        ),
-        Valid(
-            """
-            # torch.jit.load loads TorchScript, not a pickle
-            import torch
-            scripted = torch.jit.load("model.ts")
-            """
-        ),
-    ]
-    INVALID = [
-        Invalid(
-            """
-            import torch
-            ckpt = torch.load(path, map_location="cpu", weights_only=False)  # BUG
-            """,
-            fixed="""
-            import torch
-            ckpt = torch.load(path, map_location="cpu", weights_only=True)  # BUG
-            """,
-            applicability=UNSAFE,
-        ),
-        Invalid(
-            """
-            # the project does not say which torch it supports: reported as a warning
-            import torch
-            model.load_state_dict(torch.load(args.resume))  # BUG
-            """,
-            fixed="""
-            # the project does not say which torch it supports: reported as a warning
-            import torch
-            model.load_state_dict(torch.load(args.resume, weights_only=True))  # BUG
-            """,
-            applicability=UNSAFE,
-        ),
-        Invalid(
-            """
-            from torch import load as torch_load
-            UNSAFE = False
-            state = torch_load(f, weights_only=UNSAFE)  # BUG
-            """,
-            fixed="""
-            from torch import load as torch_load
-            UNSAFE = False
-            state = torch_load(f, weights_only=True)  # BUG
-            """,
-            applicability=UNSAFE,
-        ),
-        Invalid(
-            """
-            import torch.serialization
-            snapshot = torch.serialization.load(snapshot_path, map_location=loc)  # BUG
-            state = torch.load(  # BUG
-                snapshot_path,
-                map_location="cpu",
-            )
-            """,
-            fixed="""
-            import torch.serialization
-            snapshot = torch.serialization.load(snapshot_path, map_location=loc, weights_only=True)  # BUG
-            state = torch.load(  # BUG
-                snapshot_path,
-                map_location="cpu",
-                weights_only=True,
-            )
-            """,
-            applicability=UNSAFE,
-        ),
-    ]
+    VALID = examples.VALID
+    INVALID = examples.INVALID
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func

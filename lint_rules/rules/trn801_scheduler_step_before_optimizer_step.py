@@ -5,7 +5,8 @@ import libcst as cst
 from lint_rules.analysis.kinds import SCHEDULER
 from lint_rules.analysis.model import ASSIGN, dotted, keyword_arg
 from lint_rules.analysis.training import STEP
-from lint_rules.rule import WARNING, Invalid, Rule, Valid
+from lint_rules.rule import WARNING, Rule
+from lint_rules.rules.examples import trn801 as examples
 
 # Schedulers whose step() takes a metric and has no "first value" to skip.
 _METRIC_SCHEDULERS = frozenset({"torch.optim.lr_scheduler.ReduceLROnPlateau"})
@@ -67,129 +68,8 @@ class SchedulerStepBeforeOptimizerStep(Rule):
     FIX_TITLE = "Call scheduler.step() after optimizer.step()"
     SEVERITY = WARNING
 
-    VALID = [
-        Valid(
-            """
-            import torch
-            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-            scheduler = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=0.1, total_steps=n)
-            for x, y in loader:
-                optimizer.zero_grad()
-                criterion(model(x), y).backward()
-                optimizer.step()
-                scheduler.step()
-            """
-        ),
-        Valid(
-            """
-            # an epoch-level scheduler after the batch loop, and a plateau scheduler
-            import torch
-            from torch.optim.lr_scheduler import StepLR, ReduceLROnPlateau
-            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-            scheduler = StepLR(optimizer, step_size=30)
-            plateau = ReduceLROnPlateau(optimizer)
-            for epoch in range(epochs):
-                for x, y in loader:
-                    optimizer.zero_grad()
-                    criterion(model(x), y).backward()
-                    optimizer.step()
-                scheduler.step()
-            for epoch in range(epochs):
-                plateau.step(val_loss)
-                train_one_epoch(model, loader, optimizer)
-            """
-        ),
-        Valid(
-            """
-            # the epoch is passed explicitly, and the steps sit in different branches
-            import torch
-            for epoch in range(start_epoch, epochs):
-                lr_scheduler.step(epoch)
-                for x, y in loader:
-                    optimizer.zero_grad()
-                    criterion(model(x), y).backward()
-                    optimizer.step()
-            for i, (x, y) in enumerate(loader):
-                if i < warmup:
-                    warmup_scheduler.step()
-                else:
-                    optimizer.step()
-            """
-        ),
-        Valid(
-            """
-            # gradient accumulation: both steps on the boundary, in order
-            import torch
-            for i, (x, y) in enumerate(loader):
-                scaler.scale(criterion(model(x), y) / accum).backward()
-                if (i + 1) % accum == 0:
-                    scaler.step(optimizer)
-                    scaler.update()
-                    scheduler.step()
-                    optimizer.zero_grad()
-            """
-        ),
-    ]
-    INVALID = [
-        Invalid(
-            """
-            import torch
-            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-            scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, s / 1000))
-            for x, y in loader:
-                scheduler.step()  # BUG
-                optimizer.zero_grad()
-                criterion(model(x), y).backward()
-                optimizer.step()
-            """
-        ),
-        Invalid(
-            """
-            # the pre-1.1 epoch idiom, with the batch loop in a helper
-            import torch
-            from torch.optim import lr_scheduler
-
-            def train_one_epoch(model, loader, optimizer):
-                for x, y in loader:
-                    optimizer.zero_grad()
-                    criterion(model(x), y).backward()
-                    optimizer.step()
-
-            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-            sched = lr_scheduler.StepLR(optimizer, step_size=30)
-            for epoch in range(90):
-                sched.step()  # BUG
-                train_one_epoch(model, loader, optimizer)
-            """
-        ),
-        Invalid(
-            """
-            import torch
-            class Trainer:
-                def training_step(self, batch):
-                    self.lr_scheduler.step()  # BUG
-                    loss = self.model(batch)
-                    self.scaler.scale(loss).backward()
-                    self.scaler.step(self.optimizer)
-                    self.scaler.update()
-                    self.optimizer.zero_grad()
-            """
-        ),
-        Invalid(
-            """
-            # an epoch-level scheduler stepped before the inner training loop
-            import torch
-            optimizer = torch.optim.AdamW(model.parameters())
-            scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=epochs)
-            for epoch in range(epochs):
-                scheduler.step()  # BUG
-                for x, y in loader:
-                    optimizer.zero_grad()
-                    criterion(model(x), y).backward()
-                    optimizer.step()
-            """
-        ),
-    ]
+    VALID = examples.VALID
+    INVALID = examples.INVALID
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func

@@ -6,7 +6,8 @@ import libcst as cst
 
 from lint_rules.analysis.names import canonical_name
 from lint_rules.analysis.spelling import spelling
-from lint_rules.rule import SAFE, UNSAFE, WARNING, Invalid, Replace, Rule, RuleFix, Valid
+from lint_rules.rule import SAFE, UNSAFE, WARNING, Replace, Rule, RuleFix
+from lint_rules.rules.examples import trn802 as examples
 
 # Deprecated name (every defining path) -> what to write instead.
 _REPLACEMENTS: dict[str, str] = {
@@ -107,163 +108,8 @@ class DeprecatedAmpApi(Rule):
     FIX_TITLE = 'Use torch.amp.GradScaler("cuda") and torch.autocast("cuda")'
     SEVERITY = WARNING
 
-    VALID = [
-        Valid(
-            """
-            import torch
-            scaler = torch.amp.GradScaler("cuda")
-            with torch.autocast("cuda", dtype=torch.float16):
-                loss = model(x)
-            """
-        ),
-        Valid(
-            """
-            # the device-generic spellings under aliases
-            from torch import amp
-            from torch.amp import GradScaler, autocast
-            scaler = GradScaler("cuda", enabled=use_amp)
-            ctx = autocast(device_type="cuda") if use_amp else amp.autocast("cpu", enabled=False)
-            """
-        ),
-        Valid(
-            """
-            # fallbacks for old torch
-            import torch
-            try:
-                from torch.amp import GradScaler
-            except ImportError:
-                from torch.cuda.amp import GradScaler
-            try:
-                scaler = torch.amp.GradScaler(device=device)
-            except (AttributeError, TypeError):
-                scaler = torch.cuda.amp.GradScaler()
-            if TORCH_VERSION >= (2, 4):
-                autocast = torch.autocast
-            else:
-                autocast = torch.cuda.amp.autocast
-            """
-        ),
-        Valid(
-            """
-            # a helper that returns the new API where torch has it, the old one after that
-            import torch
-            from packaging import version
-            def mixed_precision(enabled):
-                if version.parse(torch.__version__) >= version.parse("2.4"):
-                    return torch.autocast("cuda", enabled=enabled)
-                return torch.cuda.amp.autocast(enabled=enabled)
-
-            def make_autocast():
-                if _TORCH_GE_2_4:
-                    return torch.autocast("cuda")
-                return torch.cuda.amp.autocast()
-
-            def make_scaler():
-                if not hasattr(torch.amp, "GradScaler"):
-                    from torch.cuda.amp import GradScaler
-                    return GradScaler()
-                return torch.amp.GradScaler("cuda")
-            """
-        ),
-        Valid(
-            """
-            # code that recognises the old API without using it
-            import torch
-            def is_autocast(func, ctx):
-                if func in (torch.cuda.amp.autocast, torch.cpu.amp.autocast):
-                    return True
-                supported = {torch.autocast, torch.cuda.amp.autocast_mode.autocast}
-                return func is torch.cuda.amp.autocast or isinstance(ctx, torch.cuda.amp.autocast)
-            """
-        ),
-        Valid(
-            """
-            # another library's autocast, and a feature check on the module
-            import torch
-            from apex.amp import GradScaler
-            from mylib.amp import autocast
-            scaler = GradScaler()
-            has_amp = hasattr(torch.cuda, "amp")
-            with autocast():
-                pass
-            """
-        ),
-    ]
-    INVALID = [
-        Invalid(
-            """
-            import torch
-            scaler = torch.cuda.amp.GradScaler(enabled=use_amp)  # BUG
-            with torch.cuda.amp.autocast(dtype=torch.float16):  # BUG
-                loss = model(x)
-            """,
-            fixed="""
-            import torch
-            scaler = torch.amp.GradScaler("cuda", enabled=use_amp)  # BUG
-            with torch.autocast("cuda", dtype=torch.float16):  # BUG
-                loss = model(x)
-            """,
-            applicability=SAFE,
-        ),
-        Invalid(
-            """
-            import torch
-            scaler = torch.cuda.amp.GradScaler(2.0**12, 2.0)  # BUG
-            with torch.cuda.amp.autocast(use_amp, torch.bfloat16):  # BUG
-                loss = model(x)
-            torch.set_autocast_dtype("cuda", torch.bfloat16)
-            """,
-            fixed="""
-            import torch
-            scaler = torch.amp.GradScaler("cuda", 2.0**12, 2.0)  # BUG
-            with torch.autocast("cuda", enabled=use_amp, dtype=torch.bfloat16):  # BUG
-                loss = model(x)
-            torch.set_autocast_dtype("cuda", torch.bfloat16)
-            """,
-        ),
-        Invalid(
-            """
-            from torch.cuda.amp import GradScaler, autocast  # BUG
-            scaler = GradScaler()
-            with autocast():
-                loss = model(x)
-            """
-        ),
-        Invalid(
-            """
-            import torch
-            from torch.cuda import amp
-            from functools import partial
-            amp_autocast = partial(amp.autocast, dtype=torch.bfloat16)  # BUG
-            scaler = amp.GradScaler()  # BUG
-            """,
-            fixed="""
-            import torch
-            from torch.cuda import amp
-            from functools import partial
-            amp_autocast = partial(amp.autocast, dtype=torch.bfloat16)  # BUG
-            scaler = torch.amp.GradScaler("cuda")  # BUG
-            """,
-            applicability=SAFE,
-        ),
-        Invalid(
-            """
-            import torch
-            class Model(torch.nn.Module):
-                @torch.cpu.amp.autocast()  # BUG
-                def forward(self, x):
-                    return self.net(x)
-            """,
-            fixed="""
-            import torch
-            class Model(torch.nn.Module):
-                @torch.autocast("cpu")  # BUG
-                def forward(self, x):
-                    return self.net(x)
-            """,
-            applicability=SAFE,
-        ),
-    ]
+    VALID = examples.VALID
+    INVALID = examples.INVALID
 
     def __init__(self, model) -> None:
         super().__init__(model)

@@ -1,0 +1,147 @@
+"""Containers kept on a module class and what they hold (used by TRN401).
+
+Whether an expression builds a plain Python container (a list, tuple, dict or set
+literal or comprehension, ``[x] * n``, ``list(...)``), the elements it is built from,
+what kind of element one is (a module or a parameter built right here), whether an
+element is trainable (a module, a parameter, a tensor that requires grad), and whether
+a class annotates an attribute as a container of modules. Facts, not findings: built
+once per file with ``model.fact(ContainerFacts)``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from lint_rules.analysis.kinds import LEAF, kind_of
+from lint_rules.analysis.modules import facts, is_torch_module_class_name
+from lint_rules.analysis.names import PARAMETER, TENSOR_FACTORIES
+from lint_rules.analysis.scopes import ASSIGN, CLASS, is_true, keyword_arg
+
+if TYPE_CHECKING:
+    from lint_rules.analysis.model import FileModel
+
+CONTAINER_CALLS = frozenset({"builtins.list", "builtins.tuple", "builtins.dict"})
+# Annotations of a container's elements: List[nn.Module], list[nn.Linear], Dict[str, nn.Module] ...
+_GENERIC_CONTAINERS = frozenset({"typing.List", "builtins.list", "typing.Sequence", "typing.MutableSequence",
+                                 "typing.Dict", "builtins.dict", "typing.Tuple", "builtins.tuple",
+                                 "collections.abc.Sequence", "collections.abc.MutableSequence"})
+_LITERALS = (cst.List, cst.Tuple, cst.Set, cst.Dict, cst.ListComp, cst.SetComp, cst.DictComp,
+             cst.GeneratorExp)
+
+
+class ContainerFacts:
+    """Plain containers of one file and the elements they are built from."""
+
+    def __init__(self, model: "FileModel") -> None:
+        self.model = model
+        self._modules = facts(model)
+
+    def is_container(self, expr: cst.CSTNode) -> bool:
+        if isinstance(expr, _LITERALS):
+            return True
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply):
+            return isinstance(expr.left, (cst.List, cst.ListComp)) or isinstance(expr.right, cst.List)
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name):
+            return self.model.qualified_name(expr.func) in CONTAINER_CALLS
+        return False
+
+    def local_container(self, name: cst.Name) -> cst.CSTNode | None:
+        bindings = self.model.bindings_of(name)
+        if bindings and len(bindings) == 1 and bindings[0].kind == ASSIGN:
+            return bindings[0].value
+        return None
+
+    def elements(self, expr: cst.CSTNode) -> list[cst.CSTNode]:
+        if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
+            return [e.value for e in expr.elements if isinstance(e, cst.Element)]
+        if isinstance(expr, cst.Dict):
+            return [e.value for e in expr.elements if isinstance(e, cst.DictElement)]
+        if isinstance(expr, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+            return [expr.elt]
+        if isinstance(expr, cst.DictComp):
+            return [expr.value]
+        if isinstance(expr, cst.BinaryOperation):
+            return self.elements(expr.left) + self.elements(expr.right)
+        if isinstance(expr, cst.Call) and expr.args and isinstance(expr.func, cst.Name):
+            if self.model.qualified_name(expr.func) in CONTAINER_CALLS:
+                return self.elements(expr.args[0].value)
+        return []
+
+    def element_kind(self, expr: cst.CSTNode) -> str | None:
+        """"module" or "parameter" for an element built right here, else None."""
+        if isinstance(expr, cst.Name):
+            value = self.local_container(expr)
+            return self.element_kind(value) if isinstance(value, cst.Call) else None
+        if not isinstance(expr, cst.Call):
+            return None
+        q = self.model.qualified_name(expr.func)
+        if q is not None:
+            return "parameter" if q == PARAMETER else "module" if is_torch_module_class_name(q) else None
+        if isinstance(expr.func, cst.Name):
+            bindings = self.model.bindings_of(expr.func)
+            if bindings and len(bindings) == 1 and bindings[0].kind == CLASS \
+                    and self._modules.is_module_class(bindings[0].value):
+                return "module"
+        return None
+
+    def trainable(self, expr: cst.CSTNode, depth: int = 0) -> bool:
+        """A module, a parameter, or a tensor that requires grad, built right here."""
+        if depth > 3:
+            return False
+        if isinstance(expr, _LITERALS) or isinstance(expr, cst.BinaryOperation):
+            return any(self.trainable(e, depth + 1) for e in self.elements(expr))
+        if isinstance(expr, cst.Name):
+            value = self.local_container(expr)
+            return value is not None and isinstance(value, cst.Call) and self.trainable(value, depth + 1)
+        if not isinstance(expr, cst.Call):
+            return False
+        q = self.model.qualified_name(expr.func)
+        if q is not None:
+            if q == PARAMETER:
+                return True
+            if q in TENSOR_FACTORIES:
+                arg = keyword_arg(expr, "requires_grad")
+                return arg is not None and is_true(arg.value)
+            if is_torch_module_class_name(q):
+                return not q.endswith("Loss")
+            return self._project_module_class(expr.func)
+        if isinstance(expr.func, cst.Name):
+            bindings = self.model.bindings_of(expr.func)
+            if bindings and len(bindings) == 1 and bindings[0].kind == CLASS:
+                return self._modules.is_module_class(bindings[0].value)
+            return False
+        if isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "requires_grad_":
+            return kind_of(self.model, expr) == LEAF
+        return False
+    def declared_modules(self, cls: cst.ClassDef, attr: str) -> bool:
+        """The class annotates the attribute as a container of modules:
+        ``self.branches: Optional[List[nn.Module]] = None``."""
+        for b in self._modules.attr_bindings(cls, attr):
+            if not isinstance(b.node, cst.AnnAssign):
+                continue
+            stack: list[cst.CSTNode] = [b.node.annotation.annotation]
+            while stack:
+                node = stack.pop()
+                if isinstance(node, cst.Subscript) and self.model.qualified_name(node.value) in _GENERIC_CONTAINERS:
+                    if any(isinstance(el.slice, cst.Index) and self._names_module_class(el.slice.value)
+                           for el in node.slice):
+                        return True
+                stack.extend(node.children)
+        return False
+
+    def _names_module_class(self, expr: cst.CSTNode) -> bool:
+        if not isinstance(expr, (cst.Name, cst.Attribute)):
+            return False
+        q = self.model.qualified_name(expr)
+        if q is not None:
+            return (is_torch_module_class_name(q) and not q.endswith("Loss")) or self._project_module_class(expr)
+        bindings = self.model.bindings_of(expr) if isinstance(expr, cst.Name) else None
+        return bool(bindings) and len(bindings) == 1 and bindings[0].kind == CLASS \
+            and self._modules.is_module_class(bindings[0].value)
+
+    def _project_module_class(self, func: cst.CSTNode) -> bool:
+        """A class imported from another file of the project that is an ``nn.Module`` there."""
+        project = getattr(self.model, "project_facts", None)
+        return project is not None and project.is_module_class(self.model, func) is True

@@ -1,0 +1,369 @@
+"""Data loaders and the distributed samplers that feed them (used by TRN302).
+
+Which loaders a shuffling ``DistributedSampler`` feeds, through which names: the
+variable it is assigned to, ``DataLoader(..., sampler=...)``, dict literals followed by
+key (``loaders["train"]``), what an unknown call returns when given the loader
+(``dl = accelerator.prepare(loader)``) and the ``self.<attr>`` a class of this file keeps
+them in (``Trainer(loaders)`` whose ``__init__`` sets ``self.loaders = loaders``).
+On top of that: whether some ``set_epoch()`` call may be on the sampler, which uses
+of a loader run every epoch, and which sampler feeds a loop's iterable.
+Facts, not findings: built once per file with ``model.fact(LoaderFacts)``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from lint_rules.analysis.kinds import OPTIMIZER, SCALER
+from lint_rules.analysis.names import DATA_LOADERS, DISTRIBUTED_SAMPLERS
+from lint_rules.analysis.scopes import ASSIGN, PARAM, dotted, is_false, keyword_arg
+from lint_rules.analysis.summaries import BACKWARD, CLEAR, STEP, Summaries
+
+if TYPE_CHECKING:
+    from lint_rules.analysis.model import FileModel
+
+_WRAPPERS = frozenset({"enumerate", "iter", "tqdm", "zip", "trange", "islice", "cycle"})
+# Last resort, for a loader handed to a function of another file: its spelling says it evaluates.
+_EVALUATES = re.compile(r"^(evaluate|validate|validation|eval|test|inference)($|_)"
+                        r"|_(evaluate|validate|validation|eval|evaluation|test)$", re.I)
+_TRAINS = re.compile(r"train|fit", re.I)  # train_and_evaluate(loader) trains on it as well
+# Which of the names a wrapper's result is unpacked into is the loader, when the arguments
+# do not line up with them: `(m, opt, distr_dl, sched) = backend.distribute(training_data=dl, ...)`.
+_LOADER_NAME = re.compile(r"loader|(^|_)dl($|_)|batches", re.I)
+# Node types these facts read with ``model.nodes(tp)``: a rule that asks for them lists these in NEEDS.
+NEEDS = (cst.Name, cst.Attribute, cst.Subscript)
+
+
+@dataclass
+class SamplerFeed:
+    """A shuffling ``DistributedSampler(...)`` call and what it feeds.
+
+    ``variable``: the name (or ``d['key']``) it is assigned to; ``loaders``: the nodes
+    that hold a loader it feeds, directly or derived (a wrapper's result, a class
+    attribute: those have a stand-in node, see :meth:`LoaderFacts.path`); empty when it
+    feeds no loader of this file.
+    """
+
+    sampler: cst.Call
+    variable: cst.CSTNode | None
+    loaders: list[cst.CSTNode] = field(default_factory=list)
+
+
+class LoaderFacts:
+    """The shuffling distributed samplers of one file and the loaders they feed."""
+
+    def __init__(self, model: "FileModel") -> None:
+        self.model = model
+        # a loader or sampler in a dict literal, or handed to a constructor, has no node of its
+        # own spelling: its path (`loaders['train']`) and root node stand in for it
+        self._alias: dict[int, tuple[str, cst.CSTNode]] = {}
+        self.feeds: list[SamplerFeed] = []
+        self.set_epoch_receivers: list[cst.CSTNode] = []
+        calls = model.nodes(cst.Call)
+        samplers = [c for c in calls if model.qualified_name(c.func) in DISTRIBUTED_SAMPLERS
+                    and not _no_shuffle(c)]
+        if not samplers:
+            return
+        loaders = [c for c in calls if model.qualified_name(c.func) in DATA_LOADERS]
+        self.set_epoch_receivers = [
+            c.func.value for c in calls
+            if isinstance(c.func, cst.Attribute) and c.func.attr.value == "set_epoch"]
+        for sampler in samplers:
+            sampler_var = self._assigned_to(sampler)
+            loader_vars: list[cst.CSTNode] = []
+            for loader in loaders:
+                arg = keyword_arg(loader, "sampler")
+                if arg is None:
+                    positional = [a for a in loader.args if a.keyword is None]
+                    arg = positional[3] if len(positional) > 3 else None
+                if arg is None:
+                    continue
+                if arg.value is sampler or (sampler_var is not None and self._same_var(arg.value, sampler_var)):
+                    target = self._assigned_to(loader)
+                    if target is not None:
+                        loader_vars.append(target)
+            if loader_vars:
+                loader_vars = self._derived(loader_vars)
+            self.feeds.append(SamplerFeed(sampler, sampler_var, loader_vars))
+
+    # ------------------------------------------------------------ queries
+    def epoch_set(self, feed: SamplerFeed) -> bool:
+        """Whether some set_epoch() call of this file may be on ``feed``'s sampler."""
+        return self._epoch_set(self.set_epoch_receivers, feed.sampler, feed.variable, feed.loaders)
+
+    def per_epoch_use(self, var: cst.CSTNode) -> cst.CSTNode | None:
+        """A use of the loader held by ``var`` that runs every epoch (iterated inside an outer
+        loop or a function a loop calls, or used in a loop body, and not only evaluated)."""
+        return self._used_across_epochs(var)
+
+    def fed_by(self, loop: cst.For) -> list[SamplerFeed]:
+        """The samplers that feed the loader ``loop`` iterates (``for b in enumerate(loader)``)."""
+        refs = [loop.iter, *(a.value for a in loop.iter.args)] if isinstance(loop.iter, cst.Call) \
+            and isinstance(loop.iter.func, cst.Name) and loop.iter.func.value in _WRAPPERS else [loop.iter]
+        return [f for f in self.feeds
+                if any(self._is_iterated_by(r, loop) and self._same_var(r, v) for r in refs for v in f.loaders)]
+
+    def path(self, expr: cst.CSTNode) -> str | None:
+        """``loader``, ``self.loader``, ``loaders['train']``; None for anything else."""
+        return self._path(expr)
+
+    # ------------------------------------------------------------ building
+    def _derived(self, loader_vars: list[cst.CSTNode]) -> list[cst.CSTNode]:
+        """The loader variables plus what an unknown call returns for them:
+        ``loader = accelerator.prepare(loader)``, ``m, opt, dl = prepare(m, opt, loader)``."""
+        out = list(loader_vars)
+        for _ in range(3):
+            grown = False
+            for assign in self.model.nodes(cst.Assign):
+                call = assign.value
+                if not isinstance(call, cst.Call) or self._evaluates(call):
+                    continue  # `stats = evaluate(loader)` returns numbers, not a loader
+                args = [a.value for a in call.args]
+                hits = [i for i, a in enumerate(args) if any(self._holds(a, v) for v in out)]
+                if not hits:
+                    continue
+                for t in assign.targets:
+                    target = t.target
+                    if isinstance(target, (cst.Tuple, cst.List)):
+                        elements = [e.value for e in target.elements]
+                        if len(elements) == len(args) and all(call.args[i].keyword is None for i in hits):
+                            picked = [elements[i] for i in hits]
+                        else:  # distribute(model=m, training_data=dl) -> (m, opt, distr_dl, sched)
+                            picked = [e for e in elements if _LOADER_NAME.search(dotted(e) or "")]
+                    else:
+                        picked = [target]
+                    for p in picked:
+                        if self._path(p) is not None and not any(p is v for v in out):
+                            out.append(p)
+                            grown = True
+            grown = self._through_constructors(out) or grown
+            if not grown:
+                break
+        return out
+
+    def _through_constructors(self, out: list[cst.CSTNode]) -> bool:
+        """``Loop(loaders)`` whose ``__init__`` keeps ``self.loaders = loaders``: within the
+        class, ``self.loaders['train']`` is the caller's ``loaders['train']``."""
+        helpers = self.model.fact(Summaries)
+        known = {self._path(v) for v in out}
+        grown = False
+        for call in self.model.nodes(cst.Call):
+            for attr, arg in helpers.constructor_attributes(call) if isinstance(call.func, cst.Name) else ():
+                for v in list(out):
+                    suffix = self._suffix(arg, v)
+                    if suffix is None or attr + suffix in known:
+                        continue
+                    stand_in = cst.Name("_")  # a node of its own, outside the tree
+                    self._alias[id(stand_in)] = (attr + suffix, stand_in)
+                    out.append(stand_in)
+                    known.add(attr + suffix)
+                    grown = True
+        return grown
+
+    def _suffix(self, arg: cst.CSTNode, var: cst.CSTNode) -> str | None:
+        """What ``var``'s path adds to ``arg``'s (`['train']` for `loaders` and `loaders['train']`)."""
+        pa, pv = self._path(arg), self._path(var)
+        if pa is None or pv is None or not (pv == pa or pv.startswith((pa + "[", pa + "."))):
+            return None
+        ra, rv = self._root(arg), self._root(var)
+        if ra is not None and rv is not None and not self._same_binding(ra, rv):
+            return None
+        return pv[len(pa):]
+
+    def _holds(self, arg: cst.CSTNode, var: cst.CSTNode) -> bool:
+        """``arg`` is ``var``, or a conditional that may give it (``ds if deepspeed else dl``)."""
+        if isinstance(arg, cst.IfExp):
+            return self._holds(arg.body, var) or self._holds(arg.orelse, var)
+        return self._same_var(arg, var)
+
+    def _assigned_to(self, value: cst.CSTNode) -> cst.CSTNode | None:
+        """The Name/attribute/``d['key']`` that ``value`` is assigned to (through a ternary),
+        or the element of a dict literal assigned to a name (``loaders = {'train': value}``)."""
+        node = value
+        for anc in self.model.ancestors(value):
+            if isinstance(anc, (cst.IfExp, cst.Element, cst.Tuple)):
+                node = anc
+                continue
+            if isinstance(anc, cst.DictElement) and anc.value is node:
+                key = _constant_key(anc.key)
+                holder = self._assigned_to(self.model.parent(anc))
+                if key is None or holder is None or self._path(holder) is None:
+                    return None
+                self._alias[id(anc)] = (f"{self._path(holder)}[{key!r}]", holder)
+                return anc
+            if isinstance(anc, (cst.Assign, cst.AnnAssign)):
+                targets = [t.target for t in anc.targets] if isinstance(anc, cst.Assign) else [anc.target]
+                for t in targets:
+                    if self._path(t) is not None and anc.value is node:
+                        return t
+            return None
+        return None
+
+    def _path(self, expr: cst.CSTNode) -> str | None:
+        """``loader``, ``self.loader``, ``loaders['train']``; None for anything else."""
+        alias = self._alias.get(id(expr))
+        if alias is not None:
+            return alias[0]
+        if isinstance(expr, cst.Subscript):
+            key = _constant_key(expr.slice[0].slice.value) if len(expr.slice) == 1 \
+                and isinstance(expr.slice[0].slice, cst.Index) else None
+            base = self._path(expr.value) if key is not None else None
+            return None if base is None else f"{base}[{key!r}]"
+        return dotted(expr)
+
+    def _root(self, expr: cst.CSTNode) -> cst.Name | None:
+        """The local name a path starts at (``loaders`` of ``loaders['train']``); None for an
+        attribute path, which is compared by its spelling."""
+        alias = self._alias.get(id(expr))
+        if alias is not None:
+            holder = alias[1]
+            return None if holder is expr else self._root(holder)  # a stand-in is `self.x[...]`
+        while isinstance(expr, cst.Subscript):
+            expr = expr.value
+        return expr if isinstance(expr, cst.Name) else None
+
+    def _same_binding(self, a: cst.Name, b: cst.Name) -> bool:
+        ba = self.model.bindings_of(a)
+        bb = self.model.bindings_of(b)
+        return bool(ba) and bool(bb) and ba[0].scope is bb[0].scope
+
+    def _same_var(self, a: cst.CSTNode, b: cst.CSTNode) -> bool:
+        ta, tb = self._path(a), self._path(b)
+        if ta is None or ta != tb:
+            return False
+        ra, rb = self._root(a), self._root(b)
+        if ra is not None and rb is not None:
+            return self._same_binding(ra, rb)
+        return ra is None and rb is None
+
+    def _epoch_set(self, receivers: list[cst.CSTNode], sampler: cst.Call, sampler_var: cst.CSTNode | None,
+                   loader_vars: list[cst.CSTNode]) -> bool:
+        """Whether some set_epoch() call may be on this sampler: ``sampler.set_epoch()`` or
+        ``loader.sampler.set_epoch()`` on its variables (same binding, not the same name in
+        another function), or on a parameter that a call of this file binds to them. A
+        helper that no call of this file reaches may get them from anywhere: it counts."""
+        for recv in receivers:
+            if isinstance(recv, cst.Attribute) and recv.attr.value == "sampler":
+                if self._refers_to(recv.value, loader_vars, sampler=None):
+                    return True
+            elif self._refers_to(recv, [sampler_var] if sampler_var is not None else [], sampler):
+                return True
+        return False
+
+    def _refers_to(self, expr: cst.CSTNode, variables: list[cst.CSTNode], sampler: cst.Call | None,
+                   depth: int = 0) -> bool:
+        model = self.model
+        if dotted(expr) is None:
+            return True  # get_sampler().set_epoch(): out of sight
+        if any(self._same_var(expr, v) for v in variables):
+            return True
+        bindings = model.bindings_of(expr)
+        if not bindings:
+            return True  # bound elsewhere (a global set in another module)
+        for b in bindings:
+            if b.kind == ASSIGN and b.value is not None:
+                if sampler is not None and (b.value is sampler or model.is_inside(sampler, b.value)):
+                    return True
+            elif b.kind == PARAM and isinstance(b.value, cst.FunctionDef) and isinstance(expr, cst.Name):
+                helpers = model.fact(Summaries)
+                sites = helpers.call_sites(b.value)
+                if not sites or depth >= 3:
+                    return True
+                for site in sites:
+                    arg = helpers.bind(site, b.value).get(expr.value)
+                    if arg is None or self._refers_to(arg, variables, sampler, depth + 1):
+                        return True
+            elif b.kind != ASSIGN:
+                return True  # a loop variable, a with target, ...: out of sight
+        return False
+
+    def _used_across_epochs(self, var: cst.CSTNode) -> cst.CSTNode | None:
+        model = self.model
+        text = self._path(var)
+        if text is None:
+            return None
+        if "[" in text:
+            refs = [n for n in model.nodes(cst.Subscript) if self._path(n) == text]
+        elif "." in text:
+            refs = [n for n in model.nodes(cst.Attribute) if dotted(n) == text]
+        else:
+            refs = [n for n in model.nodes(cst.Name) if n.value == text and n is not var]
+        for ref in refs:
+            if ref is var or not self._same_var(ref, var):
+                continue
+            loops = model.enclosing_loops(ref)
+            if not loops or self._evaluated(ref, loops[0]):
+                continue
+            if self._is_iterated_by(ref, loops[0]):
+                if len(loops) > 1 or self._runs_per_epoch(loops[0]):
+                    return ref
+            elif model.in_loop_body(ref, loops[0]):
+                return ref
+        return None
+
+    def _runs_per_epoch(self, loop: cst.CSTNode) -> bool:
+        """The function holding ``loop`` is called inside a loop of this file
+        (``while True: self._train_epoch()``)."""
+        fn = self.model.enclosing_function(loop)
+        if not isinstance(fn, cst.FunctionDef):
+            return False
+        return any(self.model.enclosing_loops(site) for site in self.model.fact(Summaries).call_sites(fn))
+
+    def _evaluated(self, ref: cst.CSTNode, loop: cst.CSTNode) -> bool:
+        """This use of the loader only evaluates: iterated with autograd off, or handed to a
+        no-grad helper of this file (or an imported ``evaluate``-like function) with no optimizer."""
+        model = self.model
+        helpers = model.fact(Summaries)
+        if self._is_iterated_by(ref, loop):
+            return helpers.in_no_grad(loop)
+        arg = model.parent(ref)
+        call = model.parent(arg) if isinstance(arg, cst.Arg) else None
+        return isinstance(call, cst.Call) and self._evaluates(call)
+
+    def _evaluates(self, call: cst.Call) -> bool:
+        """A call that evaluates what it is given: a no-grad helper of this file, or an
+        imported function spelled ``evaluate``/``validate``/..., with no optimizer passed."""
+        model = self.model
+        helpers = model.fact(Summaries)
+        if not isinstance(call.func, (cst.Name, cst.Attribute)):
+            return False
+        if any(isinstance(a.value, (cst.Name, cst.Attribute)) and model.kind_of(a.value) in (OPTIMIZER, SCALER)
+               for a in call.args):
+            return False
+        fn = helpers.local_function(call.func)
+        if fn is not None:
+            summary = helpers.of(fn)
+            return summary.no_grad and not any(e.kind in (BACKWARD, STEP, CLEAR) for e in summary.effects)
+        text = dotted(call.func)
+        leaf = text.rsplit(".", 1)[-1] if text is not None else ""
+        return _EVALUATES.search(leaf) is not None and _TRAINS.search(leaf) is None
+
+    def _is_iterated_by(self, ref: cst.CSTNode, loop: cst.CSTNode) -> bool:
+        if not isinstance(loop, cst.For):
+            return False
+        it = loop.iter
+        if it is ref:
+            return True
+        return self.model.is_inside(ref, it) and isinstance(it, cst.Call) and \
+            isinstance(it.func, cst.Name) and it.func.value in _WRAPPERS
+
+
+def _constant_key(expr: cst.CSTNode) -> str | int | None:
+    if isinstance(expr, cst.SimpleString):
+        value = expr.evaluated_value
+        return value if isinstance(value, str) else None
+    if isinstance(expr, cst.Integer):
+        return int(expr.value)
+    return None
+
+
+def _no_shuffle(call: cst.Call) -> bool:
+    arg = keyword_arg(call, "shuffle")
+    if arg is None:
+        positional = [a for a in call.args if a.keyword is None]
+        arg = positional[3] if len(positional) > 3 else None
+    return arg is not None and is_false(arg.value)

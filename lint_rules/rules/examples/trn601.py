@@ -1,0 +1,299 @@
+"""The examples of TRN601 (EvaluationWithoutNoGrad): VALID must stay quiet, INVALID is flagged on every
+line marked ``# BUG`` and nowhere else."""
+
+from __future__ import annotations
+
+from lint_rules.rule import Invalid, Valid
+
+VALID = [
+    Valid(
+        """
+        # the helper disables gradients itself
+        import torch
+        class Runner:
+            @torch.no_grad()
+            def eval_step(self, batch):
+                x, y = batch
+                return (self.model(x).argmax(1) == y).float().mean()
+            def validate(self, val_loader):
+                self.model.eval()
+                for batch in val_loader:
+                    self.eval_step(batch)
+        """
+    ),
+    Valid(
+        """
+        # a helper that trains: a training loop, not an evaluation
+        import torch
+        class Runner:
+            def train_step(self, batch):
+                x, y = batch
+                self.opt.zero_grad()
+                self.crit(self.model(x), y).backward()
+                self.opt.step()
+            def fit(self, train_loader):
+                for batch in train_loader:
+                    self.train_step(batch)
+        """
+    ),
+    Valid(
+        """
+        # the same dicts, evaluated under no_grad
+        import torch
+        from torch.utils.data import DataLoader
+        loaders = {"train": DataLoader(train_set), "dev": DataLoader(dev_set)}
+        models = {"generator": torch.nn.Linear(8, 8)}
+        models["generator"].eval()
+        with torch.no_grad():
+            for x, y in loaders["dev"]:
+                out = models["generator"](x)
+
+        # a dict of loaders filled elsewhere: the training split, and the evaluation under no_grad
+        class Runner:
+            def fit(self):
+                for x, y in self.loaders["train"]:
+                    self.opt.zero_grad()
+                    self.loss_fn(self.net(x), y).backward()
+                    self.opt.step()
+
+            @torch.no_grad()
+            def evaluate(self):
+                for x, y in self.loaders["valid"]:
+                    print(self.net(x))
+        """
+    ),
+    Valid(
+        """
+        # no-grad entered through an ExitStack
+        import contextlib
+        import torch
+        def evaluate(model, val_loader):
+            with contextlib.ExitStack() as stack:
+                stack.enter_context(torch.no_grad())
+                for x, y in val_loader:
+                    acc = (model(x).argmax(1) == y).float().mean()
+        """
+    ),
+    Valid(
+        """
+        # a project decorator of this file that wraps torch.inference_mode
+        import functools
+        import torch
+        def evaluation(fn):
+            @functools.wraps(fn)
+            def wrapper(*args, **kwargs):
+                with torch.inference_mode():
+                    return fn(*args, **kwargs)
+            return wrapper
+        @evaluation
+        def evaluate(model, val_loader):
+            for x, y in val_loader:
+                acc = (model(x).argmax(1) == y).float().mean()
+        """
+    ),
+    Valid(
+        """
+        # the caller's caller disables gradients, two calls up
+        import torch
+        def evaluate(model, val_loader):
+            for x, y in val_loader:
+                acc = (model(x).argmax(1) == y).float().mean()
+        def run_eval(model, loader):
+            evaluate(model, loader)
+        def main(model, loader):
+            with torch.no_grad():
+                run_eval(model, loader)
+        """
+    ),
+    Valid(
+        """
+        import torch
+        def evaluate(model, val_loader):
+            model.eval()
+            with torch.no_grad():
+                for x, y in val_loader:
+                    correct = (model(x).argmax(1) == y).sum()
+        """
+    ),
+    Valid(
+        """
+        # decorated evaluation function, and inference_mode
+        import torch
+
+        @torch.no_grad()
+        def validate(model, loader):
+            for x, y in loader:
+                out = model(x)
+
+        @torch.inference_mode()
+        def predict(model, test_loader):
+            return [model(x) for x in test_loader]
+        """
+    ),
+    Valid(
+        """
+        # the training loop: backward() and step()
+        import torch
+        for x, y in train_loader:
+            optimizer.zero_grad()
+            loss = criterion(model(x), y)
+            loss.backward()
+            optimizer.step()
+        """
+    ),
+    Valid(
+        """
+        # the caller disables gradients around the evaluation function
+        import torch
+        def run_eval(model, loader):
+            total = 0
+            for x, y in loader:
+                total += (model(x).argmax(1) == y).sum().item()
+            return total
+
+        with torch.no_grad():
+            acc = run_eval(model, test_loader)
+        """
+    ),
+    Valid(
+        """
+        # a training step hidden in a helper that receives the optimizer, and an
+        # adversarial evaluation that needs input gradients
+        import torch
+        for x, y in train_loader:
+            loss = criterion(model(x), y)
+            loss_scaler(loss, optimizer, clip_grad=1.0)
+        for x, y in test_loader:
+            x.requires_grad_()
+            loss = criterion(model(x), y)
+            grad, = torch.autograd.grad(loss, x)
+        """
+    ),
+    Valid(
+        """
+        # the mode is set explicitly: once for the script, or per phase
+        import torch
+        torch.set_grad_enabled(False)
+        for x in test_loader:
+            preds = model(x)
+
+        def run(phase, loader):
+            with torch.set_grad_enabled(phase == "train"):
+                for x, y in loader:
+                    out = model(x)
+        """
+    ),
+]
+
+INVALID = [
+    Invalid(
+        """
+        # the model call sits in a self.eval_step(batch) helper
+        import torch
+        class Runner:
+            def eval_step(self, batch):
+                x, y = batch
+                return (self.model(x).argmax(1) == y).float().mean()
+            def validate(self, val_loader):
+                self.model.eval()
+                for batch in val_loader:  # BUG
+                    self.eval_step(batch)
+        """
+    ),
+    Invalid(
+        """
+        # models and loaders kept in dicts
+        import torch
+        from torch.utils.data import DataLoader
+        loaders = {"train": DataLoader(train_set), "dev": DataLoader(dev_set)}
+        models = {"generator": torch.nn.Linear(8, 8)}
+        models["generator"].eval()
+        for x, y in loaders["dev"]:  # BUG
+            out = models["generator"](x)
+
+        class Runner:
+            def evaluate(self):
+                self.net.eval()
+                for x, y in self.loaders["valid"]:  # BUG
+                    print(self.net(x))
+        """
+    ),
+    Invalid(
+        """
+        # the ExitStack enters no_grad only after the evaluation loop
+        import contextlib
+        import torch
+        def evaluate(model, val_loader):
+            with contextlib.ExitStack() as stack:
+                for x, y in val_loader:  # BUG
+                    acc = (model(x).argmax(1) == y).float().mean()
+                stack.enter_context(torch.no_grad())
+        """
+    ),
+    Invalid(
+        """
+        # a project decorator that only logs does not disable gradients
+        import functools
+        import torch
+        def logged(fn):
+            @functools.wraps(fn)
+            def wrapper(*args, **kwargs):
+                print("running", fn.__name__)
+                return fn(*args, **kwargs)
+            return wrapper
+        @logged
+        def evaluate(model, val_loader):
+            for x, y in val_loader:  # BUG
+                acc = (model(x).argmax(1) == y).float().mean()
+        """
+    ),
+    Invalid(
+        """
+        import torch
+        def evaluate(model, val_loader):
+            model.eval()
+            for x, y in val_loader:  # BUG
+                correct = (model(x).argmax(1) == y).sum()
+        """
+    ),
+    Invalid(
+        """
+        import torch
+        from torch.utils.data import DataLoader
+        loader = DataLoader(test_set, batch_size=256)
+        net = torch.nn.Sequential(torch.nn.Linear(8, 2))
+        preds = []
+        for i, (batch, _) in enumerate(loader):  # BUG
+            preds.append(net(batch))
+        """
+    ),
+    Invalid(
+        """
+        # no_grad covers the first loop only; enable_grad turns it back on
+        import torch
+        class Trainer:
+            def validate(self):
+                self.model.eval()
+                with torch.no_grad():
+                    for x, y in self.val_loader:
+                        out = self.model(x)
+                with torch.enable_grad():
+                    for x, y in self.test_loader:  # BUG
+                        out = self.model(x)
+        """
+    ),
+    Invalid(
+        """
+        # the caller calls the evaluation function outside no_grad
+        import torch
+        def test(model, dataset):
+            losses = []
+            for x, y in tqdm(dataset):  # BUG
+                losses.append(criterion(model(x), y))
+            return losses
+
+        model.eval()
+        test(model, test_set)
+        """
+    ),
+]

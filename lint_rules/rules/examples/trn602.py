@@ -1,0 +1,374 @@
+"""The examples of TRN602 (EvaluationWithoutEvalMode): VALID must stay quiet, INVALID is flagged on every
+line marked ``# BUG`` and nowhere else."""
+
+from __future__ import annotations
+
+from lint_rules.rule import Invalid, Valid
+
+VALID = [
+    Valid(
+        """
+        # the same helper, after model.eval()
+        import torch
+        class Runner:
+            def eval_step(self, batch):
+                x, y = batch
+                return (self.model(x).argmax(1) == y).float().mean()
+            @torch.no_grad()
+            def validate(self, val_loader):
+                self.model.eval()
+                for batch in val_loader:
+                    self.eval_step(batch)
+        """
+    ),
+    Valid(
+        """
+        # no layer of this MLP depends on the mode: eval() would change nothing
+        import torch
+        import torch.nn as nn
+        class MLP(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.body = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+            def forward(self, x):
+                return self.body(x)
+        def evaluate(loader):
+            model = MLP()
+            with torch.no_grad():
+                for x, y in loader:
+                    out = model(x)
+        """
+    ),
+    Valid(
+        """
+        # a bare nn.Linear
+        import torch
+        model = torch.nn.Linear(4, 2)
+        with torch.no_grad():
+            for x, y in test_loader:
+                out = model(x)
+        """
+    ),
+    Valid(
+        """
+        # a loader helper returns the model in eval mode
+        import torch
+        def load_model(path):
+            m = Net()
+            m.load_state_dict(torch.load(path))
+            return m.cuda().eval()
+        model = load_model("best.pt")
+        with torch.no_grad():
+            for x, y in test_loader:
+                out = model(x)
+        """
+    ),
+    Valid(
+        """
+        # the mode set on the loop variable of an outer loop, through a device move
+        import torch
+        def check_all(models, loader):
+            for model in models:
+                model.cuda().eval()
+                for x, y in loader:
+                    acc = model(x)
+        """
+    ),
+    Valid(
+        """
+        import torch
+        def test(model, device, test_loader):
+            model.eval()
+            with torch.no_grad():
+                for data, target in test_loader:
+                    output = model(data.to(device))
+        """
+    ),
+    Valid(
+        """
+        # the caller sets eval mode before calling the evaluation function
+        import torch
+        @torch.no_grad()
+        def run_validate(model, loader):
+            for x, y in loader:
+                out = model(x)
+
+        def validate(model, val_loader):
+            model.eval()
+            run_validate(model, val_loader)
+        """
+    ),
+    Valid(
+        """
+        # the training loop, and a deliberate train-mode pass that re-estimates
+        # batch-norm statistics
+        import torch
+        for x, y in train_loader:
+            optimizer.zero_grad()
+            criterion(model(x), y).backward()
+            optimizer.step()
+        model.train()
+        with torch.no_grad():
+            for x, _ in calib_loader:
+                model(x)
+        """
+    ),
+    Valid(
+        """
+        # eval mode set by a helper of this file, and model.train(False)
+        import torch
+        def freeze(model):
+            model.eval()
+            for p in model.parameters():
+                p.requires_grad_(False)
+
+        freeze(model)
+        with torch.no_grad():
+            for x in test_loader:
+                preds = model(x)
+
+        def evaluate(net, val_data):
+            net.train(False)
+            with torch.no_grad():
+                for x, y in val_data:
+                    out = net(x)
+        """
+    ),
+    Valid(
+        """
+        # a test batch drawn inside the training loop, evaluated in eval mode
+        import torch
+        import torch.nn.functional as F
+        def fit(net, opt, train_loader, test_loader, epochs):
+            for epoch in range(epochs):
+                for i, (x, y) in enumerate(train_loader):
+                    net.train()
+                    opt.zero_grad()
+                    F.nll_loss(net(x), y).backward()
+                    opt.step()
+                    if i % 10 == 0:
+                        tx, ty = next(iter(test_loader))
+                        net.eval()
+                        with torch.no_grad():
+                            print((net(tx).argmax(1) == ty).float().mean().item())
+        """
+    ),
+    Valid(
+        """
+        # a second, unlabelled training batch drawn in the loop: backward() follows it
+        import torch
+        def fit(net, opt, train_loader, unlabelled_loader):
+            for x, y in train_loader:
+                ux = next(iter(unlabelled_loader))
+                opt.zero_grad()
+                (criterion(net(x), y) + consistency(net(ux))).backward()
+                opt.step()
+        """
+    ),
+    Valid(
+        """
+        # a validation batch whose loss a helper backpropagates: a training step
+        import torch
+        class MetaLearner:
+            def outer_step(self, loss):
+                self.meta_opt.zero_grad()
+                loss.backward()
+                self.meta_opt.step()
+            def fit(self, train_loader, val_loader):
+                for x, y in train_loader:
+                    self.opt.zero_grad()
+                    criterion(self.model(x), y).backward()
+                    self.opt.step()
+                    vx, vy = next(iter(val_loader))
+                    self.outer_step(criterion(self.model(vx), vy))
+        """
+    ),
+    Valid(
+        """
+        # a validation batch that trains (a meta-learning outer step), not a measurement
+        import torch
+        def fit(model, meta_opt, train_loader, val_loader):
+            val_iter = iter(val_loader)
+            for x, y in train_loader:
+                vx, vy = next(val_iter)
+                meta_opt.zero_grad()
+                criterion(model(vx), vy).backward()
+                meta_opt.step()
+        """
+    ),
+    Valid(
+        """
+        # the fix: eval() before the held-out batch, train() at the top of the step
+        import torch
+        from torch.autograd import Variable
+        from pointnet import PointNetCls
+        classifier = PointNetCls(k=16)
+        optimizer = torch.optim.SGD(classifier.parameters(), lr=0.01)
+        for epoch in range(25):
+            for i, (points, target) in enumerate(dataloader, 0):
+                classifier = classifier.train()
+                optimizer.zero_grad()
+                F.nll_loss(classifier(points), target).backward()
+                optimizer.step()
+                if i % 10 == 0:
+                    j, data = next(enumerate(testdataloader, 0))
+                    points, target = data
+                    classifier = classifier.eval()
+                    pred = classifier(Variable(points).cuda())
+        """
+    ),
+]
+
+INVALID = [
+    Invalid(
+        """
+        # a test batch scored every 10 steps, in training mode, outside no_grad
+        import torch
+        from torch.autograd import Variable
+        from pointnet import PointNetCls
+        classifier = PointNetCls(k=16)
+        optimizer = torch.optim.SGD(classifier.parameters(), lr=0.01)
+        for epoch in range(25):
+            for i, (points, target) in enumerate(dataloader, 0):
+                optimizer.zero_grad()
+                F.nll_loss(classifier(points), target).backward()
+                optimizer.step()
+                if i % 10 == 0:
+                    j, data = next(enumerate(testdataloader, 0))
+                    points, target = data
+                    points = Variable(points).transpose(2, 1).cuda()
+                    pred = classifier(points)  # BUG
+        """
+    ),
+    Invalid(
+        """
+        # a validation batch from an iterator made before the loop
+        import torch
+        def fit(net, opt, train_loader, val_loader, steps):
+            val_batches = iter(val_loader)
+            for step, (x, y) in enumerate(train_loader):
+                opt.zero_grad()
+                criterion(net(x), y).backward()
+                opt.step()
+                if step % 100 == 0:
+                    vx, vy = next(val_batches)
+                    log(criterion(net(vx.cuda()), vy).item())  # BUG
+        """
+    ),
+    Invalid(
+        """
+        # a test batch drawn inside the training loop, evaluated in train mode
+        import torch
+        import torch.nn.functional as F
+        def fit(net, opt, train_loader, test_loader, epochs):
+            for epoch in range(epochs):
+                for i, (x, y) in enumerate(train_loader):
+                    opt.zero_grad()
+                    F.nll_loss(net(x), y).backward()
+                    opt.step()
+                    if i % 10 == 0:
+                        tx, ty = next(iter(test_loader))
+                        with torch.no_grad():
+                            print((net(tx).argmax(1) == ty).float().mean().item())  # BUG
+        """
+    ),
+    Invalid(
+        """
+        # the model call sits in a self.eval_step(batch) helper
+        import torch
+        class Runner:
+            def eval_step(self, batch):
+                x, y = batch
+                return (self.model(x).argmax(1) == y).float().mean()
+            @torch.no_grad()
+            def validate(self, val_loader):
+                for batch in val_loader:  # BUG
+                    self.eval_step(batch)
+        """
+    ),
+    Invalid(
+        """
+        # a model of this file with dropout, evaluated in training mode
+        import torch
+        import torch.nn as nn
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.body = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.5), nn.Linear(8, 2))
+            def forward(self, x):
+                return self.body(x)
+        def evaluate(loader):
+            model = Net()
+            with torch.no_grad():
+                for x, y in loader:  # BUG
+                    out = model(x)
+        """
+    ),
+    Invalid(
+        """
+        import torch
+        def evaluate(model, val_loader):
+            correct = 0
+            with torch.no_grad():
+                for x, y in val_loader:  # BUG
+                    correct += (model(x).argmax(1) == y).sum().item()
+            return correct
+        """
+    ),
+    Invalid(
+        """
+        # model.train() at the top of the epoch, validation with no eval()
+        import torch
+        for epoch in range(epochs):
+            model.train()
+            for x, y in train_loader:
+                optimizer.zero_grad()
+                criterion(model(x), y).backward()
+                optimizer.step()
+            with torch.no_grad():
+                for x, y in val_loader:  # BUG
+                    val_loss += criterion(model(x), y).item()
+        """
+    ),
+    Invalid(
+        """
+        # the caller trains and then evaluates without switching the mode
+        import torch
+        from torch.utils.data import DataLoader
+
+        def accuracy(net, loader):
+            hits = 0
+            with torch.inference_mode():
+                for batch in loader:  # BUG
+                    hits += (net(batch[0]).argmax(1) == batch[1]).sum().item()
+            return hits
+
+        def main(net, optimizer):
+            loader = DataLoader(ds, batch_size=64)
+            net.train()
+            for x, y in loader:
+                optimizer.zero_grad()
+                criterion(net(x), y).backward()
+                optimizer.step()
+            return accuracy(net, loader)
+        """
+    ),
+    Invalid(
+        """
+        # the epoch's train() helper leaves the model in training mode
+        import torch
+        def train_epoch(model, loader, optimizer):
+            model.train()
+            for x, y in loader:
+                optimizer.zero_grad()
+                criterion(model(x), y).backward()
+                optimizer.step()
+
+        for epoch in range(10):
+            train_epoch(model, train_loader, optimizer)
+            with torch.no_grad():
+                for x, y in val_loader:  # BUG
+                    acc = (model(x).argmax(1) == y).float().mean()
+        """
+    ),
+]

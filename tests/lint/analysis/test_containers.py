@@ -1,0 +1,76 @@
+"""Plain containers and what they are built from (analysis/containers.py), asked of the facts directly."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+import pytest
+
+from lint_rules.analysis.containers import ContainerFacts
+from lint_rules.analysis.model import FileModel
+
+_SRC = """
+import torch
+import torch.nn as nn
+from typing import List, Optional
+
+class Block(nn.Module):
+    pass
+
+class Plain:
+    pass
+
+class Net(nn.Module):
+    heads: Optional[List[nn.Module]]
+    def __init__(self, n):
+        super().__init__()
+        self.branches: Optional[List[nn.Module]] = None
+        self.sizes: List[int] = []
+        layers = [nn.Linear(4, 4) for _ in range(n)]
+        probe(layers)
+        probe([nn.Linear(2, 2), Block()] * 2)
+        probe({"a": nn.Parameter(torch.zeros(3)), "b": 1})
+        probe(list((torch.zeros(3, requires_grad=True), torch.zeros(3))))
+        probe((Plain(), nn.MSELoss(), torch.zeros(2)))
+        probe(make_layers())
+"""
+
+
+def _facts() -> tuple[FileModel, ContainerFacts, list[cst.CSTNode]]:
+    model = FileModel(cst.parse_module(textwrap.dedent(_SRC)))
+    probes = [c.args[0].value for c in model.nodes(cst.Call) if isinstance(c.func, cst.Name) and c.func.value == "probe"]
+    return model, model.fact(ContainerFacts), probes
+
+
+def test_is_container_and_a_local_name_bound_to_one() -> None:
+    _, facts, probes = _facts()
+    local = facts.local_container(probes[0])
+    assert isinstance(local, cst.ListComp) and facts.is_container(local)
+    assert [facts.is_container(p) for p in probes[1:]] == [True, True, True, True, False]
+
+
+def test_elements_and_their_kinds() -> None:
+    model, facts, probes = _facts()
+    code = model.module.code_for_node
+    assert [code(e) for e in facts.elements(probes[1])] == ["nn.Linear(2, 2)", "Block()"]
+    assert [facts.element_kind(e) for e in facts.elements(probes[1])] == ["module", "module"]
+    assert [facts.element_kind(e) for e in facts.elements(probes[2])] == ["parameter", None]
+    assert facts.elements(probes[5]) == []
+
+
+@pytest.mark.parametrize(("index", "trainable"), [(0, [True]), (1, [True, True]), (2, [True, False]),
+                                                  (3, [True, False]), (4, [False, False, False])])
+def test_trainable_elements(index: int, trainable: list[bool]) -> None:
+    _, facts, probes = _facts()
+    container = facts.local_container(probes[0]) if index == 0 else probes[index]
+    # a loss module holds no parameters; a tensor trains only with requires_grad=True
+    assert [facts.trainable(e) for e in facts.elements(container)] == trainable
+
+
+def test_declared_modules_reads_the_annotation() -> None:
+    model, facts, _ = _facts()
+    net = next(c for c in model.nodes(cst.ClassDef) if c.name.value == "Net")
+    assert facts.declared_modules(net, "branches") is True
+    assert facts.declared_modules(net, "sizes") is False
+    assert facts.declared_modules(net, "missing") is False
