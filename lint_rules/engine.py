@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import ast
 import bisect
+import collections
 import functools
 import gc
 import re
 import traceback
 from lint_rules.records import replace
-from typing import Iterable
+from typing import Iterable, Mapping
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -161,8 +162,9 @@ def _run_rules(source: str, path: str, codes: set[str] | None, unfixable: frozen
     # Positions cost more than the parse; compute them only for files with findings.
     raw: list[Finding] = []
     if reports:
-        ranges, extents = _positions(module, source, model.parents, [rep.node for _, rep in reports] + [
-            e.node for _, rep in reports if rep.fix is not None for e in rep.fix.edits])
+        wanted = [rep.node for _, rep in reports] + [
+            e.node for _, rep in reports if rep.fix is not None for e in rep.fix.edits]
+        ranges, extents = _positions(module, source, _parents_for(model, wanted), wanted)
         offsets = _Offsets(source) if extents is not None and any(rep.fix for _, rep in reports) else None
         for rule, rep in reports:
             line, col, end_line, end_col = ranges(rep.node)
@@ -281,7 +283,18 @@ def _suppression_findings(path: str, source: str, found: list[Finding], enabled:
     return out
 
 
-def _positions(module: cst.Module, source: str, parents: dict, nodes: list):
+def _parents_for(model: FileModel, nodes: list[cst.CSTNode]) -> Mapping[int, cst.CSTNode]:
+    """The model's parent links, plus those of def and class names (the walk skips them: they
+    are not variable references) when a rule reported one, so that positions need not search
+    the whole tree for it."""
+    parents = model.parents
+    if all(id(n) in parents for n in nodes):
+        return parents
+    names = {id(d.name): d for tp in (cst.FunctionDef, cst.ClassDef) for d in model.nodes(tp)}
+    return collections.ChainMap(parents, names)
+
+
+def _positions(module: cst.Module, source: str, parents: Mapping, nodes: list):
     """A function node -> (line, column, end line, end column), 1-based lines, 0-based columns,
     and node id -> the extent of its whole text (None on the fallback path: then no fixes), for
     ``nodes`` (what was reported and what fixes replace): only their statements are generated."""

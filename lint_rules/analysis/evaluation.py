@@ -54,10 +54,19 @@ class FileFacts:
         self._mode_calls: list[tuple[int, cst.Call, str]] | None = None
         self._optimized: set[tuple[int, str]] | None = None
         self._draws: bool | None = None
+        self._bodies: dict[int, list[cst.CSTNode]] = {}
 
     # ------------------------------------------------------- structure
-    def body_nodes(self, container: cst.CSTNode) -> Iterator[cst.CSTNode]:
-        """Ordered nodes inside ``container`` that run in its own function (not nested defs)."""
+    def body_nodes(self, container: cst.CSTNode) -> list[cst.CSTNode]:
+        """Ordered nodes inside ``container`` that run in its own function (not nested defs);
+        worked out once per container (rules ask for the same loop many times)."""
+        key = id(container)
+        found = self._bodies.get(key)
+        if found is None:
+            found = self._bodies[key] = list(self._body_nodes(container))
+        return found
+
+    def _body_nodes(self, container: cst.CSTNode) -> Iterator[cst.CSTNode]:
         model = self.model
         start = model.order.get(id(container))
         if start is None:

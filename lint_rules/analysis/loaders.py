@@ -61,6 +61,8 @@ class LoaderFacts:
         # a loader or sampler in a dict literal, or handed to a constructor, has no node of its
         # own spelling: its path (`loaders['train']`) and root node stand in for it
         self._alias: dict[int, tuple[str, cst.CSTNode]] = {}
+        self._assigns: list | None = None
+        self._kept: list | None = None
         self.feeds: list[SamplerFeed] = []
         self.set_epoch_receivers: list[cst.CSTNode] = []
         calls = model.nodes(cst.Call)
@@ -118,14 +120,13 @@ class LoaderFacts:
         out = list(loader_vars)
         for _ in range(3):
             grown = False
-            for assign in self.model.nodes(cst.Assign):
-                call = assign.value
-                if not isinstance(call, cst.Call) or self._evaluates(call):
+            known = {self._path(v) for v in out}
+            for assign, call, args, arg_paths in self._call_assigns():
+                # The paths are a cheap necessary condition: _holds compares paths first.
+                hits = [i for i, a in enumerate(args)
+                        if arg_paths[i] & known and any(self._holds(a, v) for v in out)]
+                if not hits or self._evaluates(call):
                     continue  # `stats = evaluate(loader)` returns numbers, not a loader
-                args = [a.value for a in call.args]
-                hits = [i for i, a in enumerate(args) if any(self._holds(a, v) for v in out)]
-                if not hits:
-                    continue
                 for t in assign.targets:
                     target = t.target
                     if isinstance(target, (cst.Tuple, cst.List)):
@@ -145,23 +146,44 @@ class LoaderFacts:
                 break
         return out
 
+    def _call_assigns(self) -> list[tuple[cst.Assign, cst.Call, list[cst.CSTNode], list[frozenset]]]:
+        """Every ``target = call(args)`` of the file, with the paths each argument may hold; built
+        once per file (a file with many samplers asked this for each of them)."""
+        if self._assigns is None:
+            self._assigns = []
+            for assign in self.model.nodes(cst.Assign):
+                call = assign.value
+                if isinstance(call, cst.Call):
+                    args = [a.value for a in call.args]
+                    self._assigns.append((assign, call, args, [self._paths_held(a) for a in args]))
+        return self._assigns
+
+    def _paths_held(self, arg: cst.CSTNode) -> frozenset:
+        """The paths ``arg`` may stand for (both branches of a conditional), as ``_holds`` reads it."""
+        if isinstance(arg, cst.IfExp):
+            return self._paths_held(arg.body) | self._paths_held(arg.orelse)
+        path = self._path(arg)
+        return frozenset() if path is None else frozenset({path})
+
     def _through_constructors(self, out: list[cst.CSTNode]) -> bool:
         """``Loop(loaders)`` whose ``__init__`` keeps ``self.loaders = loaders``: within the
         class, ``self.loaders['train']`` is the caller's ``loaders['train']``."""
-        helpers = self.model.fact(Summaries)
+        if self._kept is None:  # once per file: every constructor call's (attribute, argument)
+            helpers = self.model.fact(Summaries)
+            self._kept = [pair for call in self.model.nodes(cst.Call) if isinstance(call.func, cst.Name)
+                          for pair in helpers.constructor_attributes(call)]
         known = {self._path(v) for v in out}
         grown = False
-        for call in self.model.nodes(cst.Call):
-            for attr, arg in helpers.constructor_attributes(call) if isinstance(call.func, cst.Name) else ():
-                for v in list(out):
-                    suffix = self._suffix(arg, v)
-                    if suffix is None or attr + suffix in known:
-                        continue
-                    stand_in = cst.Name("_")  # a node of its own, outside the tree
-                    self._alias[id(stand_in)] = (attr + suffix, stand_in)
-                    out.append(stand_in)
-                    known.add(attr + suffix)
-                    grown = True
+        for attr, arg in self._kept:
+            for v in list(out):
+                suffix = self._suffix(arg, v)
+                if suffix is None or attr + suffix in known:
+                    continue
+                stand_in = cst.Name("_")  # a node of its own, outside the tree
+                self._alias[id(stand_in)] = (attr + suffix, stand_in)
+                out.append(stand_in)
+                known.add(attr + suffix)
+                grown = True
         return grown
 
     def _suffix(self, arg: cst.CSTNode, var: cst.CSTNode) -> str | None:
