@@ -19,6 +19,7 @@ each of them.
 from __future__ import annotations
 
 import os
+from functools import partial
 from pathlib import Path
 
 from lint_rules import cache, registry
@@ -156,13 +157,15 @@ def lint_paths(paths: Iterable[str | Path], settings: Settings | None = None, *,
         from concurrent.futures import ProcessPoolExecutor  # here: a warm run needs no worker machinery
 
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            # Largest files first, one per task, so that no worker is left with a big file at the
-            # end while the others idle; results still come out in discovery order.
+            # Largest files first, in small chunks, so that no worker is left with a big file at
+            # the end while the others idle; results still come out in discovery order.
             largest_first = sorted(range(len(todo)), key=lambda i: -len(todo[i].data))
-            futures: list = [None] * len(todo)
-            for i in largest_first:
-                futures[i] = pool.submit(_lint_job, settings, todo[i])
-            yield from _merge(jobs, (f.result() for f in futures))
+            done = pool.map(partial(_lint_job, settings), [todo[i] for i in largest_first],
+                            chunksize=max(1, min(8, len(todo) // (workers * 16))))
+            results: list = [None] * len(todo)
+            for i, r in zip(largest_first, done):
+                results[i] = r
+            yield from _merge(jobs, iter(results))
     else:
         yield from _merge(jobs, (_lint_job(settings, j) for j in todo))
 
