@@ -94,7 +94,7 @@ def _lint_source(source: str, path: str, codes: Iterable[str] | None,
     rule_classes = registry.active_rules()
     enabled = [rule_classes[c] for c in sorted(codes) if c in rule_classes]
     # A rule whose trigger words the file never mentions cannot report here (Rule.REQUIRES).
-    selected = tuple(rc for rc in enabled if rc.applies_to(source))
+    selected = _applicable(enabled, source)
     model = FileModel(module, _interesting(selected))
     model.project = project or ProjectInfo()
     model.project_facts = facts
@@ -106,6 +106,25 @@ def _lint_source(source: str, path: str, codes: Iterable[str] | None,
                           rule_classes, {rc.CODE for rc in enabled})
     finally:
         model.dispose()
+
+
+def _applicable(enabled: list[type[Rule]], source: str) -> tuple[type[Rule], ...]:
+    """The rules that can report in ``source`` (``Rule.applies_to``), each trigger word searched
+    for once although several rules share it."""
+    present: dict[str, bool] = {}
+    out = []
+    for rc in enabled:
+        if not rc.REQUIRES:
+            out.append(rc)
+            continue
+        for word in rc.REQUIRES:
+            found = present.get(word)
+            if found is None:
+                found = present[word] = word in source
+            if found:
+                out.append(rc)
+                break
+    return tuple(out)
 
 
 @functools.lru_cache(maxsize=64)

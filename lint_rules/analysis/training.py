@@ -53,6 +53,7 @@ def _key(model: "FileModel", expr: cst.CSTNode) -> str:
 class TrainingFacts:
     def __init__(self, model: "FileModel") -> None:
         self.model = model
+        self._def_names: frozenset[str] | None = None
         self.events: list[Event] = []
         Call, Assign = cst.Call, cst.Assign
         for node in model.ordered:
@@ -164,9 +165,17 @@ class TrainingFacts:
     def local_function(self, expr: cst.CSTNode) -> cst.FunctionDef | None:
         """The FunctionDef a Name or ``self.method`` refers to, when it is defined in this file."""
         model = self.model
-        if isinstance(expr, cst.Name):
+        names = self._def_names
+        if names is None:  # a name no `def` of the file has is not a local function: no lookup
+            names = self._def_names = frozenset(fn.name.value for fn in model.nodes(cst.FunctionDef))
+        tp = type(expr)
+        if tp is cst.Name:
+            if expr.value not in names:
+                return None
             bindings = model.bindings_of(expr)
-        elif isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+        elif tp is cst.Attribute and type(expr.value) is cst.Name and expr.value.value == "self":
+            if expr.attr.value not in names:
+                return None
             cls = model.scope_at(expr)
             while cls is not None and cls.kind != "class":
                 cls = cls.parent

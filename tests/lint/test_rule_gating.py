@@ -51,7 +51,7 @@ def test_every_source_lints_alike_with_and_without_the_gate(monkeypatch):
     assert sum(map(len, gated.values())) > 100  # the corpus has findings to lose
     # The gate is not a no-op: some rule is skipped on some of these sources.
     assert any(not rule.applies_to(src) for rule in RULES.values() for _, src in SOURCES)
-    monkeypatch.setattr(Rule, "applies_to", classmethod(lambda cls, source: True))
+    monkeypatch.setattr(engine, "_applicable", lambda enabled, source: tuple(enabled))
     engine._interesting.cache_clear()
     try:
         ungated = _all_findings()
@@ -90,3 +90,10 @@ def test_an_unused_suppression_of_a_gated_rule_is_still_reported():
     src = "import torch\nx = torch.ones(2)  # noqa: TRN302\n"
     result = lint_source(src, "plain.py", ["TRN302", registry.UNUSED_SUPPRESSION.CODE])
     assert [(f.line, f.code) for f in result.findings] == [(2, registry.UNUSED_SUPPRESSION.CODE)]
+
+
+def test_the_engine_gate_is_rule_applies_to():
+    # The engine searches each trigger word once per file; it must decide as Rule.applies_to does.
+    enabled = [RULES[c] for c in sorted(RULES)]
+    for _, src in SOURCES:
+        assert engine._applicable(enabled, src) == tuple(r for r in enabled if r.applies_to(src))
