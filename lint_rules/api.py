@@ -122,9 +122,25 @@ def lint_text(source: str, path: str | Path = "-", settings: Settings | None = N
         return fix_text(source, "utf-8", shown, codes, project, settings.fix == UNSAFE, settings.unfixable)
     if shown.endswith(".ipynb"):
         return lint_bytes(source.encode("utf-8"), shown, codes, project, settings.unfixable)
+    from lint_rules.analysis.cross_file import ProjectFacts
+    from lint_rules.analysis.project_index import index_for
     from lint_rules.engine import lint_source  # LibCST loads only when a file is really linted
 
-    return lint_source(source, shown, codes, project, settings.unfixable)
+    facts = ProjectFacts(index_for(None), shown)
+    result = lint_source(source, shown, codes, project, settings.unfixable, facts)
+    result.depends_on = facts.deps
+    return result
+
+
+def dependencies_hold(depends_on: list) -> bool:
+    """Whether what a result depended on in other files (``FileResult.depends_on``) still holds on
+    disk: the same imports resolve to the same files, whose summaries did not change. An editor
+    re-lints an open buffer when a module it imports is saved and this turns False."""
+    if not depends_on:
+        return True
+    from lint_rules.analysis.project_index import index_for
+
+    return index_for(None).still_valid(depends_on)
 
 
 def lint_file(path: str | Path, settings: Settings | None = None, *, shown: str | None = None) -> FileResult:
@@ -234,6 +250,7 @@ def _lint_job(settings: Settings, job: _Job) -> FileResult:
         result = lint_bytes(job.data, job.shown, job.codes, project, settings.unfixable, facts)
     except FileError as e:
         return FileResult(job.shown, error=str(e))
+    result.depends_on = facts.deps
     if job.key is not None:
         cache.store(cache_dir, job.key, result, facts.deps)
     return result

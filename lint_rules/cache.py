@@ -78,7 +78,7 @@ def load(cache_dir: str, k: str, valid=None) -> FileResult | None:
         if deps and (valid is None or not valid(deps)):
             return None
         return FileResult(data["path"], [Finding.from_dict(f) for f in data["findings"]], False,
-                          data["skipped"], data.get("notebook_fixes", 0))
+                          data["skipped"], data.get("notebook_fixes", 0), depends_on=deps or [])
     except (OSError, ValueError, KeyError, TypeError):
         return None
 

@@ -105,6 +105,9 @@ class FileResult:
     notebook_fixes: int = 0  # fixes left out of a notebook's findings: --fix does not edit notebooks
     fixed: "FixedSource | None" = None  # fix runs only (never cached)
     error: str | None = None  # the file could not be read or decoded: why (and no findings)
+    # What the findings depended on in other files of the project (imports resolved, summaries
+    # read): ``api.dependencies_hold`` says whether it all still holds on disk.
+    depends_on: list = factory(list)
 
 
 @record

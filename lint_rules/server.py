@@ -27,7 +27,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.workspace.position_codec import ServerTextPosition, ServerTextRange
 
 from lint_rules import __version__, registry
-from lint_rules.api import Settings, lint_text
+from lint_rules.api import Settings, dependencies_hold, lint_text
 from lint_rules.diagnostics import SAFE, FileResult, Finding
 from lint_rules.errors import TorchcheckError
 from lint_rules.fixes import add_noqa
@@ -47,11 +47,12 @@ log = logging.getLogger(__name__)
 class _Linted:
     """The last lint of one document: the text it saw, under what, and what it found there."""
 
-    __slots__ = ("version", "source", "basis", "findings", "fixable", "problem", "noqa")
+    __slots__ = ("version", "source", "basis", "findings", "fixable", "problem", "noqa", "depends_on")
 
     def __init__(self, version: int | None, source: str, basis: object, findings: list[Finding],
-                 problem: str | None = None) -> None:
+                 problem: str | None = None, depends_on: list | None = None) -> None:
         self.version = version
+        self.depends_on = depends_on or []  # the other files of the project the findings came from
         self.source = source
         self.basis = basis  # what besides the text decided the findings (TorchcheckServer.basis)
         self.findings = findings
@@ -72,6 +73,7 @@ class TorchcheckServer(LanguageServer):
         self._fixed: dict[str, tuple[str, str | None]] = {}  # uri -> (text, that text fixed)
         self._dirty: set[str] = set()
         self._running: dict[str, asyncio.Future] = {}
+        self._checks: set[asyncio.Future] = set()  # dependents checks after a save, in flight
         self._announced: set[str] = set()  # configuration errors already shown
         self.shut_down = False  # the client asked to shut down before exit: exit 0, else 1 (the LSP rule)
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="torchcheck-lint")
@@ -113,12 +115,30 @@ class TorchcheckServer(LanguageServer):
         linted as it is saved, so a save that changes neither needs no lint (editors that save
         after every pause in typing would otherwise lint every text twice)."""
         self.forget_settings()
+        task = asyncio.ensure_future(self._relint_dependents(uri))
+        self._checks.add(task)  # held until done: the event loop keeps only weak references
+        task.add_done_callback(self._checks.discard)
         linted = self._linted.get(uri)
         doc = self.workspace.get_text_document(uri)
         if (linted is not None and uri not in self._running and uri not in self._dirty
                 and linted.source == doc.source and linted.basis == self.basis(doc.path)):
             return
         self.schedule(uri)
+
+    async def _relint_dependents(self, saved: str) -> None:
+        """Lint again the other open documents whose findings came from a file that has just been
+        saved: ``train.py``'s TRN502 depends on whether ``model.py``'s forward still ends in a
+        sigmoid. Checked in the lint worker (it owns the project index), one document at a time."""
+        loop = asyncio.get_running_loop()
+        try:
+            for uri, linted in list(self._linted.items()):
+                if uri == saved or not linted.depends_on or uri in self._dirty:
+                    continue
+                if not await loop.run_in_executor(self._worker, dependencies_hold, linted.depends_on):
+                    if uri in self.workspace.text_documents:
+                        self.schedule(uri)
+        except Exception:  # never let this stop the server
+            log.exception("checking the documents that import %s failed", saved)
 
     # ----------------------------------------------------------- linting
     def schedule(self, uri: str) -> None:
@@ -161,7 +181,7 @@ class TorchcheckServer(LanguageServer):
         except TorchcheckError as e:  # valid Python the linter cannot analyse: say so where it is
             result = FileResult(shown, [Finding(shown, 1, 1, 1, 1, registry.SYNTAX_ERROR.CODE,
                                                 registry.SYNTAX_ERROR.NAME, str(e), "error")])
-        return _Linted(version, source, basis, result.findings)
+        return _Linted(version, source, basis, result.findings, depends_on=result.depends_on)
 
     def _announce(self, message: str) -> None:
         if message not in self._announced:

@@ -235,3 +235,27 @@ def test_trn801_sees_optimizer_steps_in_helpers_of_other_files(tmp_path: Path, b
     result = lint_source(MAIN.format(body=body), str(path), {"TRN801"}, facts=facts)
     assert {f.code for f in result.findings} == expected
     assert any(d[0] == "summary" for d in facts.deps)
+
+
+def test_a_result_says_what_it_depended_on_and_whether_that_still_holds(tmp_path: Path) -> None:
+    # The API behind `torchcheck server`'s re-lint of a buffer when a module it imports is saved.
+    import shutil
+    import time
+
+    from lint_rules.api import Settings, dependencies_hold, lint_paths, lint_text
+
+    shutil.copytree(PROJECTS / "gan_sigmoid", tmp_path / "p")
+    train = tmp_path / "p" / "gan" / "train.py"
+    model = next(p for p in (tmp_path / "p" / "gan").glob("*.py") if "Sigmoid()" in p.read_text())
+    settings = Settings.resolve(tmp_path, isolated=True)
+    result = lint_text(train.read_text(), train, settings)
+    assert "TRN502" in {f.code for f in result.findings}
+    assert result.depends_on and dependencies_hold(result.depends_on)
+    cached = Settings.resolve(tmp_path, isolated=True, cache_dir=tmp_path / "cache", jobs=1)
+    first = [r for r in lint_paths([train], cached)]
+    again = [r for r in lint_paths([train], cached)]  # from the cache: the same dependencies
+    assert first[0].depends_on and again[0].depends_on == first[0].depends_on
+    time.sleep(0.01)  # a new modification time, whatever the file system's resolution
+    model.write_text(model.read_text().replace("Sigmoid()", "Identity()"))
+    assert not dependencies_hold(result.depends_on)
+    assert dependencies_hold([])  # a result that depended on no other file always holds

@@ -342,3 +342,36 @@ def test_a_buffer_sees_the_project_modules_it_imports_on_disk(tmp_path: Path) ->
             assert await s.open(projects / "gan_sigmoid_ok" / "gan" / "train.py", source) == []
 
     run(go())
+
+
+def test_saving_an_imported_module_relints_the_buffers_that_depend_on_it(tmp_path: Path) -> None:
+    """train.py's TRN502 comes from model.py's last activation: when model.py is saved without the
+    sigmoid, the open train.py is linted again and its finding goes; an open file that imports
+    nothing from model.py is not linted again."""
+    pkg = tmp_path / "gan"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    model_text = ("import torch.nn as nn\n\n\nclass D(nn.Module):\n    def __init__(self):\n"
+                  "        super().__init__()\n        self.net = nn.Sequential(nn.Linear(4, 1), nn.Sigmoid())\n\n"
+                  "    def forward(self, x):\n        return self.net(x)\n")
+    (pkg / "model.py").write_text(model_text)
+    train_text = ("import torch\nimport torch.nn as nn\nfrom gan.model import D\n\nd = D()\ncriterion = nn.BCELoss()\n"
+                  "loss = criterion(d(torch.randn(2, 4)), torch.ones(2, 1))\n")
+    other_text = BUGGY
+    model_uri = (pkg / "model.py").as_uri()
+
+    async def go() -> None:
+        async with session(tmp_path) as s:
+            assert [d.code for d in await s.open(pkg / "train.py", train_text)] == ["TRN502"]
+            assert [d.code for d in await s.open(pkg / "other.py", other_text)] == ["TRN802"]
+            assert await s.open(pkg / "model.py", model_text) == []
+            fixed = model_text.replace(", nn.Sigmoid()", "")
+            assert await s.change(pkg / "model.py", fixed) == []
+            (pkg / "model.py").write_text(fixed)  # as the editor writes the file, then says so
+            s.client.text_document_did_save(lsp.DidSaveTextDocumentParams(lsp.TextDocumentIdentifier(model_uri)))
+            assert await s.diagnostics((pkg / "train.py").as_uri()) == []
+            # other.py depends on no other file: nothing was published for it again
+            await asyncio.sleep(0.5)
+            assert s.queue((pkg / "other.py").as_uri()).empty()
+
+    run(go())
