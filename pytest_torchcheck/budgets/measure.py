@@ -610,6 +610,13 @@ class CompileWatcher:
         # The log has one record per break; the counter is the fallback if a torch version logs differently.
         return max(len(self.graph_breaks), self._counter_unimplemented if not self.graph_breaks else 0)
 
+    def count(self, events: str) -> int:
+        """How many of the recorded ``events`` (``graph_breaks``, ``recompiles``: a budget key's
+        ``reads``) there were."""
+        if events == "graph_breaks":
+            return self.graph_break_count
+        return len(getattr(self, events))
+
 
 # ------------------------------------------------------------------ timing
 class Timer:

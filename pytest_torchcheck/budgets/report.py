@@ -137,15 +137,14 @@ def _cpu_memory(key: str, m: Measurement, limit: int) -> Violation | None:
 
 
 def _cuda(key: str, m: Measurement, limit: int) -> Violation | None:
-    values = m.cuda_allocated if key == "cuda_memory" else m.cuda_reserved
+    spec = LIMITS[key]  # which per-device peaks, and their words, are the key's declaration
+    values = getattr(m, spec.reads)
     over = {d: v for d, v in values.items() if v > limit}
     if not over:
         return None
-    what = "peak allocated above the region's start" if key == "cuda_memory" else "peak reserved"
-    lines = [f"{key}: {what}, limit {_fmt(key, limit)} per device:"]
+    lines = [f"{key}: {spec.noun}, limit {_fmt(key, limit)} per device:"]
     lines += [f"  cuda:{d}: {_fmt(key, v)}" + ("  <- over" if d in over else "") for d, v in sorted(values.items())]
-    lines.append("  likely cause: larger activations (batch, sequence), a full-size temporary, or tensors kept "
-                 "alive; torch.cuda.memory._record_memory_history() shows who allocated the peak")
+    lines.append(f"  likely cause: {spec.hint}")
     worst = max(over.values())
     return Violation(key, f"{key} {_fmt(key, worst)} > limit {_fmt(key, limit)}", lines)
 
@@ -181,21 +180,15 @@ def _time(key: str, m: Measurement, limit: float) -> Violation | None:
 
 
 def _compile(key: str, m: Measurement, limit: int) -> Violation | None:
+    spec = LIMITS[key]  # which events the compile watcher recorded, and their words, are the key's declaration
     w = m.compile
-    events = w.graph_breaks if key == "graph_breaks" else w.recompiles
-    count = w.graph_break_count if key == "graph_breaks" else len(events)
+    events = getattr(w, spec.reads)
+    count = w.count(spec.reads)
     if count <= limit:
         return None
-    noun = "graph break(s)" if key == "graph_breaks" else "recompilation(s)"
-    lines = [f"{key}: {count} {noun} under torch.compile, limit {limit}:"]
+    lines = [f"{key}: {count} {spec.noun} under torch.compile, limit {limit}:"]
     lines += [f"  {i}. {e.location}: {e.reason}" for i, e in enumerate(events[:10], 1)]
-    if key == "graph_breaks":
-        lines.append("  likely cause: Python control flow on tensor values (`if loss > x:`), .item()/.tolist() or "
-                     "printing in compiled code, or an unsupported call; make it branchless (torch.where, clamp) "
-                     "or use torch.cond")
-    else:
-        lines.append("  likely cause: inputs whose shapes, dtypes or Python values change between calls; mark "
-                     "dimensions dynamic (torch._dynamo.mark_dynamic) or keep them fixed")
+    lines.append(f"  likely cause: {spec.hint}")
     return Violation(key, f"{key} {count} > limit {limit}", lines)
 
 

@@ -31,6 +31,15 @@ class Key(NamedTuple):
     needs: str = ""  # "cuda": skipped without CUDA; "host_memory": skipped without glibc's mallinfo2()
     repeated: bool = False  # needs the region to run more than once: the marker, or the fixture given a function
     default: str = ""  # as the signature shows it
+    # For a check that several keys share: which value of the measurement it compares (an attribute of
+    # the Measurement, or of what the instrument recorded), what a failure calls it, and its likely cause.
+    reads: str = ""
+    noun: str = ""
+    hint: str = ""
+
+
+_CUDA_HINT = ("larger activations (batch, sequence), a full-size temporary, or tensors kept alive; "
+              "torch.cuda.memory._record_memory_history() shows who allocated the peak")
 
 
 LIMITS: dict[str, Key] = {
@@ -39,10 +48,12 @@ LIMITS: dict[str, Key] = {
                       instrument="cpu_memory", check="cpu_memory", needs="host_memory"),
     "cuda_memory": Key(units.parse_size, units.SIZE_HELP, "bytes",
                        "peak CUDA memory allocated per device above the region's start (skipped without CUDA)",
-                       instrument="cuda_peaks", check="cuda_memory", needs="cuda"),
+                       instrument="cuda_peaks", check="cuda_memory", needs="cuda", reads="cuda_allocated",
+                       noun="peak allocated above the region's start", hint=_CUDA_HINT),
     "cuda_reserved": Key(units.parse_size, units.SIZE_HELP, "bytes",
                          "peak CUDA memory reserved by the caching allocator per device (skipped without CUDA)",
-                         instrument="cuda_peaks", check="cuda_memory", needs="cuda"),
+                         instrument="cuda_peaks", check="cuda_memory", needs="cuda", reads="cuda_reserved",
+                         noun="peak reserved", hint=_CUDA_HINT),
     "memory_growth": Key(units.parse_size, units.SIZE_HELP, "bytes",
                          "memory still held after each repeated run, per run (median; leaks)",
                          instrument="held_memory", check="memory_growth", needs="host_memory", repeated=True),
@@ -54,9 +65,14 @@ LIMITS: dict[str, Key] = {
     "ops": Key(units.parse_count, units.COUNT_HELP, "count", "ATen operator calls (a kernel-launch proxy)",
                instrument="ops", check="ops"),
     "graph_breaks": Key(units.parse_count, units.COUNT_HELP, "count", "torch.compile graph breaks",
-                        instrument="compile", check="compile"),
+                        instrument="compile", check="compile", reads="graph_breaks", noun="graph break(s)",
+                        hint="Python control flow on tensor values (`if loss > x:`), .item()/.tolist() or printing "
+                             "in compiled code, or an unsupported call; make it branchless (torch.where, clamp) "
+                             "or use torch.cond"),
     "recompiles": Key(units.parse_count, units.COUNT_HELP, "count", "torch.compile recompilations",
-                      instrument="compile", check="compile"),
+                      instrument="compile", check="compile", reads="recompiles", noun="recompilation(s)",
+                      hint="inputs whose shapes, dtypes or Python values change between calls; mark dimensions "
+                           "dynamic (torch._dynamo.mark_dynamic) or keep them fixed"),
     "time": Key(units.parse_time, units.TIME_HELP, "seconds",
                 "median wall time of the repeated runs (CUDA events when CUDA is in use)",
                 instrument="timer", check="time", repeated=True),

@@ -81,3 +81,38 @@ def test_the_guide_documents_every_key():
     rows = [line.split("|")[1] for line in guide.read_text().splitlines() if line.startswith("| `")]
     documented = {name for cell in rows for name in re.findall(r"`(\w+)`", cell)}
     assert documented == set(spec.KEYS)
+
+
+def test_keys_sharing_a_check_differ_only_by_their_declaration(monkeypatch):
+    """cuda_memory and cuda_reserved share a check, graph_breaks and recompiles another: what each
+    compares and how it words a failure come from its declaration, so a third key of either kind
+    is one entry (here a CUDA key that reads the reserved peaks, checked without CUDA)."""
+    from pytest_torchcheck.budgets import report
+    from pytest_torchcheck.budgets.measure import Measurement
+
+    m = Measurement(cuda_allocated={0: 10 << 20}, cuda_reserved={0: 64 << 20, 1: 8 << 20})
+    allocated = report.violations(spec.Budget(limits={"cuda_memory": 32 << 20}), m)
+    assert allocated == []  # 10 MiB allocated is under the limit
+    reserved = report.violations(spec.Budget(limits={"cuda_reserved": 32 << 20}), m)
+    assert [v.key for v in reserved] == ["cuda_reserved"]
+    assert "peak reserved" in reserved[0].lines[0] and "cuda:0: 64.00 MiB  <- over" in "\n".join(reserved[0].lines)
+    key = spec.Key(units.parse_size, units.SIZE_HELP, "bytes", "reserved, by another name",
+                   instrument="cuda_peaks", check="cuda_memory", needs="cuda", reads="cuda_reserved",
+                   noun="reserved at the peak", hint="the caching allocator keeps freed blocks")
+    monkeypatch.setitem(spec.LIMITS, "cuda_pool", key)
+    monkeypatch.setitem(spec.KEYS, "cuda_pool", key)  # as spec builds KEYS from LIMITS at import
+    (v,) = report.violations(spec.Budget(limits={"cuda_pool": 32 << 20}), m)
+    assert v.key == "cuda_pool" and v.lines[0].startswith("cuda_pool: reserved at the peak, limit 32")
+    assert v.lines[-1] == "  likely cause: the caching allocator keeps freed blocks"
+
+
+def test_keys_that_share_a_check_declare_what_it_reads():
+    from pytest_torchcheck.budgets import measure
+
+    for name, declared in spec.LIMITS.items():
+        if [k.check for k in spec.LIMITS.values()].count(declared.check) > 1:
+            assert declared.reads and declared.noun and declared.hint, name
+            if declared.check == "cuda_memory":
+                assert declared.reads in {f.name for f in dataclasses.fields(measure.Measurement)}, name
+            else:
+                assert hasattr(measure.CompileWatcher, declared.reads), name
