@@ -200,12 +200,26 @@ def git_ignored(directory: str, notes: list[str]) -> frozenset[str]:
         return frozenset()  # no git: nothing can be ignored by it
     if proc.returncode != 0:
         message = proc.stderr.decode(errors="replace").strip()
-        if "not a git repository" not in message:
+        if "not a git repository" not in message and not _ignored_itself(directory):
             first = message.splitlines()[0] if message else f"exit status {proc.returncode}"
             notes.append(f".gitignore is not applied under {directory}: git says: {first}")
         return frozenset()
     return frozenset(os.path.normpath(os.path.join(directory, os.fsdecode(rel)))
                      for rel in proc.stdout.split(b"\0") if rel)
+
+
+def _ignored_itself(directory: str) -> bool:
+    """Whether git ignores ``directory`` as a whole (a virtual environment, site-packages under a
+    tracked home directory). Named on the command line, it is linted whole, as when git lists
+    nothing under it; some git versions fail to list an ignored directory instead ("directory entry
+    not superset of prefix"), which then needs no warning."""
+    import subprocess
+
+    try:
+        return subprocess.run(["git", "-C", directory, "check-ignore", "-q", "."], capture_output=True,
+                              timeout=60).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
 
 
 def display(path: Path) -> str:

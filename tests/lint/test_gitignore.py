@@ -71,3 +71,34 @@ def test_show_files_applies_gitignore(tmp_path):
     _git_repo(tmp_path)
     r = run("lint", "--show-files", ".", cwd=tmp_path)
     assert r.stdout.splitlines() == ["a.py", "keep_pb2.py", "sub/s.py"]
+
+
+def _git_that_cannot_list(tmp_path: Path) -> dict:
+    """A `git` first on PATH that fails to list ignored files the way some git versions do inside
+    an ignored directory, and passes everything else to the real git."""
+    import os
+    import shutil
+    import stat
+
+    real = shutil.which("git")
+    shim = tmp_path / "bin" / "git"
+    shim.parent.mkdir()
+    shim.write_text("#!/bin/sh\n"
+                    'case " $* " in *" ls-files "*) '
+                    'echo "fatal: git ls-files: internal error - directory entry not superset of prefix" >&2; '
+                    "exit 128;; esac\n"
+                    f'exec "{real}" "$@"\n')
+    shim.chmod(shim.stat().st_mode | stat.S_IEXEC)
+    return {"PATH": f"{shim.parent}{os.pathsep}{os.environ['PATH']}"}
+
+
+def test_an_ignored_directory_git_cannot_list_is_linted_without_a_warning(tmp_path):
+    _git_repo(tmp_path)
+    env = _git_that_cannot_list(tmp_path)
+    r = run("lint", "--format", "json", "generated", cwd=tmp_path, env=env)
+    assert _paths(r) == {"generated/g.py"}
+    assert "gitignore is not applied" not in r.stderr  # the directory is ignored as a whole: nothing to say
+    # A directory git does not ignore, that git fails to list: the user is told .gitignore was not applied.
+    r = run("lint", "--format", "json", "sub", cwd=tmp_path, env=env)
+    assert "sub/local.py" in _paths(r)
+    assert ".gitignore is not applied under" in r.stderr and "internal error" in r.stderr
