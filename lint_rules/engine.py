@@ -111,20 +111,8 @@ def _lint_source(source: str, path: str, codes: Iterable[str] | None,
 def _applicable(enabled: list[type[Rule]], source: str) -> tuple[type[Rule], ...]:
     """The rules that can report in ``source`` (``Rule.applies_to``), each trigger word searched
     for once although several rules share it."""
-    present: dict[str, bool] = {}
-    out = []
-    for rc in enabled:
-        if not rc.REQUIRES:
-            out.append(rc)
-            continue
-        for word in rc.REQUIRES:
-            found = present.get(word)
-            if found is None:
-                found = present[word] = word in source
-            if found:
-                out.append(rc)
-                break
-    return tuple(out)
+    seen: dict[str, bool] = {}
+    return tuple(rc for rc in enabled if rc.applies_to(source, seen))
 
 
 @functools.lru_cache(maxsize=64)

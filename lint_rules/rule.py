@@ -107,9 +107,19 @@ class Rule:
         """Called after every node was visited; override for whole-file checks."""
 
     @classmethod
-    def applies_to(cls, source: str) -> bool:
-        """Whether the rule can have a finding in ``source`` (see ``REQUIRES``)."""
-        return not cls.REQUIRES or any(word in source for word in cls.REQUIRES)
+    def applies_to(cls, source: str, seen: dict[str, bool] | None = None) -> bool:
+        """Whether the rule can have a finding in ``source`` (see ``REQUIRES``). ``seen`` remembers
+        which words ``source`` holds, so that rules sharing a word search for it once."""
+        if not cls.REQUIRES:
+            return True
+        seen = {} if seen is None else seen
+        for word in cls.REQUIRES:
+            found = seen.get(word)
+            if found is None:
+                found = seen[word] = word in source
+            if found:
+                return True
+        return False
 
     @classmethod
     def summary(cls) -> str:

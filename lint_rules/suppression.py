@@ -75,9 +75,7 @@ def is_skip_file(source: str) -> bool:
 def suppressions(source: str) -> dict[int, set[str]]:
     """Line -> codes suppressed there (``ALL`` for a bare ``# noqa``)."""
     out: dict[int, set[str]] = {}
-    if not _MENTIONED.search(source):
-        return out
-    for line, _, text in _comments(source):
+    for line, _, text in _comments(source):  # none in a file without directives: it is not scanned
         for m in _NOQA.finditer(text):
             codes = m.group("codes")
             if codes:
@@ -97,8 +95,6 @@ def suppressions(source: str) -> dict[int, set[str]]:
 def directives(source: str) -> list[tuple[int, int, str, list[str] | None]]:
     """Every suppression comment: (line, 1-based column, "noqa" or "ignore", its codes or None if bare)."""
     out = []
-    if not _MENTIONED.search(source):
-        return out
     for line, col, text in _comments(source):
         col += 1
         for m in _NOQA.finditer(text):

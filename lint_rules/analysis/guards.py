@@ -3,7 +3,9 @@
 ``if step % log_every == 0:``, ``if i == 0:``, ``if i < warmup:`` on a loop
 counter, ``if step in eval_steps:``, or a flag whose name says so
 (``if log_now:``, ``if args.verbose:``). Rules use this to stay quiet on work
-done at a logging interval rather than every step.
+done at a logging interval rather than every step. Also: the ``if`` statements a node
+sits under within a loop or function (:func:`guards_within`), and whether one is a
+gradient-accumulation condition (:func:`is_accumulation_test`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import re
 from typing import TYPE_CHECKING
 
 import libcst as cst
+
+from lint_rules.analysis.scopes import dotted
 
 if TYPE_CHECKING:
     from lint_rules.analysis.model import FileModel
@@ -67,3 +71,46 @@ def loop_counters(model: "FileModel", node: cst.CSTNode) -> set[str]:
                 elif isinstance(t, (cst.Tuple, cst.List)):
                     stack.extend(e.value for e in t.elements)
     return names
+
+
+def guards_within(model: "FileModel", node: cst.CSTNode, region: cst.CSTNode) -> list[cst.If] | None:
+    """The ``if`` statements, innermost first, whose branch ``node`` sits in, up to ``region``
+    (a loop or a function); None when a loop or function between them repeats or defers it."""
+    guards: list[cst.If] = []
+    child = node
+    for a in model.ancestors(node):
+        if a is region:
+            return guards
+        if isinstance(a, (cst.For, cst.While, cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            return None
+        if isinstance(a, cst.If) and child is not a.test:
+            guards.append(a)
+        child = a
+    return guards if region is model.module else None
+
+
+def is_accumulation_test(model: "FileModel", test: cst.BaseExpression) -> bool:
+    """A gradient-accumulation condition: a ``%`` in it (``(i + 1) % accum == 0``), or a
+    name or attribute that says so (``step >= self.accumulate_grad_batches``)."""
+    pending: list[cst.CSTNode] = [test]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, cst.BinaryOperation):
+            if isinstance(node.operator, cst.Modulo):
+                return True
+            pending += (node.left, node.right)
+        elif isinstance(node, cst.Comparison):
+            pending.append(node.left)
+            pending += (c.comparator for c in node.comparisons)
+        elif isinstance(node, cst.BooleanOperation):
+            pending += (node.left, node.right)
+        elif isinstance(node, cst.UnaryOperation):
+            pending.append(node.expression)
+        elif isinstance(node, (cst.Name, cst.Attribute)):
+            text = dotted(node)
+            if text is not None and "accum" in text.rsplit(".", 1)[-1].lower():
+                return True
+        elif isinstance(node, cst.Call):
+            pending.append(node.func)
+            pending += (a.value for a in node.args)
+    return False

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from lint_rules.analysis.guards import guards_within, is_accumulation_test
 from lint_rules.analysis.kinds import OPTIMIZER, SCALER, kind_of
 from lint_rules.analysis.scopes import DEF, dotted, is_none
 
@@ -214,49 +215,6 @@ class TrainingFacts:
     def _region_of_function(self, node: cst.CSTNode) -> cst.CSTNode:
         fn = self.model.enclosing_function(node)
         return fn if fn is not None else self.model.module
-
-
-def guards_within(model: "FileModel", node: cst.CSTNode, region: cst.CSTNode) -> list[cst.If] | None:
-    """The ``if`` statements, innermost first, whose branch ``node`` sits in, up to ``region``
-    (a loop or a function); None when a loop or function between them repeats or defers it."""
-    guards: list[cst.If] = []
-    child = node
-    for a in model.ancestors(node):
-        if a is region:
-            return guards
-        if isinstance(a, (cst.For, cst.While, cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-            return None
-        if isinstance(a, cst.If) and child is not a.test:
-            guards.append(a)
-        child = a
-    return guards if region is model.module else None
-
-
-def is_accumulation_test(model: "FileModel", test: cst.BaseExpression) -> bool:
-    """A gradient-accumulation condition: a ``%`` in it (``(i + 1) % accum == 0``), or a
-    name or attribute that says so (``step >= self.accumulate_grad_batches``)."""
-    pending: list[cst.CSTNode] = [test]
-    while pending:
-        node = pending.pop()
-        if isinstance(node, cst.BinaryOperation):
-            if isinstance(node.operator, cst.Modulo):
-                return True
-            pending += (node.left, node.right)
-        elif isinstance(node, cst.Comparison):
-            pending.append(node.left)
-            pending += (c.comparator for c in node.comparisons)
-        elif isinstance(node, cst.BooleanOperation):
-            pending += (node.left, node.right)
-        elif isinstance(node, cst.UnaryOperation):
-            pending.append(node.expression)
-        elif isinstance(node, (cst.Name, cst.Attribute)):
-            text = dotted(node)
-            if text is not None and "accum" in text.rsplit(".", 1)[-1].lower():
-                return True
-        elif isinstance(node, cst.Call):
-            pending.append(node.func)
-            pending += (a.value for a in node.args)
-    return False
 
 
 def wiped_accumulations(model: "FileModel", events: list[Event], region: cst.CSTNode) -> list[Event]:

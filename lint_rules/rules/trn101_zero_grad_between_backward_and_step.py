@@ -3,7 +3,8 @@ from __future__ import annotations
 import libcst as cst
 
 from lint_rules.analysis.summaries import Summaries
-from lint_rules.analysis.training import ANY, BACKWARD, CLEAR, STEP, Event, guards_within, wiped_accumulations
+from lint_rules.analysis.guards import guards_within
+from lint_rules.analysis.training import ANY, BACKWARD, CLEAR, STEP, Event, wiped_accumulations
 from lint_rules.rule import Rule
 from lint_rules.rules.examples import trn101 as examples
 

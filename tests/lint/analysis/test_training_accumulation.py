@@ -9,8 +9,8 @@ import libcst as cst
 import pytest
 
 from lint_rules.analysis.model import FileModel
-from lint_rules.analysis.training import (BACKWARD, CLEAR, guards_within, is_accumulation_test,
-                                          wiped_accumulations)
+from lint_rules.analysis.guards import guards_within, is_accumulation_test
+from lint_rules.analysis.training import BACKWARD, CLEAR, wiped_accumulations
 
 
 def _model(src: str) -> FileModel:
