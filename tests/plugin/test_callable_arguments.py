@@ -223,6 +223,9 @@ def test_bad_callables_are_usage_errors_naming_them(pytester: pytest.Pytester, i
                 p = p[:start] + str(line_of(BAD, p[start + 1:end])) + p[end + 1:]
             filled[i] = p.replace("[", "[[]")  # fnmatch: a bracket is a character class
         message.fnmatch_lines(filled, consecutive=True)
+        # Short: the error and at most one line saying what is expected, every line bounded.
+        assert len(patterns) <= len(lines) <= 2, "\n".join(lines)
+        assert all(len(line) <= 250 for line in lines), "\n".join(lines)
 
         block = failure_section(result, test)
         text = "\n".join(block)
