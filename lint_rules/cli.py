@@ -21,7 +21,7 @@ from lint_rules.runner import decode_with_encoding
 
 TYPE_CHECKING = False  # typing is not imported: a warm cached run does not need it
 if TYPE_CHECKING:
-    from typing import Callable, Sequence, TextIO
+    from typing import Callable, NoReturn, Sequence, TextIO
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 SEVERITIES = ("warning", "error")  # in increasing order
@@ -159,6 +159,27 @@ def build_parser() -> argparse.ArgumentParser:
 # What a shell reports for a process that SIGPIPE ended (128 + 13): `torchcheck ... | head` under
 # `set -o pipefail` fails as `yes | head` does, without a traceback.
 EXIT_BROKEN_PIPE = 141
+
+
+def run() -> NoReturn:
+    """The ``torchcheck`` command and ``python -m lint_rules``: :func:`main`, then a quick exit.
+
+    Once the output is flushed the process ends without Python's teardown, which frees every
+    object and module one by one: about 12 ms of a 0.8 s lint of torch/nn, with nothing left to do
+    (every file this run writes is closed, the worker processes are joined). mypy ends the same way
+    (``mypy.util.hard_exit``). :func:`main` is the same command without it, for callers that go on.
+    """
+    code = main()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BrokenPipeError:
+        code = EXIT_BROKEN_PIPE
+    except OSError:  # a full disk, say: let the interpreter's own exit report it
+        sys.exit(code)
+    if "logging" in sys.modules:  # the language server's handlers: closed as at a normal exit
+        sys.modules["logging"].shutdown()
+    os._exit(code)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -563,4 +584,4 @@ def _explain(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    run()
