@@ -172,7 +172,7 @@ def lint_paths(paths: Iterable[str | Path], settings: Settings | None = None, *,
     if workers > 1:
         from concurrent.futures import ProcessPoolExecutor  # here: a warm run needs no worker machinery
 
-        with ProcessPoolExecutor(max_workers=workers) as pool:
+        with ProcessPoolExecutor(max_workers=workers, initializer=_start_worker) as pool:
             # Largest files first, in small chunks, so that no worker is left with a big file at
             # the end while the others idle; results still come out in discovery order.
             largest_first = sorted(range(len(todo)), key=lambda i: -len(todo[i].data))
@@ -254,6 +254,25 @@ def _lint_job(settings: Settings, job: _Job) -> FileResult:
     if job.key is not None:
         cache.store(cache_dir, job.key, result, facts.deps)
     return result
+
+
+def _start_worker() -> None:
+    """A worker process's first act: import the engine and every rule (LibCST's node classes among
+    them), with the cyclic collector off, which would otherwise run dozens of times over objects
+    that all live as long as the process (about 9 ms of LibCST's 130 ms import); then freeze them,
+    so that the collections between files do not traverse them either."""
+    import gc
+
+    gc.disable()
+    try:
+        from lint_rules import engine  # noqa: F401  (what _lint_job needs)
+        from lint_rules.analysis.cross_file import ProjectFacts  # noqa: F401
+        from lint_rules.analysis.project_index import index_for  # noqa: F401
+
+        registry.active_rules()
+    finally:
+        gc.freeze()
+        gc.enable()
 
 
 def _dir_of(path: str | Path) -> Path:
