@@ -9,11 +9,15 @@ measures, side by side in one run:
     on the same files (target: at most 1.3x);
 (b) command line, as subprocesses: ``torchfix --select ALL FILES...`` over
     ``python -m lint_rules lint --exit-zero --isolated --no-cache FILES...``
-    (target: torchcheck at least 20x faster).
+    (target: torchcheck at least 20x faster). Each tool runs from a clean virtual environment
+    of its own, so that neither pays for start-up hooks of the other's environment.
 
 TorchFix (pinned below) is installed into a throwaway virtual environment that
 this script creates (default ``.bench/venv`` in the repository, which git
-ignores) and reuses on later runs.
+ignores) and reuses on later runs. torchcheck's command line runs from this
+checkout with the interpreter of a second one, holding only LibCST at this
+environment's version (default ``.bench/torchcheck-venv``; ``--this-python``
+runs it with this script's interpreter instead).
 
 Every measurement is warmed up once, then repeated ``--repeat`` times with the
 contenders interleaved (and their order alternated from round to round) so that
@@ -206,6 +210,42 @@ def ensure_torchfix(venv: Path, log) -> Path:
     return venv_bin(venv, "torchfix")
 
 
+def ensure_torchcheck_env(venv: Path, libcst_version: str, log) -> Path:
+    """A clean virtual environment for torchcheck's command line, as TorchFix has its own: the
+    interpreter that runs this script may load site-wide ``.pth`` hooks at every start-up (an
+    editable install's import finder, a sandbox's certificate patch: 20 ms here) that TorchFix's
+    fresh venv does not, and the comparison is of the tools, not of the environments. It holds
+    LibCST at this environment's version (the linter's only dependency); torchcheck itself runs
+    from this checkout (``python -m lint_rules`` in the repository root), so edits need no
+    reinstall. Returns its interpreter."""
+    python = venv_bin(venv, "python")
+    if python.exists() and venv_package_version(venv, "libcst") == libcst_version:
+        log(f"torchcheck: reusing {venv} (libcst {libcst_version})")
+        return python
+    if venv.exists():
+        log(f"torchcheck: {venv} has no libcst {libcst_version}; recreating it")
+        shutil.rmtree(venv)
+    log(f"torchcheck: creating {venv} with libcst=={libcst_version} ...")
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    for cmd in ([sys.executable, "-m", "venv", str(venv)],
+                [str(python), "-m", "pip", "install", "--disable-pip-version-check", "--quiet",
+                 f"libcst=={libcst_version}"]):
+        out = subprocess.run(cmd, capture_output=True, text=True)
+        if out.returncode != 0:
+            raise RuntimeError(f"`{' '.join(cmd)}` failed ({out.returncode}):\n{out.stdout}{out.stderr}")
+    return python
+
+
+def startup_seconds(python: str, repeat: int = 10) -> float:
+    """Median wall time of ``python -c pass``: what an interpreter's start-up costs in that environment."""
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        subprocess.run([python, "-c", "pass"], env=_BYTECODE_ENV, check=False)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
 def venv_package_version(venv: Path, package: str) -> str | None:
     out = subprocess.run([str(venv_bin(venv, "python")), "-c",
                           f"import importlib.metadata as m; print(m.version({package!r}))"],
@@ -239,9 +279,9 @@ def timed_run(cmd: list[str]) -> Proc:
     return Proc(wall, cpu, out.returncode, out.stdout, out.stderr)
 
 
-def torchcheck_cmd(fs: FileSet) -> list[str]:
+def torchcheck_cmd(python: str, fs: FileSet) -> list[str]:
     # --no-cache: a cold run every time (TorchFix has no cache to compare with).
-    return [sys.executable, "-m", "lint_rules", "lint", "--exit-zero", "--isolated", "--no-cache",
+    return [python, "-m", "lint_rules", "lint", "--exit-zero", "--isolated", "--no-cache",
             *[str(f) for f in fs.files]]
 
 
@@ -263,10 +303,10 @@ def describe(tool: str, p: Proc) -> dict:
     return {"rc": p.rc, "files_checked": int(m.group(1)) if m else None, "findings": findings}
 
 
-def run_subprocesses(sets: list[FileSet], exe: Path, jobs: int | None, repeat: int, log) -> dict:
+def run_subprocesses(sets: list[FileSet], exe: Path, python: str, jobs: int | None, repeat: int, log) -> dict:
     tools = {
         "torchfix": lambda fs: torchfix_cmd(exe, fs, jobs),
-        "torchcheck": torchcheck_cmd,
+        "torchcheck": lambda fs: torchcheck_cmd(python, fs),
     }
     samples = {fs.name: {t: {"wall": [], "cpu": []} for t in tools} for fs in sets}
     info = {fs.name: {} for fs in sets}
@@ -345,6 +385,13 @@ def main(argv: list[str] | None = None) -> int:
                     help="pass --jobs N to TorchFix (default: TorchFix's own default, one per core)")
     ap.add_argument("--venv", type=Path, default=REPO / ".bench" / "venv",
                     help="virtual environment for TorchFix (default: .bench/venv; reused if present)")
+    ap.add_argument("--torchcheck-venv", type=Path, default=REPO / ".bench" / "torchcheck-venv",
+                    help="clean virtual environment with this environment's LibCST, whose interpreter runs "
+                         "torchcheck's command line from this checkout (default: .bench/torchcheck-venv; "
+                         "created if needed, reused if present)")
+    ap.add_argument("--this-python", action="store_true",
+                    help="run torchcheck's command line with the interpreter running this script instead, "
+                         "site-wide start-up hooks and all")
     ap.add_argument("--json", type=Path, metavar="PATH", help="also write the numbers to this JSON file")
     ap.add_argument("--profile", action="store_true",
                     help="also print a cProfile of lint_text over the corpus (hot spots in lint_rules/)")
@@ -383,6 +430,14 @@ def main(argv: list[str] | None = None) -> int:
         except (RuntimeError, OSError) as e:
             print(f"lint_speed: error: cannot set up TorchFix: {e}", file=sys.stderr)
             return 2
+        python = sys.executable
+        if not args.this_python:
+            try:
+                python = str(ensure_torchcheck_env(args.torchcheck_venv, importlib.metadata.version("libcst"), log))
+            except (RuntimeError, OSError) as e:
+                print(f"lint_speed: error: cannot set up torchcheck's environment (--this-python runs "
+                      f"without one): {e}", file=sys.stderr)
+                return 2
 
     machine = {
         "platform": platform.platform(),
@@ -400,6 +455,11 @@ def main(argv: list[str] | None = None) -> int:
         machine["torchfix"] = TORCHFIX_VERSION
         machine["torchfix_libcst"] = venv_package_version(args.venv, "libcst")
         machine["torchfix_venv"] = str(args.venv)
+        machine["torchcheck_python"] = python
+        machine["startup_s"] = {"torchfix_env": startup_seconds(str(venv_bin(args.venv, "python"))),
+                                "torchcheck_env": startup_seconds(python)}
+        if python != sys.executable:
+            machine["startup_s"]["this_python"] = startup_seconds(sys.executable)
         torchfix_note = (f"TorchFix {TORCHFIX_VERSION} (libcst {machine['torchfix_libcst']}), "
                          f"--select ALL, jobs: {args.torchfix_jobs or f'its default ({os.cpu_count()} = cores)'}")
 
@@ -408,7 +468,7 @@ def main(argv: list[str] | None = None) -> int:
     b = None
     if exe is not None:
         log(f"(b) command lines as subprocesses: warm-up + {args.repeat} interleaved rounds ...")
-        b = run_subprocesses(sets, exe, args.torchfix_jobs, args.repeat, log)
+        b = run_subprocesses(sets, exe, python, args.torchfix_jobs, args.repeat, log)
 
     if hasattr(os, "getloadavg"):
         machine["loadavg_1m_after"] = os.getloadavg()[0]
@@ -515,6 +575,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {torchfix_note}")
     else:
         print(f"  {torchfix_note}; torchcheck: its default (-j = cores, one process below 16 files)")
+        st = machine["startup_s"]
+        where = ("this script's interpreter (--this-python)" if machine["torchcheck_python"] == sys.executable
+                 else f"a clean venv with this LibCST ({machine['torchcheck_python']})")
+        print(f"  interpreters: torchcheck from {where}, TorchFix from its venv; start-up "
+              f"(python -c pass): torchcheck's {st['torchcheck_env'] * 1e3:.0f} ms, TorchFix's "
+              f"{st['torchfix_env'] * 1e3:.0f} ms" + (f", this script's {st['this_python'] * 1e3:.0f} ms"
+                                                     if "this_python" in st else ""))
         rows = [["set", "torchfix (s)", "torchcheck (s)", "speedup", "torchfix CPU (s)", "torchcheck CPU (s)",
                  "CPU speedup"]]
         for name, e in rows_of:
