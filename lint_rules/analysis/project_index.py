@@ -31,10 +31,10 @@ SUMMARY_VERSION = 2  # bump when the shape or meaning of a summary changes
 SUMMARY_KEYS = frozenset({"classes", "functions", "instances", "imports", "stepping"})
 
 
-def _sha(data: bytes):
-    from lint_rules.cache import sha256
+def _digest(data: bytes):
+    from lint_rules.cache import content_hash
 
-    return sha256(data)
+    return content_hash(data)
 
 
 class ProjectIndex:
@@ -124,7 +124,7 @@ class ProjectIndex:
             return None
         from lint_rules.cache import code_fingerprint, load_json, store_json
 
-        key = _sha(data + f"\0summary{SUMMARY_VERSION}\0{code_fingerprint()}".encode()).hexdigest()
+        key = _digest(data + f"\0summary{SUMMARY_VERSION}\0{code_fingerprint()}".encode()).hexdigest()
         found = load_json(self.cache_dir, "summaries", key) if self.cache_dir else None
         if not isinstance(found, dict) or set(found) != SUMMARY_KEYS:
             from lint_rules.analysis.summary import summarise_source
@@ -133,7 +133,7 @@ class ProjectIndex:
             self.summarised += 1
             if self.cache_dir:
                 store_json(self.cache_dir, "summaries", key, found)
-        digest = _sha(json.dumps(found, sort_keys=True).encode()).hexdigest()[:16]
+        digest = _digest(json.dumps(found, sort_keys=True).encode()).hexdigest()[:16]
         self._summaries[path] = (stamp, digest, found)
         if len(self._summaries) > self.max_summaries:
             self._summaries.popitem(last=False)
