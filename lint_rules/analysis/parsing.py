@@ -39,6 +39,7 @@ _lock = threading.Lock()
 _active = 0
 _swaps: list[tuple[type, object, object]] | None = None  # (class, its __init__, the direct one)
 _MISSING = dataclasses.MISSING
+_STAR_ARGS = 0x04 | 0x08  # inspect.CO_VARARGS | inspect.CO_VARKEYWORDS (inspect is slow to import)
 
 
 def _trusted(self: object) -> None:
@@ -98,7 +99,11 @@ def _direct_init(cls: type) -> types.FunctionType | None:
             or getattr(cls, "__post_init__", None) is not _VALIDATING:  # it would do more than check
         return None
     fields = dataclasses.fields(cls)
-    if any(not f.init or getattr(f, "kw_only", False) for f in fields):
+    own = cls.__dict__["__init__"].__code__
+    names = tuple(f.name for f in fields)
+    # The dataclass's own __init__ takes exactly these, in this order, all positional-or-keyword
+    # (not so with init=False fields, keyword-only fields or InitVars).
+    if own.co_varnames[1:own.co_argcount] != names or own.co_kwonlyargcount or own.co_flags & _STAR_ARGS:
         return None
     cells: list = [_MISSING]
     defaults: list = []
@@ -118,7 +123,7 @@ def _direct_init(cls: type) -> types.FunctionType | None:
             factory = None
         cells += [setter.__set__, factory]
     init = _template(len(fields))(*cells)
-    init.__code__ = init.__code__.replace(co_varnames=("self", *(f.name for f in fields)))
+    init.__code__ = init.__code__.replace(co_varnames=("self", *names))
     init.__defaults__ = tuple(defaults) or None
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     return init

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from pathlib import Path
 
@@ -145,8 +146,6 @@ def test_every_class_has_its_own_init_back_after_a_parse_and_after_a_syntax_erro
 
 
 def test_a_class_whose_post_init_does_more_than_check_keeps_its_own_init():
-    import dataclasses
-
     from libcst._add_slots import add_slots
 
     @add_slots
@@ -162,3 +161,25 @@ def test_a_class_whose_post_init_does_more_than_check_keeps_its_own_init():
 
     assert parsing._direct_init(Extra) is None
     assert parsing._direct_init(Plain) is not None
+
+
+def test_a_class_whose_init_takes_other_parameters_than_its_fields_keeps_its_own_init():
+    from libcst._add_slots import add_slots
+
+    @add_slots
+    @dataclasses.dataclass(frozen=True)
+    class WithInitVar(cst.Name):
+        scale: dataclasses.InitVar[int] = 1  # an __init__ parameter that is not a field
+
+    @add_slots
+    @dataclasses.dataclass(frozen=True)
+    class WithKeywordOnly(cst.Name):
+        extra: int = dataclasses.field(default=0, kw_only=True)
+
+    @add_slots
+    @dataclasses.dataclass(frozen=True)
+    class WithoutInit(cst.Name):
+        hidden: int = dataclasses.field(default=0, init=False)
+
+    for cls in (WithInitVar, WithKeywordOnly, WithoutInit):
+        assert parsing._direct_init(cls) is None, cls
