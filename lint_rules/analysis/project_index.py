@@ -2,7 +2,8 @@
 
 A linted file's imports of the project's own modules are resolved on disk
 (absolute imports from the file's directory, its package root, the project root
-and its ``src/``; relative imports from the file's package; packages with or
+and its ``src/``, then from the parent of a directory above the file that is named like the
+import's first part; relative imports from the file's package; packages with or
 without ``__init__.py``), and a name imported from another file is looked up in
 that file's summary (:mod:`lint_rules.analysis.summary`), following re-exports
 and base classes a few steps deep.
@@ -100,10 +101,24 @@ class ProjectIndex:
                 return None
             bases = self.roots(os.path.dirname(from_file))
         for base in bases:
-            stem = os.path.join(base, *parts)
-            for candidate in (stem + ".py", os.path.join(stem, "__init__.py")):
-                if os.path.isfile(candidate):
-                    return candidate
+            found = _module_file(base, parts)
+            if found is not None:
+                return found
+        if not level:
+            # A file in a directory named like the import's first part (``lib/model/detector.py``
+            # importing ``model.proposals``): the project's scripts put that directory's parent on
+            # sys.path (a script in ``lib/``, or ``sys.path.insert(0, "lib")``), and Python resolves
+            # the import from there. So do we, after the roots, nearest such directory first.
+            d = os.path.dirname(from_file)
+            while True:
+                parent = os.path.dirname(d)
+                if parent == d:
+                    break
+                if os.path.basename(d) == parts[0]:
+                    found = _module_file(parent, parts)
+                    if found is not None:
+                        return found
+                d = parent
         return None
 
     # -------------------------------------------------------- summaries
@@ -157,6 +172,15 @@ class ProjectIndex:
         except (TypeError, ValueError):
             return False  # an entry of another shape: re-lint
         return True
+
+
+def _module_file(base: str, parts: list[str]) -> str | None:
+    """The file of the module ``parts`` under the import root ``base``, if there is one."""
+    stem = os.path.join(base, *parts)
+    for candidate in (stem + ".py", os.path.join(stem, "__init__.py")):
+        if os.path.isfile(candidate):
+            return candidate
+    return None
 
 
 def _decode(data: bytes) -> str:

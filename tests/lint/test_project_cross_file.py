@@ -201,6 +201,33 @@ def test_trn401_sees_module_classes_of_other_files(tmp_path: Path, name: str, co
     assert {f.code for f in result.findings} == expected
 
 
+NOT_A_MODULE = "class AnchorHead:\n    def __init__(self, scale):\n        self.scale = scale\n"
+
+
+@pytest.mark.parametrize(("files", "detector", "expected"), [
+    # lib/model/detector.py imports model.proposals: lib/ is on sys.path when the project runs
+    ({"lib/model/proposals.py": HEAD_MODULE}, "lib/model", {"TRN401"}),
+    # from a subdirectory of it, the nearest directory named `model` above the file counts
+    ({"lib/model/proposals.py": HEAD_MODULE}, "lib/model/heads", {"TRN401"}),
+    # a directory not named like the import: Python would not find it, and neither do we
+    ({"lib/models/proposals.py": HEAD_MODULE}, "lib/models", set()),
+    # the project root answers first: its model/proposals.py defines a class that is not a module
+    ({".git/HEAD": "", "model/proposals.py": NOT_A_MODULE, "lib/model/proposals.py": HEAD_MODULE}, "lib/model",
+     set()),
+])
+def test_an_import_named_like_a_directory_above_the_file_resolves_from_its_parent(
+        tmp_path: Path, files: dict[str, str], detector: str, expected: set[str]) -> None:
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    path = tmp_path / detector / "detector.py"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    source = DETECTOR.format(name="AnchorHead", container="[AnchorHead(s) for s in scales]")
+    source = source.replace("from proposals import", "from model.proposals import")
+    result = lint_source(source, str(path), {"TRN401"}, facts=ProjectFacts(ProjectIndex(), str(path)))
+    assert {f.code for f in result.findings} == expected
+
+
 ENGINE = """\
 import torch
 def run_epoch(model, loader, optimizer):
