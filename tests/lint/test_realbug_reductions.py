@@ -851,6 +851,7 @@ CAUGHT_REDUCTIONS = [
     "trn302_loader_through_wrapper",
     "trn302_sampler_in_dict",
     "trn401_annotated_list_filled_by_append",
+    "trn401_module_list_from_a_directory_on_sys_path",
     "trn401_project_module_in_list",
     "trn402_state_created_in_init_helper",
     "trn501_criterion_parameter_default",
