@@ -263,6 +263,7 @@ def _start_worker() -> None:
     so that the collections between files do not traverse them either."""
     import gc
 
+    enabled = gc.isenabled()  # as the parent had it when it forked
     gc.disable()
     try:
         from lint_rules import engine  # noqa: F401  (what _lint_job needs)
@@ -272,7 +273,8 @@ def _start_worker() -> None:
         registry.active_rules()
     finally:
         gc.freeze()
-        gc.enable()
+        if enabled:
+            gc.enable()
 
 
 def _dir_of(path: str | Path) -> Path:
