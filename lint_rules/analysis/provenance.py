@@ -70,6 +70,7 @@ class Provenance:
     def __init__(self, model: "FileModel") -> None:
         self.model = model
         self._forward_cache: dict[int, str | None] = {}
+        self._element_cache: dict[tuple[int, int], str | None] = {}
 
     # ------------------------------------------------------------- values
     def of_value(self, expr: cst.CSTNode, at: cst.CSTNode, depth: int = 0) -> str | None:
@@ -105,6 +106,8 @@ class Provenance:
         return self.of_module(func, at, depth + 1)
 
     def _value_binding(self, b: "Binding", depth: int) -> str | None:
+        if b.element is not None:  # `validity, label = disc(img)`
+            return self.of_element(*b.element, b.node, depth + 1)
         if b.kind == ASSIGN and b.value is not None:
             return self.of_value(b.value, b.node, depth + 1)
         if b.kind == FOR and isinstance(getattr(b.node, "target", None), cst.Name) and b.value is not None:
@@ -112,7 +115,48 @@ class Provenance:
             return self.of_value(b.value, b.node, depth + 1)
         return None
 
+    def of_element(self, expr: cst.CSTNode, index: int, at: cst.CSTNode, depth: int = 0) -> str | None:
+        """What element ``index`` of ``expr``'s value holds, where ``expr`` calls a module of a class
+        in this file whose ``forward`` returns a tuple (``return validity, self.aux(h)``)."""
+        if depth > 12 or not isinstance(expr, cst.Call):
+            return None
+        classdef = self.module_class(expr.func, at, depth + 1)
+        return self._class_element(classdef, index, depth) if classdef is not None else None
+
     # ------------------------------------------------------------ modules
+    def module_class(self, expr: cst.CSTNode, at: cst.CSTNode, depth: int = 0) -> cst.ClassDef | None:
+        """The class of this file that the module ``expr`` is an instance of, when every binding
+        that can reach ``at`` agrees; followed as :meth:`of_module` follows them."""
+        if depth > 12:
+            return None
+        if isinstance(expr, cst.Call):
+            func = expr.func
+            q = self.model.qualified_name(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+            if q is not None:
+                if q in _MODULE_WRAPPERS and expr.args and not expr.args[0].star:
+                    return self.module_class(expr.args[0].value, at, depth + 1)
+                return None
+            if isinstance(func, cst.Attribute) and func.attr.value in _MODULE_SELF_METHODS:
+                return self.module_class(func.value, at, depth + 1)
+            return self.local_class(func)
+        if isinstance(expr, cst.Name):
+            bindings = reaching_bindings(self.model, expr, at)
+        elif isinstance(expr, cst.Attribute) and (text := dotted(expr)) is not None and text.startswith("self."):
+            bindings = self.model.bindings_of(expr)
+        else:
+            return None
+        found = [self._module_class_binding(b, depth) for b in bindings or ()]
+        if not found or found[0] is None or any(c is not found[0] for c in found):
+            return None
+        return found[0]
+
+    def _module_class_binding(self, b: "Binding", depth: int) -> cst.ClassDef | None:
+        if b.kind == ASSIGN and b.value is not None:
+            return self.module_class(b.value, b.node, depth + 1)
+        if b.kind == PARAM and isinstance(b.node, cst.Param) and b.node.annotation is not None:
+            return self.local_class(b.node.annotation.annotation)
+        return None
+
     def of_module(self, expr: cst.CSTNode, at: cst.CSTNode, depth: int = 0) -> str | None:
         """What calling the module ``expr`` returns."""
         if depth > 12:
@@ -177,6 +221,30 @@ class Provenance:
                     result = self._class_output(parent, depth + 1)
                     break
         self._forward_cache[key] = result
+        return result
+
+    def _class_element(self, classdef: cst.ClassDef, index: int, depth: int) -> str | None:
+        """What element ``index`` of the tuple that ``classdef``'s ``forward`` returns holds; None
+        unless every return is a tuple literal that long (no starred element)."""
+        key = (id(classdef), index)
+        if key in self._element_cache:
+            return self._element_cache[key]
+        self._element_cache[key] = None  # cycle guard
+        result = None
+        forward = _method(classdef, "forward")
+        if forward is not None:
+            returns = returns_of(forward)
+            if returns and all(isinstance(r.value, cst.Tuple) and len(r.value.elements) > index
+                               and not any(isinstance(e, cst.StarredElement) for e in r.value.elements)
+                               for r in returns):
+                result = self._agree(returns, lambda r: self.of_value(r.value.elements[index].value, r, depth + 1))
+        else:
+            for base in classdef.bases:
+                parent = self.local_class(base.value)
+                if parent is not None:
+                    result = self._class_element(parent, index, depth + 1)
+                    break
+        self._element_cache[key] = result
         return result
 
     @staticmethod
@@ -294,6 +362,8 @@ class LossSinks:
         self._function_leaves = frozenset(q.rsplit(".", 1)[1] for q in functions)
         self._class_leaves = frozenset(q.rsplit(".", 1)[1] for q in classes)
         self._criteria: tuple[set[str], set[str]] | None = None
+        self._helpers: dict[int, tuple[str, int] | None] = {}
+        self._helper_names: set[str] | None = None
 
     def input_kind(self, call: cst.Call) -> str | None:
         """What the loss's input is (SOFTMAX, LOG_SOFTMAX, SIGMOID, LOGITS) when ``call`` is one of the losses."""
@@ -301,15 +371,64 @@ class LossSinks:
         return self.provenance.of_value(value, call) if value is not None else None
 
     def input_of(self, call: cst.Call) -> cst.BaseExpression | None:
-        """The loss's input (its first argument) when ``call`` is one of the losses."""
+        """The loss's input (its first argument) when ``call`` is one of the losses; for a call of a
+        loss helper of this file (``self.auxiliary_loss(pred, y)`` where the helper returns
+        ``F.cross_entropy(y_hat, y)``), the argument given for the helper's parameter."""
         if not self.is_loss_call(call):
-            return None
+            return self._helper_input(call)
+        return self._loss_input(call)
+
+    def _loss_input(self, call: cst.Call) -> cst.BaseExpression | None:
         arg = keyword_arg(call, "input")
         if arg is not None:
             return arg.value
         if call.args and call.args[0].keyword is None and not call.args[0].star:
             return call.args[0].value
         return None
+
+    def _helper_input(self, call: cst.Call) -> cst.BaseExpression | None:
+        func = call.func
+        if isinstance(func, cst.Name):
+            leaf = func.value
+        elif isinstance(func, cst.Attribute):
+            leaf = func.attr.value
+        else:
+            return None
+        if self._helper_names is None:  # names of this file's functions: most calls are not theirs
+            self._helper_names = {fn.name.value for fn in self.model.nodes(cst.FunctionDef)}
+        if leaf not in self._helper_names:
+            return None
+        fn = self.model.training.local_function(func)
+        found = self._helper_parameter(fn) if fn is not None else None
+        if found is None:
+            return None
+        name, position = found
+        arg = keyword_arg(call, name)
+        if arg is not None:
+            return arg.value
+        if isinstance(func, cst.Attribute):  # self.<method>(...): the call does not pass `self`
+            position -= 1
+        positional = [a for a in call.args if a.keyword is None]
+        if position < 0 or position >= len(positional) or any(a.star for a in positional[:position + 1]):
+            return None
+        return positional[position].value
+
+    def _helper_parameter(self, fn: cst.FunctionDef) -> tuple[str, int] | None:
+        """(name, position) of the parameter that ``fn`` hands, unchanged, to the loss every one of its
+        ``return`` statements calls (``return F.cross_entropy(y_hat, y)``); None for any other function."""
+        key = id(fn)
+        if key not in self._helpers:
+            self._helpers[key] = None  # cycle guard
+            params = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+            returns = returns_of(fn)
+            inputs = [self._loss_input(r.value) if isinstance(r.value, cst.Call) and self.is_loss_call(r.value)
+                      else None for r in returns]
+            if returns and all(isinstance(i, cst.Name) and i.value == inputs[0].value for i in inputs) \
+                    and inputs[0].value in params \
+                    and all((bs := reaching_bindings(self.model, i, r)) and len(bs) == 1 and bs[0].kind == PARAM
+                            for i, r in zip(inputs, returns)):
+                self._helpers[key] = (inputs[0].value, params.index(inputs[0].value))
+        return self._helpers[key]
 
     def is_loss_call(self, call: cst.Call) -> bool:
         func = call.func

@@ -131,15 +131,18 @@ OTHER = "other"
 class Binding:
     """One place where a name gets a value."""
 
-    __slots__ = ("kind", "node", "value", "qualname", "scope")
+    __slots__ = ("kind", "node", "value", "qualname", "scope", "element")
 
     def __init__(self, kind: str, node: cst.CSTNode, value: cst.CSTNode | None,
-                 qualname: str | None, scope: "Scope") -> None:
+                 qualname: str | None, scope: "Scope",
+                 element: tuple[cst.BaseExpression, int] | None = None) -> None:
         self.kind = kind
         self.node = node  # the binding statement / parameter / loop
         self.value = value  # assigned expression, loop iterable, with-item, def node ...
         self.qualname = qualname  # for imports
         self.scope = scope
+        # `a, b = f(x)`: b is element 1 of f(x)'s value, (f(x), 1); its kind stays OTHER, value None
+        self.element = element
 
     def __repr__(self) -> str:  # pragma: no cover - debugging aid
         return f"Binding({self.kind}, {self.qualname})"
@@ -336,7 +339,13 @@ class ScopeModel:
                 values = None
                 if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(target.elements):
                     values = [e.value for e in value.elements]
+                unpacked = values is None and kind == ASSIGN and value is not None
                 for i, el in enumerate(target.elements):
+                    if isinstance(el, cst.StarredElement):
+                        unpacked = False  # the elements after it have no fixed index
+                    if unpacked and isinstance(el.value, cst.Name):
+                        scope.bind(el.value.value, Binding(OTHER, stmt, None, None, scope, element=(value, i)))
+                        continue
                     sub_value = values[i] if values is not None else (value if kind in (FOR, WITH) else None)
                     sub_kind = kind if values is not None or kind in (FOR, WITH) else OTHER
                     bind_target(el.value, scope, sub_kind, stmt, sub_value)

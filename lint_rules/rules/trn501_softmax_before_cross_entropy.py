@@ -24,7 +24,12 @@ class SoftmaxBeforeCrossEntropy(Rule):
     assigned one, or a model whose last layer is `nn.Softmax` (`nn.Sequential(...,
     nn.Softmax(dim=1))`, or a module whose `forward` returns a softmax, defined in
     this file or imported from another file of the project), also as
-    `exp(log_softmax(x))` and row by row (`for row in torch.softmax(scores, -1)`). An input that went through `log_softmax` is reported as a warning:
+    `exp(log_softmax(x))`, row by row (`for row in torch.softmax(scores, -1)`), as
+    one element of a module's tuple output (`validity, label = disc(img)` where
+    `forward` returns `self.adv(h), self.aux(h)` and `aux` ends in `nn.Softmax`),
+    and through a loss helper of this file that hands its parameter to
+    cross-entropy (`self.auxiliary_loss(label, y)` with `return F.cross_entropy(y_hat, y)`).
+    An input that went through `log_softmax` is reported as a warning:
     it is redundant rather than wrong.
 
     ## Why is this bad?
@@ -57,8 +62,9 @@ class SoftmaxBeforeCrossEntropy(Rule):
     model passed in as an argument without a type annotation naming its class, a
     criterion passed in as an argument (unless its default constructs one:
     `criterion=nn.CrossEntropyLoss()`, whose caller may pass another loss) or
-    imported from another file, and tuple
-    outputs are not resolved, so such cases are missed. A variable that is a softmax on one branch
+    imported from another file, a tuple output of a class in another file, and a
+    loss helper that changes its parameter or is more than one call away are not
+    resolved, so such cases are missed. A variable that is a softmax on one branch
     only (`if use_probs: out = out.softmax(1)`) is not flagged. Softmax used as
     the *target* (soft labels, distillation) is fine and not flagged.
 

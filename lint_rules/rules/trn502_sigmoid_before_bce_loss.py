@@ -54,7 +54,9 @@ class SigmoidBeforeBceLoss(Rule):
     warning for that reason. Models are followed into the project's other files,
     not into installed packages; models passed in as arguments without a type
     annotation naming their class, criteria passed in as arguments or imported
-    from another file, and tuple outputs are not resolved. `BCELoss` on probabilities that do not come from a
+    from another file, and tuple outputs of classes in other files are not
+    resolved (one element of a tuple that a class of this file returns is, as is a
+    loss helper of this file that hands its parameter to the loss). `BCELoss` on probabilities that do not come from a
     sigmoid (a softmax column, a product of probabilities) is correct and not
     flagged.
 

@@ -49,7 +49,8 @@ class NllLossWithoutLogSoftmax(Rule):
     ## Known problems
     The rule stays quiet unless the source is certain: a model passed in as an
     argument (unless annotated with its class), built in an installed package,
-    or returning a tuple, is not followed, so such bugs are missed. Models
+    or returning a tuple from another file, is not followed, so such bugs are
+    missed (an element of a tuple that a class of this file returns is followed). Models
     defined in the project's other files are followed. A
     module's output counts as raw logits only when its `forward` returns the
     result of a linear layer on every path.

@@ -857,6 +857,7 @@ CAUGHT_REDUCTIONS = [
     "trn501_criterion_parameter_default",
     "trn501_exp_of_log_softmax",
     "trn501_rows_of_probabilities",
+    "trn501_tuple_output_through_loss_helper",
     "trn502_sigmoid_head_in_model_module",
     "trn601_loader_from_dict",
     "trn601_model_call_in_helper",

@@ -90,6 +90,54 @@ VALID = [
                 return loss + self.other(torch.softmax(scores, -1), target)
         """
     ),
+    Valid(
+        """
+        # near misses: the tuple element fed to the loss helpers is the logits (one helper changes
+        # its parameter before the loss); a forward whose returns differ in shape
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+        class Discriminator(nn.Module):
+            def __init__(self, n_classes):
+                super().__init__()
+                self.adv = nn.Sequential(nn.Linear(128, 1), nn.Sigmoid())
+                self.aux = nn.Linear(128, n_classes)
+                self.probs = nn.Softmax(dim=1)
+
+            def forward(self, h):
+                logits = self.aux(h)
+                return self.adv(h), logits, self.probs(logits)
+
+        class Other(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.head = nn.Sequential(nn.Linear(128, 4), nn.Softmax(dim=1))
+
+            def forward(self, h, both=False):
+                if both:
+                    return self.head(h), h
+                return self.head(h)
+
+        class ACGAN:
+            def __init__(self, n_classes):
+                self.discriminator = Discriminator(n_classes)
+                self.other = Other()
+
+            def auxiliary_loss(self, y_hat, y):
+                return F.cross_entropy(y_hat, y)
+
+            def tempered_loss(self, y_hat, y):
+                y_hat = y_hat / 2.0
+                return F.cross_entropy(y_hat, y)
+
+            def step(self, h, labels):
+                validity, logits, probs = self.discriminator(h)
+                loss = self.auxiliary_loss(logits, labels)
+                loss = loss + self.tempered_loss(logits, labels)
+                first, rest = self.other(h, both=True)
+                return loss + self.auxiliary_loss(first, labels)
+        """
+    ),
 ]
 
 INVALID = [
@@ -168,6 +216,34 @@ INVALID = [
                 for out in outputs:
                     loss = loss + self.criterion(out, target[:1])  # BUG
                 return loss
+        """
+    ),
+    Invalid(
+        """
+        # a discriminator whose forward returns (validity, class probabilities), unpacked, and a
+        # loss helper method that hands its parameter to cross_entropy
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+        class Discriminator(nn.Module):
+            def __init__(self, n_classes):
+                super().__init__()
+                self.adv = nn.Sequential(nn.Linear(128, 1), nn.Sigmoid())
+                self.aux = nn.Sequential(nn.Linear(128, n_classes), nn.Softmax(dim=1))
+
+            def forward(self, h):
+                return self.adv(h), self.aux(h)
+
+        class ACGAN:
+            def __init__(self, n_classes):
+                self.discriminator = Discriminator(n_classes)
+
+            def auxiliary_loss(self, y_hat, y):
+                return F.cross_entropy(y_hat, y)
+
+            def step(self, h, labels):
+                validity, pred_label = self.discriminator(h)
+                return self.auxiliary_loss(pred_label, labels)  # BUG
         """
     ),
 ]
