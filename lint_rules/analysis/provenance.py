@@ -69,8 +69,7 @@ class Provenance:
 
     def __init__(self, model: "FileModel") -> None:
         self.model = model
-        self._forward_cache: dict[int, str | None] = {}
-        self._element_cache: dict[tuple[int, int], str | None] = {}
+        self._forward_cache: dict[tuple[int, int | None], str | None] = {}
 
     # ------------------------------------------------------------- values
     def of_value(self, expr: cst.CSTNode, at: cst.CSTNode, depth: int = 0) -> str | None:
@@ -121,7 +120,7 @@ class Provenance:
         if depth > 12 or not isinstance(expr, cst.Call):
             return None
         classdef = self.module_class(expr.func, at, depth + 1)
-        return self._class_element(classdef, index, depth) if classdef is not None else None
+        return self._class_output(classdef, depth, index) if classdef is not None else None
 
     # ------------------------------------------------------------ modules
     def module_class(self, expr: cst.CSTNode, at: cst.CSTNode, depth: int = 0) -> cst.ClassDef | None:
@@ -203,48 +202,26 @@ class Provenance:
             return bindings[0].value
         return None
 
-    def _class_output(self, classdef: cst.ClassDef, depth: int) -> str | None:
-        key = id(classdef)
+    def _class_output(self, classdef: cst.ClassDef, depth: int, index: int | None = None) -> str | None:
+        """What calling a module of ``classdef`` returns; with ``index``, what element ``index`` of the
+        tuple its ``forward`` returns holds (None unless every return is a tuple literal that long)."""
+        key = (id(classdef), index)
         if key in self._forward_cache:
             return self._forward_cache[key]
         self._forward_cache[key] = None  # cycle guard
         result = None
         forward = _method(classdef, "forward")
         if forward is not None:
-            returns = returns_of(forward)
-            if returns and all(r.value is not None for r in returns):
-                result = self._agree(returns, lambda r: self.of_value(r.value, r, depth + 1))
+            returned = [(_returned(r.value, index), r) for r in returns_of(forward)]
+            if returned and all(value is not None for value, _ in returned):
+                result = self._agree(returned, lambda vr: self.of_value(vr[0], vr[1], depth + 1))
         else:
             for base in classdef.bases:
                 parent = self.local_class(base.value)
                 if parent is not None:
-                    result = self._class_output(parent, depth + 1)
+                    result = self._class_output(parent, depth + 1, index)
                     break
         self._forward_cache[key] = result
-        return result
-
-    def _class_element(self, classdef: cst.ClassDef, index: int, depth: int) -> str | None:
-        """What element ``index`` of the tuple that ``classdef``'s ``forward`` returns holds; None
-        unless every return is a tuple literal that long (no starred element)."""
-        key = (id(classdef), index)
-        if key in self._element_cache:
-            return self._element_cache[key]
-        self._element_cache[key] = None  # cycle guard
-        result = None
-        forward = _method(classdef, "forward")
-        if forward is not None:
-            returns = returns_of(forward)
-            if returns and all(isinstance(r.value, cst.Tuple) and len(r.value.elements) > index
-                               and not any(isinstance(e, cst.StarredElement) for e in r.value.elements)
-                               for r in returns):
-                result = self._agree(returns, lambda r: self.of_value(r.value.elements[index].value, r, depth + 1))
-        else:
-            for base in classdef.bases:
-                parent = self.local_class(base.value)
-                if parent is not None:
-                    result = self._class_element(parent, index, depth + 1)
-                    break
-        self._element_cache[key] = result
         return result
 
     @staticmethod
@@ -253,6 +230,17 @@ class Provenance:
             return None
         verdicts = {judge(item) for item in items}
         return verdicts.pop() if len(verdicts) == 1 else None
+
+
+def _returned(value: cst.BaseExpression | None, index: int | None) -> cst.BaseExpression | None:
+    """What a ``return`` hands back: its whole value, or element ``index`` of the tuple literal it
+    returns (None when it returns nothing, or no tuple that long, or one with a starred element)."""
+    if value is None or index is None:
+        return value
+    if isinstance(value, cst.Tuple) and len(value.elements) > index \
+            and not any(isinstance(e, cst.StarredElement) for e in value.elements):
+        return value.elements[index].value
+    return None
 
 
 def _exp_of(kind: str | None) -> str | None:
