@@ -138,13 +138,7 @@ class Provenance:
             if isinstance(func, cst.Attribute) and func.attr.value in _MODULE_SELF_METHODS:
                 return self.module_class(func.value, at, depth + 1)
             return self.local_class(func)
-        if isinstance(expr, cst.Name):
-            bindings = reaching_bindings(self.model, expr, at)
-        elif isinstance(expr, cst.Attribute) and (text := dotted(expr)) is not None and text.startswith("self."):
-            bindings = self.model.bindings_of(expr)
-        else:
-            return None
-        found = [self._module_class_binding(b, depth) for b in bindings or ()]
+        found = [self._module_class_binding(b, depth) for b in self._module_bindings(expr, at) or ()]
         if not found or found[0] is None or any(c is not found[0] for c in found):
             return None
         return found[0]
@@ -178,11 +172,14 @@ class Provenance:
                 return self.of_module(func.value, at, depth + 1)  # Net().to(device)
             classdef = self.local_class(func)
             return self._class_output(classdef, depth) if classdef is not None else None
+        return self._agree(self._module_bindings(expr, at), lambda b: self._module_binding(b, depth))
+
+    def _module_bindings(self, expr: cst.CSTNode, at: cst.CSTNode) -> list["Binding"] | None:
+        """Where the module named ``expr`` (a variable reaching ``at``, or ``self.<attr>``) was bound."""
         if isinstance(expr, cst.Name):
-            return self._agree(reaching_bindings(self.model, expr, at), lambda b: self._module_binding(b, depth))
-        if isinstance(expr, cst.Attribute) and dotted(expr) is not None and dotted(expr).startswith("self."):
-            bindings = self.model.bindings_of(expr)
-            return self._agree(bindings, lambda b: self._module_binding(b, depth))
+            return reaching_bindings(self.model, expr, at)
+        if isinstance(expr, cst.Attribute) and (text := dotted(expr)) is not None and text.startswith("self."):
+            return self.model.bindings_of(expr)
         return None
 
     def _module_binding(self, b: "Binding", depth: int) -> str | None:
