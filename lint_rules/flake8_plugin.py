@@ -2,7 +2,7 @@
 
 The file gets what ``torchcheck lint`` would give it: the nearest ``[tool.torchcheck]``
 selection (preview tier and per-file ignores included) and the project's torch bound
-(``pyproject.toml`` or ``requirements*.txt``), which TRN701 and TRN802 depend on.
+(``pyproject.toml``, ``setup.cfg``, ``setup.py``, requirements files), which TRN701 and TRN802 depend on.
 Positions and suppressions are the linter's own: the engine applies
 ``# torchcheck: ignore[...]`` and ``skip-file``, and flake8 applies ``# noqa``
 with the same meaning (a bare ``# noqa`` or one naming the code).

@@ -10,6 +10,7 @@ from lint_rules.rules.examples import trn701 as examples
 
 # torch.load defaults to weights_only=True from this version on.
 _SAFE_DEFAULT = (2, 6)
+_HAS_WEIGHTS_ONLY = (1, 13)  # torch.load(weights_only=...) raises TypeError before torch 1.13
 
 
 class UnsafeTorchLoad(Rule):
@@ -19,11 +20,16 @@ class UnsafeTorchLoad(Rule):
     `weights_only` when the project supports a torch older than 2.6, where the
     default is `False`. The oldest supported torch is the lower bound of `torch`
     in the nearest project files: in each directory from the file's up to the
-    project root (a `pyproject.toml` or `.git`), `[project] dependencies` of
-    `pyproject.toml`, then every `requirements*.txt`; the first bound found wins.
+    project root (a `pyproject.toml`, `setup.py`, `setup.cfg` or `.git`), the
+    dependencies of `pyproject.toml` (PEP 621 or Poetry), `setup.cfg`, a literal
+    `install_requires` of `setup.py`, every `requirements*.txt` (and
+    `requirements/*.txt`, following `-r`), then `environment.yml`; the first bound
+    found wins.
 
     - `torch>=2.6` or newer: a bare `torch.load(path)` is safe, nothing is reported;
-    - a lower bound below 2.6 (`torch>=2.0`): reported as an error;
+    - a lower bound from 1.13 to below 2.6 (`torch>=2.0`): reported as an error;
+    - a lower bound below 1.13: nothing is reported for a bare load (the keyword
+      does not exist there);
     - no lower bound on torch in those files: reported as a warning.
 
     Loads in tests (`def test_*`, `unittest.TestCase` methods) are not reported:
@@ -58,10 +64,13 @@ class UnsafeTorchLoad(Rule):
     whole modules or other Python objects; suppress the finding there with
     `# noqa: TRN701` and a comment saying why the file is trusted, or allow its
     classes with `torch.serialization.add_safe_globals`. A `weights_only=flag`
-    variable is not followed unless it is assigned a literal `False`. A bound
-    stated only in `setup.py` or `setup.cfg` is not seen, so a bare `torch.load`
-    there is still reported (as a warning); declare the bound in `pyproject.toml`
-    or `requirements.txt`, or pass `weights_only`. Other
+    variable is not followed unless it is assigned a literal `False`. The torch
+    bound is read from `pyproject.toml`, `setup.cfg`, a literal `install_requires`
+    in `setup.py`, `requirements*.txt` and `environment.yml`; a bound computed at
+    install time is not seen, so a bare `torch.load` there is reported as a warning.
+    A project that supports torch older than 1.13 gets no finding for a bare
+    `torch.load`: `weights_only=` raises `TypeError` there, so the advice could not
+    be followed without dropping those versions. Other
     loaders that unpickle (`torch.hub.load_state_dict_from_url`, `pickle.load`)
     are not checked.
 
@@ -114,7 +123,7 @@ class UnsafeTorchLoad(Rule):
             self.report(node, "torch.load without weights_only unpickles the file on torch < 2.6 (the default "
                               "is weights_only=False there): declare torch>=2.6 or pass weights_only=True",
                         severity=WARNING, fix=fix)
-        elif floor < _SAFE_DEFAULT:
+        elif _HAS_WEIGHTS_ONLY <= floor < _SAFE_DEFAULT:
             self.report(node, f"torch.load without weights_only unpickles the file on torch < 2.6, which this "
                               f"project supports (torch>={floor[0]}.{floor[1]}): pass weights_only=True", fix=fix)
 

@@ -18,6 +18,8 @@ _REPLACEMENTS: dict[str, str] = {
     "torch.cpu.amp.autocast": 'torch.autocast("cpu")',
     "torch.cpu.amp.autocast_mode.autocast": 'torch.autocast("cpu")',
 }
+# The torch release that introduced each replacement.
+_INTRODUCED: dict[str, tuple[int, int]] = {"torch.amp.GradScaler": (2, 3), "torch.autocast": (1, 10)}
 _FALLBACK_ERRORS = re.compile(r"ImportError|ModuleNotFoundError|AttributeError|TypeError")
 # A torch version test: `torch.__version__`, `version.parse(...)`, `hasattr(torch.amp, ...)`, or a flag
 # named for one (`_TORCH_GE_2_4`, `is_torch_greater_or_equal(...)`, `TORCH_2_3_PLUS`).
@@ -65,9 +67,11 @@ class DeprecatedAmpApi(Rule):
     ```
 
     ## Known problems
-    `torch.amp.GradScaler` appeared in torch 2.3, so `torch.cuda.amp.GradScaler` is
-    not flagged in a project whose `pyproject.toml` supports an older torch
-    (`torch>=2.0`); without that declaration it is flagged. Uses in an
+    `torch.amp.GradScaler` appeared in torch 2.3 and `torch.autocast` in 1.10, so
+    `torch.cuda.amp.GradScaler` (and, before 1.10, `autocast`) is not flagged in a
+    project that declares support for an older torch (`torch>=2.0` in
+    `pyproject.toml`, `setup.cfg`, `setup.py`, `requirements*.txt` or
+    `environment.yml`); without a declaration it is flagged. Uses in an
     `except (ImportError, AttributeError, TypeError):` fallback or under a torch
     version test (`if TORCH_VERSION < (2, 4):`, `hasattr(torch.amp, "GradScaler")`)
     are taken as deliberate support for old torch and stay quiet (no finding, so no
@@ -115,10 +119,10 @@ class DeprecatedAmpApi(Rule):
         super().__init__(model)
         project = getattr(model, "project", None)
         oldest = getattr(project, "torch_min_version", None)
-        # torch.amp.GradScaler appeared in torch 2.3: older supported versions need the old one.
         self._changes_defaults: bool | None = None  # the file calls torch.set_autocast_*: read on demand
+        # Advice never names an API the oldest supported torch lacks.
         self._flags = frozenset(q for q in _REPLACEMENTS
-                                if not (oldest is not None and oldest < (2, 3) and "GradScaler" in q))
+                                if oldest is None or oldest >= _INTRODUCED[_REPLACEMENTS[q].split("(")[0]])
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if node.attr.value not in _LEAVES:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from lint_rules.project import clear_cache, read_project, torch_min_version
 
 
@@ -11,6 +13,59 @@ def test_torch_min_version_specs():
     assert torch_min_version(["torch[opt] ~= 2.7.1 ; python_version > '3.9'"]) == (2, 7)
     assert torch_min_version(["torchvision>=0.20", "torch"]) is None
     assert torch_min_version(["numpy>=1.24"]) is None
+    assert torch_min_version(["torch <2.0,>=1.9"]) == (1, 9)  # the upper bound is not a floor
+    assert torch_min_version(["torch<2"]) is None
+    assert torch_min_version(["torch==1.8.1+cu111"]) == (1, 8)
+    assert torch_min_version(["torch ^1.12"]) == (1, 12)  # Poetry's caret
+    assert torch_min_version(["pytorch=1.8"]) == (1, 8)  # conda's spelling
+    assert torch_min_version(["pytorch::pytorch>=1.10"]) == (1, 10)
+    assert torch_min_version(["pytorch-lightning>=2.0"]) is None
+
+
+def _read(tmp_path, files: dict[str, str]):
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    clear_cache()
+    return read_project(tmp_path)
+
+
+@pytest.mark.parametrize(("files", "expected", "source"), [
+    ({"setup.py": "from setuptools import setup\nsetup(name='p', install_requires=['numpy', 'torch>=1.7'])\n"},
+     (1, 7), "setup.py"),
+    ({"setup.py": "import setuptools\nREQS = ['torch>=1.9.0', 'tqdm']\nsetuptools.setup(install_requires=REQS)\n"},
+     (1, 9), "setup.py"),
+    ({"setup.py": "from setuptools import setup\nsetup(install_requires=open('r.txt').read().split())\n"},
+     None, "setup.py"),
+    ({"setup.py": "this is not python ("}, None, "setup.py"),
+    ({"setup.cfg": "[metadata]\nname = p\n[options]\ninstall_requires =\n    numpy\n    torch >= 1.11\n"},
+     (1, 11), "setup.cfg"),
+    ({"setup.cfg": "[options\nbroken"}, None, "setup.cfg"),
+    ({"pyproject.toml": '[tool.poetry.dependencies]\npython = "^3.9"\ntorch = "^1.12"\n'}, (1, 12), "pyproject.toml"),
+    ({"pyproject.toml": '[tool.poetry.dependencies]\ntorch = {version = ">=2.1", source = "cpu"}\n'},
+     (2, 1), "pyproject.toml"),
+    ({".git/HEAD": "", "requirements/base.txt": "torch>=1.10\n"}, (1, 10), "base.txt"),
+    ({".git/HEAD": "", "requirements.txt": "-r requirements/common.txt\n", "requirements/common.txt": "torch>=2.2\n"},
+     (2, 2), "requirements.txt"),
+    ({".git/HEAD": "", "requirements.txt": "-r requirements.txt\n"}, None, None),  # includes itself
+    ({".git/HEAD": "", "environment.yml": "dependencies:\n  - pytorch::pytorch=1.13\n  - pip:\n    - tqdm\n"},
+     (1, 13), "environment.yml"),
+])
+def test_bound_from_other_project_files(tmp_path, files, expected, source):
+    info = _read(tmp_path, files)
+    assert info.torch_min_version == expected
+    if expected is not None:
+        assert info.source.endswith(source)
+
+
+def test_setup_py_marks_the_project_root(tmp_path):
+    (tmp_path / "requirements.txt").write_text("torch>=2.0\n")
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "setup.py").write_text("from setuptools import setup\nsetup(name='pkg')\n")
+    clear_cache()
+    info = read_project(pkg)  # a setup.py without a torch bound is the root: the parent's file is not read
+    assert info.torch_min_version is None and info.source.endswith("setup.py")
 
 
 def test_pyproject_then_requirements_then_stop_at_root(tmp_path):
@@ -27,3 +82,26 @@ def test_pyproject_then_requirements_then_stop_at_root(tmp_path):
     clear_cache()
     info = read_project(sub)  # a pyproject.toml without a torch bound is the project root
     assert info.torch_min_version is None and info.source.endswith("pyproject.toml")
+
+
+AMP = """\
+import torch
+scaler = torch.cuda.amp.GradScaler()
+with torch.cuda.amp.autocast():
+    pass
+"""
+
+
+@pytest.mark.parametrize(("floor", "flagged_lines"), [
+    (None, {2, 3}),  # nothing declared: both are deprecated
+    ((2, 3), {2, 3}),
+    ((2, 0), {3}),  # torch.amp.GradScaler needs 2.3
+    ((1, 8), set()),  # torch.autocast needs 1.10
+])
+def test_deprecated_amp_advice_never_names_an_api_the_floor_lacks(floor, flagged_lines):
+    from lint_rules.api import Settings, lint_text
+    from lint_rules.project import ProjectInfo
+
+    settings = Settings.resolve(isolated=True, select=["TRN802"], project=ProjectInfo(floor, "pyproject.toml"))
+    found = {f.line for f in lint_text(AMP, "train.py", settings).findings}
+    assert found == flagged_lines

@@ -47,6 +47,7 @@ def write_project(root: Path, dependencies: list[str] | None) -> None:
     (["torch>=2.7,<3", "numpy"], None),
     (["torch>=2.0"], "error"),  # torch 2.0-2.5 unpickle by default
     (["torch==1.13.1"], "error"),
+    (["torch>=1.8"], None),  # weights_only= raises TypeError before 1.13: the advice cannot be followed
     (["numpy"], "warning"),  # no torch bound: cannot tell
     (None, "warning"),  # no pyproject.toml at all
 ])
@@ -61,3 +62,21 @@ def test_bare_torch_load_follows_the_declared_torch(tmp_path: Path, dependencies
     else:
         assert by_line[2]["code"] == "TRN701"
         assert by_line[2]["severity"] == bare_load
+
+
+@pytest.mark.parametrize(("name", "text", "bare_load"), [
+    ("setup.py", "from setuptools import setup\nsetup(name='p', install_requires=['torch>=2.0'])\n", "error"),
+    ("setup.py", "from setuptools import setup\nsetup(name='p', install_requires=['torch>=2.6'])\n", None),
+    ("setup.py", "from setuptools import setup\nsetup(name='p', install_requires=['torch>=1.8'])\n", None),
+    ("setup.cfg", "[options]\ninstall_requires =\n    numpy\n    torch>=2.6\n", None),
+    ("setup.cfg", "[options]\ninstall_requires =\n    torch>=2.1\n", "error"),
+    ("environment.yml", "dependencies:\n  - python=3.9\n  - pytorch=1.10\n", None),
+])
+def test_bare_torch_load_follows_the_bound_in_other_project_files(tmp_path: Path, name, text, bare_load) -> None:
+    (tmp_path / "train.py").write_text(SOURCE)
+    (tmp_path / name).write_text(text)
+    by_line = {f["line"]: f for f in lint(tmp_path)}
+    if bare_load is None:
+        assert 2 not in by_line, by_line
+    else:
+        assert by_line[2]["severity"] == bare_load, by_line
