@@ -39,7 +39,7 @@ _BATCH_DEPTH = 8
 
 def local_function(model: "FileModel", expr: cst.CSTNode) -> cst.FunctionDef | None:
     """The function of this file that a Name or ``self.<method>`` refers to, if exactly one."""
-    return model.training.local_function(expr)
+    return model.local_function(expr)
 
 
 class FileFacts:
@@ -50,7 +50,6 @@ class FileFacts:
         self._evaluation_calls: dict[int, list[cst.Call]] = {}
         self._helper_calls: dict[int, list[tuple[cst.Call, cst.Call]]] = {}
         self._fetches: dict[int, bool] = {}
-        self._call_sites: dict[int, list[cst.Call]] = {}
         self._mode_calls: list[tuple[int, cst.Call, str]] | None = None
         self._optimized: set[tuple[int, str]] | None = None
         self._draws: bool | None = None
@@ -112,15 +111,7 @@ class FileFacts:
 
     def call_sites(self, fn: cst.FunctionDef) -> list[cst.Call]:
         """Calls of ``fn`` (by name, or ``self.<method>``) in this file."""
-        key = id(fn)
-        if key not in self._call_sites:
-            name = fn.name.value
-            self._call_sites[key] = [
-                c for c in self.model.nodes(cst.Call)
-                if (isinstance(c.func, cst.Name) and c.func.value == name
-                    or isinstance(c.func, cst.Attribute) and c.func.attr.value == name)
-                and local_function(self.model, c.func) is fn]
-        return self._call_sites[key]
+        return self.model.call_sites(fn)
 
     # ------------------------------------------------------ eval loops
     def evaluation_calls(self, loop: cst.For) -> list[cst.Call]:

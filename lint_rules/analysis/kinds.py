@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from lint_rules.analysis import names as N
-from lint_rules.analysis.scopes import (ASSIGN, CLASS, DEF, FOR, PARAM, WITH, call_method, is_none,
-                                       dotted, is_true, keyword_arg)
+from lint_rules.analysis.scopes import (ASSIGN, CLASS, DEF, FOR, PARAM, WITH, bind_arguments, call_method,
+                                       dotted, is_none, is_true, keyword_arg)
 
 if TYPE_CHECKING:
     from lint_rules.analysis.scopes import ScopeModel as FileModel
@@ -184,8 +184,38 @@ def _binding_kind(model: "FileModel", b, depth: int, expr: cst.CSTNode) -> str |
                 return _class_kind(model, q)
         if isinstance(param, cst.Param) and param.default is not None and not is_none(param.default):
             return kind_of(model, param.default, depth + 1)  # loss_fn=nn.CrossEntropyLoss()
+        if isinstance(param, cst.Param) and isinstance(b.value, cst.FunctionDef):
+            return _call_site_kind(model, param, b.value, depth)
         return None
     return None
+
+
+def _call_site_kind(model: "FileModel", param: cst.Param, fn: cst.FunctionDef, depth: int) -> str | None:
+    """The kind every call of ``fn`` in this file passes for ``param``, when they all agree.
+
+    ``train(model, loader, criterion, optimizer)`` called from ``main()`` with a model, a
+    loader, a loss module and an optimizer gives each parameter that kind. A call that
+    passes something of unknown kind, or nothing (the parameter keeps no default here),
+    leaves the parameter unknown; so does a function this file never calls.
+    """
+    name = param.name.value
+    if name in ("self", "cls") or depth >= 6:
+        return None
+    sites = model.call_sites(fn)
+    if not sites or len(sites) > _MAX_CALL_SITES:
+        return None
+    found: set[str | None] = set()
+    for call in sites:
+        if model.is_inside(call, fn):
+            continue  # a recursive call passes what the function already has
+        arg = bind_arguments(call, fn).get(name)
+        found.add(kind_of(model, arg, depth + 1) if arg is not None else None)
+        if None in found or len(found) > 1:
+            return None
+    return found.pop() if len(found) == 1 else None
+
+
+_MAX_CALL_SITES = 16  # a helper called from more places than this is a utility: its parameters vary
 
 
 def _iterated_kind(model: "FileModel", iterable: cst.CSTNode, depth: int) -> str | None:

@@ -206,6 +206,26 @@ def keyword_arg(call: cst.Call, name: str) -> cst.Arg | None:
     return None
 
 
+def bind_arguments(call: cst.Call, fn: cst.FunctionDef) -> dict[str, cst.CSTNode | None]:
+    """The expression each parameter of ``fn`` gets at ``call`` (its default when not passed).
+
+    A method called as ``obj.method(...)`` binds ``self``/``cls`` to ``obj``; a starred
+    argument binds the parameters it could fill to None (unknown).
+    """
+    params = [*fn.params.posonly_params, *fn.params.params]
+    out: dict[str, cst.CSTNode | None] = {p.name.value: p.default for p in (*params, *fn.params.kwonly_params)}
+    if isinstance(call.func, cst.Attribute) and params and params[0].name.value in ("self", "cls"):
+        out[params[0].name.value] = call.func.value
+        params = params[1:]
+    positional = [a for a in call.args if a.keyword is None]
+    for p, arg in zip(params, positional):
+        out[p.name.value] = None if arg.star else arg.value
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value in out:
+            out[arg.keyword.value] = arg.value
+    return out
+
+
 def is_true(expr: cst.CSTNode | None) -> bool:
     return isinstance(expr, cst.Name) and expr.value == "True"
 
@@ -243,6 +263,8 @@ class ScopeModel:
         self._facts: dict[Callable, object] = {}
         self._owner: dict[int, cst.CSTNode | None] = {}
         self._backward_names: set[tuple[int, str]] | None = None
+        self._def_names: frozenset[str] | None = None
+        self._call_sites: dict[int, list[cst.Call]] | None = None
 
     def dispose(self) -> None:
         """Drop everything this model holds, once its file is done.
@@ -716,6 +738,44 @@ class ScopeModel:
         return None
 
     # ------------------------------------------------------------------ facts
+    # ------------------------------------------------------------------ calls
+    def local_function(self, expr: cst.CSTNode) -> cst.FunctionDef | None:
+        """The ``def`` of this file that a Name or ``self.<method>`` refers to, if exactly one."""
+        names = self._def_names
+        if names is None:  # a name no `def` of the file has is not a local function: no lookup
+            names = self._def_names = frozenset(fn.name.value for fn in self.nodes(cst.FunctionDef))
+        tp = type(expr)
+        if tp is cst.Name:
+            if expr.value not in names:
+                return None
+            bindings = self.bindings_of(expr)
+        elif tp is cst.Attribute and type(expr.value) is cst.Name and expr.value.value == "self":
+            if expr.attr.value not in names:
+                return None
+            cls = self.scope_at(expr)
+            while cls is not None and cls.kind != "class":
+                cls = cls.parent
+            bindings = cls.bindings.get(expr.attr.value) if cls is not None else None
+        else:
+            return None
+        # A parameter's binding value is its own function: only a real `def` counts.
+        if bindings and len(bindings) == 1 and bindings[0].kind == DEF \
+                and isinstance(bindings[0].value, cst.FunctionDef):
+            return bindings[0].value
+        return None
+
+    def call_sites(self, fn: cst.FunctionDef) -> list[cst.Call]:
+        """The calls in this file that call ``fn`` (through its name or ``self.<name>``)."""
+        if self._call_sites is None:
+            sites: dict[int, list[cst.Call]] = {}
+            for call in self.nodes(cst.Call):
+                if isinstance(call.func, (cst.Name, cst.Attribute)):
+                    callee = self.local_function(call.func)
+                    if callee is not None:
+                        sites.setdefault(id(callee), []).append(call)
+            self._call_sites = sites
+        return self._call_sites.get(id(fn), [])
+
     def fact(self, builder: Callable[..., _T]) -> _T:
         """The fact ``builder(self)`` of this file, built on first use and then shared.
 

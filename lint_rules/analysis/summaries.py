@@ -34,7 +34,7 @@ import libcst as cst
 from lint_rules.analysis import names as N
 from lint_rules.analysis.aliasing import ForwardAliasing
 from lint_rules.analysis.kinds import OPTIMIZER, SCALER, kind_of
-from lint_rules.analysis.scopes import dotted, keyword_arg
+from lint_rules.analysis.scopes import bind_arguments, dotted, keyword_arg
 from lint_rules.analysis.training import ANY, Event, TrainingFacts
 
 if TYPE_CHECKING:
@@ -128,7 +128,6 @@ class Summaries:
         self._summaries: dict[int, Summary] = {}
         self._building: set[int] = set()
         self._body: dict[int, list[cst.CSTNode]] = {}
-        self._call_sites: dict[int, list[cst.Call]] | None = None
         self._helper_events: list[tuple[cst.Call, list[Event]]] | None = None
         self._writing: set[int] = set()
 
@@ -161,15 +160,7 @@ class Summaries:
 
     def call_sites(self, fn: cst.FunctionDef) -> list[cst.Call]:
         """The calls in this file that call ``fn``."""
-        if self._call_sites is None:
-            sites: dict[int, list[cst.Call]] = {}
-            for call in self.model.nodes(cst.Call):
-                if isinstance(call.func, (cst.Name, cst.Attribute)):
-                    callee = self.local_function(call.func)
-                    if callee is not None:
-                        sites.setdefault(id(callee), []).append(call)
-            self._call_sites = sites
-        return self._call_sites.get(id(fn), [])
+        return self.model.call_sites(fn)
 
     # ---------------------------------------------------------- summaries
     def of(self, fn: cst.FunctionDef) -> Summary:
@@ -368,18 +359,7 @@ class Summaries:
     # ------------------------------------------------------ at call sites
     def bind(self, call: cst.Call, fn: cst.FunctionDef) -> dict[str, cst.CSTNode | None]:
         """The expression each parameter of ``fn`` gets at ``call`` (its default when not passed)."""
-        params = [*fn.params.posonly_params, *fn.params.params]
-        out: dict[str, cst.CSTNode | None] = {p.name.value: p.default for p in (*params, *fn.params.kwonly_params)}
-        if isinstance(call.func, cst.Attribute) and params and params[0].name.value in ("self", "cls"):
-            out[params[0].name.value] = call.func.value
-            params = params[1:]
-        positional = [a for a in call.args if a.keyword is None]
-        for p, arg in zip(params, positional):
-            out[p.name.value] = None if arg.star else arg.value
-        for arg in call.args:
-            if arg.keyword is not None and arg.keyword.value in out:
-                out[arg.keyword.value] = arg.value
-        return out
+        return bind_arguments(call, fn)
 
     def effects_at(self, call: cst.Call, fn: cst.FunctionDef | None = None) -> list["BoundEffect"]:
         """The effects of the local function ``call`` calls, spelled at the call site."""

@@ -54,7 +54,6 @@ def _key(model: "FileModel", expr: cst.CSTNode) -> str:
 class TrainingFacts:
     def __init__(self, model: "FileModel") -> None:
         self.model = model
-        self._def_names: frozenset[str] | None = None
         self.events: list[Event] = []
         Call, Assign = cst.Call, cst.Assign
         for node in model.ordered:
@@ -165,29 +164,7 @@ class TrainingFacts:
 
     def local_function(self, expr: cst.CSTNode) -> cst.FunctionDef | None:
         """The FunctionDef a Name or ``self.method`` refers to, when it is defined in this file."""
-        model = self.model
-        names = self._def_names
-        if names is None:  # a name no `def` of the file has is not a local function: no lookup
-            names = self._def_names = frozenset(fn.name.value for fn in model.nodes(cst.FunctionDef))
-        tp = type(expr)
-        if tp is cst.Name:
-            if expr.value not in names:
-                return None
-            bindings = model.bindings_of(expr)
-        elif tp is cst.Attribute and type(expr.value) is cst.Name and expr.value.value == "self":
-            if expr.attr.value not in names:
-                return None
-            cls = model.scope_at(expr)
-            while cls is not None and cls.kind != "class":
-                cls = cls.parent
-            bindings = cls.bindings.get(expr.attr.value) if cls is not None else None
-        else:
-            return None
-        # A parameter's binding value is its own function: only a real `def` counts.
-        if bindings and len(bindings) == 1 and bindings[0].kind == DEF \
-                and isinstance(bindings[0].value, cst.FunctionDef):
-            return bindings[0].value
-        return None
+        return self.model.local_function(expr)
 
     # --------------------------------------------------------------- loops
     def is_training_loop(self, loop: cst.CSTNode) -> bool:
