@@ -371,8 +371,8 @@ class TorchcheckServer(LanguageServer):
 
 class _Protocol(LanguageServerProtocol):
     """pygls's protocol, answering every request: after ``shutdown``, any request but ``exit`` gets an
-    ``InvalidRequest`` error (pygls drops it, leaving the client waiting), as does one that does not
-    match its method's parameters."""
+    ``InvalidRequest`` error (pygls drops it, leaving the client waiting); one whose parameters do not
+    fit its method gets pygls's error for it (``InvalidParams``) through :meth:`answer_malformed`."""
 
     def handle_message(self, message) -> None:
         if self._shutdown and isinstance(message, RPCRequest) and message.method != lsp.EXIT:
@@ -552,7 +552,8 @@ def _explanation(f: Finding) -> str:
     if documented is None:
         return f"**{f.code}** {f.message}"
     name, sections, link = documented
-    more = f"{link} · `torchcheck explain {f.code}`" if link else f"`torchcheck explain {f.code}` prints the whole page"
+    command = f"`torchcheck explain {f.code}`"
+    more = f"{link} · {command}" if link else f"{command} prints the whole page"
     return "\n\n".join(part for part in (f"**{f.code}** `{name}`: {f.message}", sections, more) if part)
 
 
