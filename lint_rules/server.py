@@ -6,6 +6,12 @@ bound and the imports of the project around it come from disk), on open and chan
 when the configuration read again changed what applies. Each
 finding's fix is a quick fix, every safe fix at once is the ``source.fixAll.torchcheck`` action, and
 "suppress on this line" adds ``# noqa: TRNnnn`` (merged into a noqa comment already there).
+Hovering over a finding shows its rule's documentation (what ``torchcheck explain`` prints, in part).
+
+Messages are read by this module's :class:`Framing` rather than pygls's reader: a damaged frame (a
+``Content-Length`` a few bytes off, a body that is not JSON, a length past :data:`MAX_MESSAGE`) is
+logged and skipped up to the next header instead of stalling or crashing the server, and every
+request gets an answer (after ``shutdown``, an ``InvalidRequest`` error).
 
 Linting runs in one worker thread, one document at a time, and only the newest text of a document
 is linted: edits that arrive while a lint runs are coalesced into the next one, so a burst of
@@ -16,14 +22,24 @@ only ``torchcheck server`` imports this module.
 from __future__ import annotations
 
 import asyncio
+import functools
+import json
 import logging
 import os
+import re
 import sys
+import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import BinaryIO
 
 from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidRequest
+from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.json_rpc import RPCRequest
 from pygls.workspace.position_codec import ServerTextPosition, ServerTextRange
 
 from lint_rules import __version__, registry
@@ -42,6 +58,16 @@ FIX_ALL = "source.fixAll.torchcheck"  # a sub-kind of source.fixAll, as Ruff's s
 _SEVERITY = {"error": lsp.DiagnosticSeverity.Error, "warning": lsp.DiagnosticSeverity.Warning}
 
 log = logging.getLogger(__name__)
+
+MAX_MESSAGE = 64 * 1024 * 1024  # the largest body read: a 99999999999-byte claim is not allocated
+_HEADER_LIMIT = 8 * 1024  # a header block longer than this is damage, not a header still arriving
+_READ_SIZE = 64 * 1024
+# Where a frame starts. Valid JSON never holds these bytes (the name would be inside a string, and a
+# string cannot hold a raw CR), so a match inside a body means the previous frame was damaged.
+_FRAME_START = re.compile(rb"Content-Length:[ \t]*[0-9]+[ \t]*\r\n")
+_BLANK = re.compile(rb"[\r\n\t ]*")
+_FIELD = re.compile(rb"([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[ \t]*(.*?)[ \t]*")
+_DOCS = Path(__file__).resolve().parent.parent / "docs" / "rules"  # the rule pages, in a source checkout
 
 
 class _Linted:
@@ -67,7 +93,8 @@ class TorchcheckServer(LanguageServer):
     """pygls's server with the per-document lint state and the per-directory settings."""
 
     def __init__(self) -> None:
-        super().__init__(SOURCE, __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental)
+        super().__init__(SOURCE, __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental,
+                         protocol_cls=_Protocol)
         self._settings: dict[tuple[str, bool], tuple[object, Settings | TorchcheckError]] = {}
         self._linted: dict[str, _Linted] = {}
         self._fixed: dict[str, tuple[str, str | None]] = {}  # uri -> (text, that text fixed)
@@ -200,6 +227,71 @@ class TorchcheckServer(LanguageServer):
         self._fixed.pop(uri, None)
         self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
+    # ------------------------------------------------------------- hover
+    def hover(self, params: lsp.HoverParams) -> lsp.Hover | None:
+        """The rule documentation of each finding under the cursor, in Markdown; None where there is none."""
+        uri = params.text_document.uri
+        linted = self._linted.get(uri)
+        doc = self.workspace.get_text_document(uri)
+        if linted is None or not linted.findings or linted.source != doc.source:
+            return None  # not linted yet, or stale: the findings' ranges would point elsewhere
+        lines = linted.source.splitlines(True)
+        at = doc.position_codec.position_from_client_units(lines, params.position)
+        here = (at.line + 1, at.character + 1)
+        found = [f for f in linted.findings
+                 if (f.line, f.column) == here or (f.line, f.column) <= here < (f.end_line, f.end_column)]
+        if not found:
+            return None
+        first = found[0]
+        return lsp.Hover(
+            lsp.MarkupContent(lsp.MarkupKind.Markdown, "\n\n---\n\n".join(_explanation(f) for f in found)),
+            range=_range(doc, lines, first.line, first.column, first.end_line, first.end_column))
+
+    # ------------------------------------------------------------ stdio
+    def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
+        """pygls's ``start_io`` with :class:`Framing` reading the messages (pygls's own reader
+        stalls on a ``Content-Length`` a few bytes off and allocates whatever length it is told)."""
+        self._stop_event = threading.Event()  # pygls's shutdown() sets it
+        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+        try:
+            asyncio.run(self._serve(stdin or sys.stdin.buffer))
+        except BrokenPipeError:
+            log.error("the connection to the client is lost; stopping")
+        except (KeyboardInterrupt, SystemExit):  # exit raises SystemExit
+            pass
+        finally:
+            self.shutdown()
+
+    async def _serve(self, stdin: BinaryIO) -> None:
+        loop = asyncio.get_running_loop()
+        read = getattr(stdin, "read1", stdin.read)  # read1: what is there, without waiting for a full chunk
+        framing = Framing(self._framing_error)
+        while not self._stop_event.is_set():
+            data = await loop.run_in_executor(self.thread_pool, read, _READ_SIZE)
+            if not data:
+                break  # the client closed our stdin
+            framing.feed(data)
+            while (body := framing.next_body()) is not None:
+                try:
+                    message = json.loads(body, object_hook=self.protocol.structure_message)
+                except ValueError as e:  # not JSON (or not UTF-8): the frame's length was wrong
+                    framing.reject(f"a message body that is not JSON ({e})")
+                    continue
+                except JsonRpcException as e:  # JSON, but not a valid message: answer it if it is a request
+                    self.protocol.answer_malformed(body, e)
+                    continue
+                try:
+                    self.protocol.handle_message(message)
+                except Exception:  # as pygls: one message's failure never stops the server
+                    log.exception("handling a message failed")
+
+    def _framing_error(self, message: str) -> None:
+        log.error("%s", message)  # standard error, for the editor's LSP log
+        try:
+            self.window_log_message(lsp.LogMessageParams(lsp.MessageType.Error, f"torchcheck server: {message}"))
+        except Exception:  # the log must not stop the reading
+            log.exception("could not send window/logMessage")
+
     # ------------------------------------------------------ code actions
     async def code_actions(self, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
         uri = params.text_document.uri
@@ -277,6 +369,132 @@ class TorchcheckServer(LanguageServer):
         return fixed
 
 
+class _Protocol(LanguageServerProtocol):
+    """pygls's protocol, answering every request: after ``shutdown``, any request but ``exit`` gets an
+    ``InvalidRequest`` error (pygls drops it, leaving the client waiting); one whose parameters do not
+    fit its method gets pygls's error for it (``InvalidParams``) through :meth:`answer_malformed`."""
+
+    def handle_message(self, message) -> None:
+        if self._shutdown and isinstance(message, RPCRequest) and message.method != lsp.EXIT:
+            error = JsonRpcInvalidRequest(f"{message.method} after shutdown: only exit is accepted now")
+            self._send_response(message.id, None, error.to_response_error())
+            return
+        if not hasattr(message, "jsonrpc"):  # JSON, but not a JSON-RPC message (an array, a number ...)
+            log.error("ignored a message that is not JSON-RPC: %.200s", message)
+            return
+        super().handle_message(message)
+
+    def answer_malformed(self, body: bytes, error: JsonRpcException) -> None:
+        """A JSON body pygls could not read as a message: answer it with ``error`` when it is a request."""
+        raw = json.loads(body)
+        log.error("ignored a malformed message: %s", error)
+        if isinstance(raw, dict) and "method" in raw and isinstance(raw.get("id"), (int, str)):
+            self._send_response(raw["id"], None, error.to_response_error())
+
+
+class Framing:
+    """The LSP base protocol's frames (``Content-Length: N\\r\\n\\r\\n`` and N bytes of body) in a byte
+    stream, recovering from damage: a header that does not parse, a length over ``limit``, a header
+    inside what should be a body (the length was too long), or a body that is not JSON (the caller's
+    :meth:`reject`: too short, or too long) is reported through ``report`` and the stream is skipped
+    up to the next ``Content-Length:`` header. Memory stays bounded by ``limit`` whatever the stream
+    says. ``feed`` the bytes read, then take the bodies from ``next_body`` until it returns None."""
+
+    def __init__(self, report: Callable[[str], None], limit: int = MAX_MESSAGE) -> None:
+        self._report = report
+        self._limit = limit
+        self._buffer = bytearray()
+        self._length: int | None = None  # the body being read: its length, its header already dropped
+        self._taken = 0  # bytes of the last body returned, dropped at the next call
+        self._scanned = 0  # how much of the body being read is known to hold no header
+        self._lost = False  # skipping to the next header
+
+    def feed(self, data: bytes) -> None:
+        self._buffer += data
+
+    def next_body(self) -> bytes | None:
+        buffer = self._buffer
+        if self._taken:
+            del buffer[:self._taken]
+            self._taken = 0
+        while True:
+            if self._lost and not self._skip(0):
+                return None
+            if self._length is None:
+                if not self._header():
+                    return None
+                continue
+            if len(buffer) < self._length:
+                # Still arriving, or the length claimed was too long and runs into the next message:
+                # a header inside says which (a whole body is JSON, which holds none: not searched).
+                inside = _FRAME_START.search(buffer, max(0, self._scanned - 64))
+                if inside is not None:
+                    self._damaged(f"a message shorter than its Content-Length of {self._length} bytes",
+                                  inside.start())
+                    continue
+                self._scanned = len(buffer)
+                return None
+            self._taken, self._length, self._scanned = self._length, None, 0
+            return bytes(buffer[:self._taken])
+
+    def reject(self, reason: str) -> None:
+        """The last body returned is no message (its Content-Length was wrong): skip to the next header,
+        which may begin inside it."""
+        self._taken = 0
+        self._damaged(reason, 1)
+
+    def _header(self) -> bool:
+        """Read the header block at the start of the buffer; False when it has not all arrived."""
+        buffer = self._buffer
+        blank = _BLANK.match(buffer).end()  # between frames: nothing to report
+        if blank:
+            del buffer[:blank]
+        end = buffer.find(b"\r\n\r\n", 0, _HEADER_LIMIT)
+        if end < 0:
+            if len(buffer) >= _HEADER_LIMIT:
+                self._damaged(f"no end of the header in its first {_HEADER_LIMIT} bytes", 1)
+                return True
+            return False
+        length = None
+        for line in bytes(buffer[:end]).split(b"\r\n"):
+            field = _FIELD.fullmatch(line)
+            if field is None:
+                self._damaged(f"a header line that is not 'Name: value': {line[:80]!r}", 1)
+                return True
+            if field.group(1).lower() == b"content-length":
+                if length is not None or not field.group(2).isdigit():
+                    self._damaged(f"a bad Content-Length header: {line[:80]!r}", 1)
+                    return True
+                length = int(field.group(2))
+        if length is None:
+            self._damaged("a header without Content-Length", 1)
+        elif length > self._limit:
+            # Not read: the body is skipped like damage (a body that is JSON holds no header to stop at).
+            self._damaged(f"a Content-Length of {length} bytes, over the limit of {self._limit} bytes", end + 4)
+        else:
+            del buffer[:end + 4]
+            self._length, self._scanned = length, 0
+        return True
+
+    def _damaged(self, reason: str, start: int) -> None:
+        self._report(f"{reason}; skipping to the next Content-Length header")
+        self._length, self._scanned = None, 0
+        self._skip(start)
+
+    def _skip(self, start: int) -> bool:
+        """Drop the bytes before the next frame's header at or after ``start``; False when none has
+        arrived yet (the end of the buffer, where a header may be arriving, is kept)."""
+        buffer = self._buffer
+        found = _FRAME_START.search(buffer, start)
+        if found is None:
+            del buffer[:max(start, len(buffer) - 64)]
+            self._lost = True
+            return False
+        del buffer[:found.start()]
+        self._lost = False
+        return True
+
+
 def _stamp(settings: Settings | TorchcheckError) -> object:
     """What says a cached Settings is still current: its configuration file's mtime (None: none)."""
     path = settings.config.path if isinstance(settings, Settings) else None
@@ -303,6 +521,40 @@ def _diagnostic(doc: TextDocument, lines: list[str], f: Finding) -> lsp.Diagnost
         code=f.code,
         source=SOURCE,
     )
+
+
+@functools.lru_cache(maxsize=None)
+def _documentation(code: str) -> tuple[str, str, str] | None:
+    """A rule's name, "What it does" and "Why is this bad?" in Markdown, and its page as a link;
+    from ``documentation()``, the text ``torchcheck explain`` prints."""
+    rule = registry.lookup(code)
+    if rule is None:
+        return None
+    doc = rule.documentation()
+    sections = "\n\n".join(f"**{title}**\n{text}" for title in ("What it does", "Why is this bad?")
+                           if (text := _section(doc, title)))
+    page = _DOCS / f"{rule.NAME}.md"
+    # No site serves the rule pages yet: link the page in a source checkout; elsewhere the
+    # command that prints it.
+    link = f"[{code} documentation]({page.as_uri()})" if page.is_file() else ""
+    return rule.NAME, sections, link
+
+
+def _section(doc: str, title: str) -> str:
+    """The text under ``## title`` in a rule's documentation ('' if it has none)."""
+    m = re.search(rf"^## {re.escape(title)}[ \t]*\n(.*?)(?=^## |\Z)", doc, re.M | re.S)
+    return m.group(1).strip() if m else ""
+
+
+def _explanation(f: Finding) -> str:
+    """Hover Markdown for one finding: its code, name and message, then its rule's documentation."""
+    documented = _documentation(f.code)
+    if documented is None:
+        return f"**{f.code}** {f.message}"
+    name, sections, link = documented
+    command = f"`torchcheck explain {f.code}`"
+    more = f"{link} · {command}" if link else f"{command} prints the whole page"
+    return "\n\n".join(part for part in (f"**{f.code}** `{name}`: {f.message}", sections, more) if part)
 
 
 def _suppress(uri: str, doc: TextDocument, lines: list[str], linted: _Linted, f: Finding) -> lsp.CodeAction | None:
@@ -367,6 +619,10 @@ def build() -> TorchcheckServer:
                                           resolve_provider=True))
     async def code_action(ls: TorchcheckServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
         return await ls.code_actions(params)
+
+    @server.feature(lsp.TEXT_DOCUMENT_HOVER)
+    def hover(ls: TorchcheckServer, params: lsp.HoverParams) -> lsp.Hover | None:
+        return ls.hover(params)
 
     @server.feature(lsp.CODE_ACTION_RESOLVE)
     async def code_action_resolve(ls: TorchcheckServer, action: lsp.CodeAction) -> lsp.CodeAction:

@@ -8,14 +8,20 @@ speaks the real protocol over the real pipes, and these few sessions need no fix
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import queue
 import subprocess
 import sys
+import threading
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import pytest
 from lsprotocol import types as lsp
 from pygls.lsp.client import LanguageClient
+
+from lint_rules.server import Framing
 
 REPO = Path(__file__).resolve().parents[2]
 TIMEOUT = 20.0
@@ -375,3 +381,189 @@ def test_saving_an_imported_module_relints_the_buffers_that_depend_on_it(tmp_pat
             assert s.queue((pkg / "other.py").as_uri()).empty()
 
     run(go())
+
+
+def test_hover_shows_the_rule_documentation_of_the_finding_under_the_cursor(tmp_path: Path) -> None:
+    path = tmp_path / "train.py"
+
+    async def hover(s: Session, line: int, character: int) -> lsp.Hover | None:
+        return await asyncio.wait_for(s.client.text_document_hover_async(lsp.HoverParams(
+            lsp.TextDocumentIdentifier(path.as_uri()), lsp.Position(line, character))), TIMEOUT)
+
+    async def go() -> None:
+        async with session(tmp_path) as s:
+            (finding,) = await s.open(path, BUGGY)  # torch.cuda.amp.autocast() on line 2, columns 5-28
+            got = await hover(s, 2, 10)
+            assert got.contents.kind == lsp.MarkupKind.Markdown and got.range == finding.range
+            text = got.contents.value
+            assert text.startswith(f"**TRN802** `deprecated-amp-api`: {finding.message}"), text
+            assert "**What it does**\nFlags `torch.cuda.amp.GradScaler`" in text
+            assert "**Why is this bad?**\nThese device-specific entry points are deprecated" in text
+            assert "## Example" not in text  # the two sections only, not the whole page
+            page = REPO / "docs" / "rules" / "deprecated-amp-api.md"
+            assert f"[TRN802 documentation]({page.as_uri()})" in text and page.is_file()
+            assert await hover(s, 2, 27) is not None  # the last character of the range
+            for line, character in ((2, 4), (2, 28), (0, 3), (9, 0)):  # beside it, after it, elsewhere
+                assert await hover(s, line, character) is None, (line, character)
+            await s.change(path, FIXED)
+            assert await hover(s, 2, 10) is None  # the finding is gone with the fix
+
+    run(go())
+
+
+# ------------------------------------------------------------- framing
+# The pygls client always frames its messages correctly; these tests write the bytes themselves.
+
+def frame(message: dict, length: int | None = None) -> bytes:
+    body = json.dumps(message).encode()
+    return b"Content-Length: %d\r\n\r\n" % (len(body) if length is None else length) + body
+
+
+def request(msg_id: int, method: str, params: object = None) -> dict:
+    return {"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params}
+
+
+class RawServer:
+    """``torchcheck server`` as a subprocess fed raw bytes; its (well-framed) output read by a thread."""
+
+    def __init__(self, cwd: Path) -> None:
+        self.process = subprocess.Popen([sys.executable, "-m", "lint_rules", "server"], cwd=cwd,
+                                        env={**os.environ, "PYTHONPATH": str(REPO)}, stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.received: queue.Queue = queue.Queue()
+        self.logged: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+        self.send(frame(request(0, "initialize", {"processId": None, "rootUri": None, "capabilities": {}})))
+        self.answer(0)
+        self.send(frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+
+    def _read(self) -> None:
+        out = self.process.stdout
+        while True:
+            length = None
+            while (line := out.readline()) not in (b"\r\n", b""):
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":")[1])
+            if not line or length is None:
+                self.received.put(None)
+                return
+            self.received.put(json.loads(out.read(length)))
+
+    def send(self, data: bytes) -> None:
+        self.process.stdin.write(data)
+        self.process.stdin.flush()
+
+    def answer(self, msg_id: int) -> dict:
+        """The response to request ``msg_id``, noting the window/logMessage messages on the way."""
+        while True:
+            try:
+                message = self.received.get(timeout=TIMEOUT)
+            except queue.Empty:
+                raise AssertionError(f"no answer to request {msg_id} in {TIMEOUT} s; logged: {self.logged}") from None
+            assert message is not None, f"the server stopped: {self.process.stderr.read().decode()}"
+            if message.get("method") == "window/logMessage":
+                self.logged.append(message["params"]["message"])
+            if message.get("id") == msg_id and "method" not in message:
+                return message
+
+    def stop(self) -> tuple[int, str]:
+        """exit (after shutdown, once): the exit code and what the server wrote to stderr."""
+        self.send(frame({"jsonrpc": "2.0", "method": "exit"}))
+        try:
+            code = self.process.wait(TIMEOUT)
+        finally:
+            self.process.kill()
+            self.process.stdin.close()
+        return code, self.process.stderr.read().decode()
+
+
+@pytest.fixture
+def raw(tmp_path: Path):
+    server = RawServer(tmp_path)
+    yield server
+    if server.process.poll() is None:
+        server.process.kill()
+    server.process.wait()
+    server.process.stdin.close()
+
+
+HOVER = {"textDocument": {"uri": "file:///nowhere/train.py"}, "position": {"line": 0, "character": 0}}
+
+
+@pytest.mark.parametrize("off", [-3, 3, 500], ids=["short", "long", "longer-than-the-next-message"])
+def test_a_content_length_a_few_bytes_off_loses_that_message_only(raw: RawServer, off: int) -> None:
+    """The damaged message is reported and skipped; the next one is read and answered (500 bytes too
+    long reaches past the whole next message: its header inside the claimed body says so)."""
+    damaged = request(1, "textDocument/hover", HOVER)
+    raw.send(frame(damaged, len(json.dumps(damaged)) + off) + frame(request(2, "textDocument/hover", HOVER)))
+    assert raw.answer(2)["result"] is None
+    assert any("skipping to the next Content-Length header" in m for m in raw.logged), raw.logged
+    raw.send(frame(request(3, "shutdown")))
+    raw.answer(3)
+    code, stderr = raw.stop()
+    assert code == 0 and "Traceback" not in stderr, stderr
+
+
+@pytest.mark.parametrize("length", [99_999_999_999, 2 * 1024**3])
+def test_a_huge_content_length_is_skipped_not_read(raw: RawServer, length: int) -> None:
+    """Once a MemoryError (pygls allocated the length) or a wait for 2 GiB that never came."""
+    raw.send(b"Content-Length: %d\r\n\r\n" % length + json.dumps(request(1, "shutdown")).encode())
+    raw.send(frame(request(2, "textDocument/hover", HOVER)))
+    assert raw.answer(2)["result"] is None
+    assert any(f"Content-Length of {length} bytes, over the limit of 67108864 bytes" in m for m in raw.logged)
+    raw.send(frame(request(3, "shutdown")))
+    raw.answer(3)
+    code, stderr = raw.stop()
+    assert code == 0 and "MemoryError" not in stderr and "Traceback" not in stderr, stderr
+
+
+def test_requests_after_shutdown_are_answered_with_invalid_request(raw: RawServer) -> None:
+    raw.send(frame(request(1, "shutdown")))
+    assert raw.answer(1)["result"] is None
+    raw.send(frame(request(2, "textDocument/hover", HOVER)))
+    error = raw.answer(2)["error"]
+    assert error["code"] == -32600 and "textDocument/hover after shutdown" in error["message"]
+    assert raw.stop()[0] == 0  # exit is still accepted
+
+
+def test_a_request_with_bad_params_is_answered_with_an_error(raw: RawServer) -> None:
+    raw.send(frame(request(1, "textDocument/hover", {"position": "here"})))
+    assert raw.answer(1)["error"]["code"] == -32602  # InvalidParams, not silence
+    raw.send(frame(request(2, "shutdown")))
+    raw.answer(2)
+    assert raw.stop()[0] == 0
+
+
+def test_framing_reads_a_stream_however_it_is_split() -> None:
+    """Header fields besides Content-Length, a blank line between frames, then three kinds of damage:
+    the same bodies and reports whether the bytes come at once or one at a time."""
+    one, two = json.dumps(request(1, "a")).encode(), json.dumps(request(2, "b")).encode()
+    stream = (b"Content-Type: application/vscode-jsonrpc; charset=utf-8\r\nContent-Length: %d\r\n\r\n" % len(one)
+              + one + b"\r\n"
+              + b"X-Junk\r\n\r\n"  # not a header
+              + b"Content-Length: 5\r\n\r\n" + one  # too short: its first 5 bytes are no JSON
+              + b"Content-Length: 99999999999\r\n\r\n" + one  # over the limit: skipped, not read
+              + b"Content-Length: %d\r\n\r\n" % len(two) + two)
+
+    def read(chunks: list[bytes]) -> tuple[list[bytes], list[str]]:
+        reports: list[str] = []
+        framing, bodies = Framing(reports.append, limit=1024), []
+        for chunk in chunks:
+            framing.feed(chunk)
+            while (body := framing.next_body()) is not None:
+                try:
+                    json.loads(body)
+                except ValueError:
+                    framing.reject("not JSON")
+                else:
+                    bodies.append(body)
+        return bodies, reports
+
+    whole = read([stream])
+    assert whole == ([one, two], [
+        "a header line that is not 'Name: value': b'X-Junk'; skipping to the next Content-Length header",
+        "not JSON; skipping to the next Content-Length header",
+        "a Content-Length of 99999999999 bytes, over the limit of 1024 bytes; "
+        "skipping to the next Content-Length header",
+    ])
+    assert read([stream[i:i + 1] for i in range(len(stream))]) == whole
