@@ -143,6 +143,14 @@ def dependencies_hold(depends_on: list) -> bool:
     return index_for(None).still_valid(depends_on)
 
 
+def forget_project_files() -> None:
+    """Forget what this process read of the project's layout (import roots, which files import
+    which module): a long-lived caller does this when files were saved, created or deleted."""
+    from lint_rules.analysis.project_index import index_for
+
+    index_for(None).forget_files()
+
+
 def lint_file(path: str | Path, settings: Settings | None = None, *, shown: str | None = None) -> FileResult:
     """Lint the file at ``path`` (Python or notebook; read, decoded and cached as the command line does).
 

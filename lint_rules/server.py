@@ -43,7 +43,7 @@ from pygls.protocol.json_rpc import RPCRequest
 from pygls.workspace.position_codec import ServerTextPosition, ServerTextRange
 
 from lint_rules import __version__, registry
-from lint_rules.api import Settings, dependencies_hold, lint_text
+from lint_rules.api import Settings, dependencies_hold, forget_project_files, lint_text
 from lint_rules.diagnostics import SAFE, FileResult, Finding
 from lint_rules.errors import TorchcheckError
 from lint_rules.fixes import add_noqa
@@ -158,6 +158,8 @@ class TorchcheckServer(LanguageServer):
         sigmoid. Checked in the lint worker (it owns the project index), one document at a time."""
         loop = asyncio.get_running_loop()
         try:
+            # A saved file may import a module another buffer defines: its callers changed.
+            await loop.run_in_executor(self._worker, forget_project_files)
             for uri, linted in list(self._linted.items()):
                 if uri == saved or not linted.depends_on or uri in self._dirty:
                     continue

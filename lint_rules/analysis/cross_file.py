@@ -82,6 +82,35 @@ class ProjectFacts:
             return None
         return self._is_module(found[1], found[2], found[3], 0)
 
+    def call_kinds(self, fn_name: str) -> list[tuple[list, dict]] | None:
+        """The argument kinds of every call, in the project's other files, of the top-level
+        function ``fn_name`` of this file: a list of (positional kinds, keyword kinds), one per
+        call (see :func:`~lint_rules.analysis.summary._imported_calls`); [] when no other file
+        calls it; None when that cannot be told (more than :data:`MAX_CALLER_FILES` files
+        could, or the project is too large to read)."""
+        importers = self.index.importers(self.path)
+        if importers is None:
+            self._deps[("importers", self.path)] = (None,)
+            return None
+        self._deps[("importers", self.path)] = (list(importers),)
+        needle = fn_name.encode()
+        callers = [f for f in importers if _mentions(f, needle)]
+        if len(callers) > MAX_CALLER_FILES:
+            return None
+        out: list[tuple[list, dict]] = []
+        for caller in callers:
+            held = self._summary(caller)
+            if held is None:
+                continue
+            for head, rest, args, kwargs in held.get("calls", ()):
+                ref = held["imports"].get(head)
+                if ref is None:
+                    continue
+                found = self._follow(caller, ref, list(rest), 0)
+                if found is not None and found[0] == "function" and found[1] == self.path and found[2] == fn_name:
+                    out.append((args, kwargs))
+        return out
+
     # --------------------------------------------------------- resolving
     def _resolve_local(self, model: "FileModel", expr: cst.CSTNode):
         """("class"|"function"|"instance", module path, name, entry) for a name of the linted file
@@ -196,6 +225,18 @@ class ProjectFacts:
         held = self.index.summary(path)
         self._deps[("summary", path)] = (held[0] if held else None,)
         return held[1] if held else None
+
+
+MAX_CALLER_FILES = 8  # a function called from more files than this is a utility: its parameters vary
+
+
+def _mentions(path: str, needle: bytes) -> bool:
+    from lint_rules.files import read_regular
+
+    try:
+        return needle in read_regular(path)
+    except OSError:
+        return False
 
 
 def _leftmost(expr: cst.CSTNode) -> cst.CSTNode:

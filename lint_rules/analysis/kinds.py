@@ -202,7 +202,7 @@ def _call_site_kind(model: "FileModel", param: cst.Param, fn: cst.FunctionDef, d
     if name in ("self", "cls") or depth >= 6:
         return None
     sites = model.call_sites(fn)
-    if not sites or len(sites) > _MAX_CALL_SITES:
+    if len(sites) > _MAX_CALL_SITES:
         return None
     found: set[str | None] = set()
     for call in sites:
@@ -212,7 +212,31 @@ def _call_site_kind(model: "FileModel", param: cst.Param, fn: cst.FunctionDef, d
         found.add(kind_of(model, arg, depth + 1) if arg is not None else None)
         if None in found or len(found) > 1:
             return None
+    project = getattr(model, "project_facts", None)
+    if project is not None and model.parent(fn) is model.module:
+        remote = project.call_kinds(fn.name.value)
+        if remote is None:
+            return None
+        for args, kwargs in remote:
+            found.add(_passed_kind(fn, param, args, kwargs))
+            if None in found or len(found) > 1:
+                return None
     return found.pop() if len(found) == 1 else None
+
+
+def _passed_kind(fn: cst.FunctionDef, param: cst.Param, args: list, kwargs: dict) -> str | None:
+    """The kind a summarised call (positional and keyword kinds) passes for ``param``."""
+    name = param.name.value
+    positional = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+    if name in positional:
+        index = positional.index(name)
+        if "*" in args[:index + 1]:
+            return None
+        if index < len(args):
+            return args[index]
+    if name in kwargs and name not in [p.name.value for p in fn.params.posonly_params]:
+        return kwargs[name]
+    return None  # not passed, or through **kwargs: its default, whose kind was asked first
 
 
 _MAX_CALL_SITES = 16  # a helper called from more places than this is a utility: its parameters vary

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections import OrderedDict
 
 from lint_rules.files import read_regular
@@ -28,8 +29,8 @@ from lint_rules.files import read_regular
 _ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
 
-SUMMARY_VERSION = 2  # bump when the shape or meaning of a summary changes
-SUMMARY_KEYS = frozenset({"classes", "functions", "instances", "imports", "stepping"})
+SUMMARY_VERSION = 3  # bump when the shape or meaning of a summary changes
+SUMMARY_KEYS = frozenset({"classes", "functions", "instances", "imports", "stepping", "calls"})
 
 
 def _digest(data: bytes):
@@ -50,6 +51,7 @@ class ProjectIndex:
         self.max_summaries = max_summaries
         self._summaries: OrderedDict[str, tuple[tuple[int, int], str, dict]] = OrderedDict()
         self._roots: dict[str, tuple[str, ...]] = {}
+        self._mentions: dict[str, dict[str, tuple[str, ...]] | None] = {}
         self.summarised = 0  # how many files were parsed to summarise them (for tests and benchmarks)
 
     # ------------------------------------------------------------ files
@@ -57,8 +59,10 @@ class ProjectIndex:
         """Forget where import roots are (a long-lived process whose package layout changed).
 
         Which module files exist is asked of the file system every time: imports are
-        resolved only when a rule asks, so a new ``model.py`` is seen at once."""
+        resolved only when a rule asks, so a new ``model.py`` is seen at once. Which files import
+        which module (:meth:`importers`) is read once per project and forgotten here too."""
         self._roots.clear()
+        self._mentions.clear()
 
     def roots(self, directory: str) -> tuple[str, ...]:
         """Where absolute imports of a file in ``directory`` are looked for, in order."""
@@ -87,6 +91,47 @@ class ProjectIndex:
             self._roots.clear()
         self._roots[directory] = found
         return found
+
+    def importers(self, path: str) -> tuple[str, ...] | None:
+        """The other Python files of ``path``'s project whose imports name its module.
+
+        A file counts when one of its ``import``/``from`` lines names the module's last
+        part (``from train import fit``, ``from . import train``, ``import pkg.train``),
+        read from its text without parsing; the import itself is resolved later, from the
+        file's summary. The project is the directory holding ``pyproject.toml``,
+        ``setup.py``, ``setup.cfg`` or ``.git`` above ``path``, else its package. None when
+        the project has more than :data:`MAX_PROJECT_FILES` Python files (too many to read
+        for one question), and for an installed package (under ``site-packages``), whose
+        callers are other projects.
+        """
+        directory = os.path.dirname(path)
+        if _INSTALLED.search(directory):
+            return None  # an installed library's callers are other projects
+        stem = os.path.splitext(os.path.basename(path))[0]
+        if stem == "__init__":
+            stem = os.path.basename(directory)
+        root = self._project_root(directory)
+        mentions = self._mentions.get(root, ...)
+        if mentions is ...:
+            mentions = self._mentions[root] = _import_mentions(root)
+            if len(self._mentions) > 64:
+                self._mentions.pop(next(iter(self._mentions)))
+        if mentions is None:
+            return None
+        return tuple(f for f in mentions.get(stem, ()) if f != path)
+
+    def _project_root(self, directory: str) -> str:
+        """The directory whose files may call into ``directory``'s modules: the project root."""
+        roots = self.roots(directory)
+        package_top = roots[1] if len(roots) > 1 else directory
+        d = directory
+        while True:
+            if any(os.path.exists(os.path.join(d, m)) for m in _ROOT_MARKERS):
+                return d
+            parent = os.path.dirname(d)
+            if parent == d:
+                return package_top
+            d = parent
 
     def locate_module(self, from_file: str, level: int, module: str) -> str | None:
         """The file of module ``module`` imported with ``level`` leading dots from ``from_file``."""
@@ -162,6 +207,11 @@ class ProjectIndex:
                     from_file, level, module, path = rest
                     if self.locate_module(from_file, level, module) != path:
                         return False
+                elif kind == "importers":
+                    path, found = rest
+                    now = self.importers(path)
+                    if (list(now) if now is not None else None) != found:
+                        return False
                 elif kind == "summary":
                     path, digest = rest
                     held = self.summary(path)
@@ -172,6 +222,39 @@ class ProjectIndex:
         except (TypeError, ValueError):
             return False  # an entry of another shape: re-lint
         return True
+
+
+MAX_PROJECT_FILES = 2000  # a project with more Python files than this is not read for importers
+_SKIPPED_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "dist-packages", "build", "dist",
+                           "venv"})
+_IMPORT_LINE = re.compile(rb"^[ \t]*(?:from[ \t]+([.\w]+)[ \t]+import[ \t]+([^\n#;]+)|import[ \t]+([^\n#;]+))",
+                          re.M)
+_WORD = re.compile(rb"\w+")
+_INSTALLED = re.compile(r"[\\/](?:site|dist)-packages(?:[\\/]|$)")
+
+
+def _import_mentions(root: str) -> dict[str, tuple[str, ...]] | None:
+    """Module-name word -> the Python files under ``root`` whose import lines mention it."""
+    paths: list[str] = []
+    for directory, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIPPED_DIRS)
+        paths.extend(os.path.join(directory, name) for name in sorted(files) if name.endswith(".py"))
+        if len(paths) > MAX_PROJECT_FILES:
+            return None  # listed, not read: a tree this large costs a few milliseconds to give up on
+    found: dict[str, list[str]] = {}
+    for path in paths:
+        try:
+            data = read_regular(path)
+        except OSError:
+            continue
+        words: set[bytes] = set()
+        for m in _IMPORT_LINE.finditer(data):
+            for group in m.groups():
+                if group:
+                    words.update(_WORD.findall(group))
+        for word in words:
+            found.setdefault(word.decode("ascii", "replace"), []).append(path)
+    return {k: tuple(v) for k, v in found.items()}
 
 
 def _module_file(base: str, parts: list[str]) -> str | None:

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import ast
 import gc
+import sys
+
 import libcst as cst
 
 from lint_rules.analysis.model import FileModel, dotted
@@ -24,7 +26,7 @@ from lint_rules.analysis.parsing import parse_module
 from lint_rules.analysis.provenance import Provenance, returns_of
 
 def empty() -> dict:
-    return {"classes": {}, "functions": {}, "instances": {}, "imports": {}, "stepping": []}
+    return {"classes": {}, "functions": {}, "instances": {}, "imports": {}, "stepping": [], "calls": []}
 
 
 def summarise_source(source: str) -> dict:
@@ -76,6 +78,7 @@ def summarise(model: FileModel, provenance: Provenance | None = None) -> dict:
                         if isinstance(t.target, cst.Name):
                             out["instances"][t.target.value] = prov.of_module(small.value, small)
     out["stepping"] = _stepping(model, [stmt for stmt in model.module.body if isinstance(stmt, cst.FunctionDef)])
+    out["calls"] = _imported_calls(model, out["imports"])
     # Only what a module-level binding ends as counts; drop instances that are None to keep it small.
     out["instances"] = {k: v for k, v in out["instances"].items() if v is not None}
     return out
@@ -118,6 +121,72 @@ def _stepping(model: FileModel, functions: list[cst.FunctionDef]) -> list[str]:
             break
         stepping.extend(grown)
     return stepping
+
+
+_MAX_CALLS = 256  # calls recorded per file: a summary stays small
+_LIBRARIES = frozenset(
+    "torch torchvision torchaudio torchtext numpy scipy pandas sklearn matplotlib PIL cv2 tqdm yaml einops timm "
+    "transformers datasets accelerate lightning pytorch_lightning hydra omegaconf wandb tensorboard tensorboardX "
+    "apex deepspeed".split())
+
+
+def _imported_calls(model: FileModel, imports: dict) -> list[list]:
+    """The calls of functions this file imports at module level, with the kind of each argument.
+
+    ``from train import fit`` then ``fit(net, loader, nn.CrossEntropyLoss(), opt)`` gives
+    ``["fit", [], ["module", "loader", "criterion", "optimizer"], {}]``: the local name, the
+    attribute path after it (``engine.fit(...)`` after ``import engine``: ``["fit"]``), the
+    kinds of the positional arguments (``"*"`` for a starred one, None when unknown) and of
+    the keyword arguments (``"**"`` for a double-starred one). Importers' kinds flow into the
+    callee's parameters (:meth:`~lint_rules.analysis.cross_file.ProjectFacts.call_kinds`).
+    Calls of names imported from the standard library or from the common libraries of
+    training code (torch, numpy, ...) are left out: they never reach the project's functions.
+    """
+    out: list[list] = []
+    if not imports:
+        return out
+    for call in model.nodes(cst.Call):
+        text = dotted(call.func)
+        if text is None:
+            continue
+        head, *rest = text.split(".")
+        ref = imports.get(head)
+        if ref is None or _external(ref):
+            continue
+        bindings = model.bindings_of(call.func if isinstance(call.func, cst.Name) else _leftmost(call.func))
+        if not bindings or len(bindings) != 1 or not isinstance(bindings[0].node, (cst.Import, cst.ImportFrom)):
+            continue  # shadowed by a local name
+        args: list[str | None] = []
+        kwargs: dict[str, str | None] = {}
+        for arg in call.args:
+            if arg.keyword is not None:
+                kwargs[arg.keyword.value] = model.kind_of(arg.value)
+            elif arg.star == "**":
+                kwargs["**"] = "**"
+            elif arg.star:
+                args.append("*")
+            else:
+                args.append(model.kind_of(arg.value))
+        out.append([head, rest, args, kwargs])
+        if len(out) >= _MAX_CALLS:
+            break
+    return out
+
+
+def _external(ref: list) -> bool:
+    """Whether an import (``[level, module, name]``) is of the standard library or of one of the
+    libraries training code calls most: its calls never reach a function of the project."""
+    level, module, name = ref
+    if level:
+        return False
+    top = (module or name or "").split(".", 1)[0]
+    return top in sys.stdlib_module_names or top in _LIBRARIES
+
+
+def _leftmost(expr: cst.CSTNode) -> cst.CSTNode:
+    while isinstance(expr, cst.Attribute):
+        expr = expr.value
+    return expr
 
 
 def _function_returns(prov: Provenance, fn: cst.FunctionDef) -> str | None:

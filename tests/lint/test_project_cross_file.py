@@ -286,3 +286,80 @@ def test_a_result_says_what_it_depended_on_and_whether_that_still_holds(tmp_path
     model.write_text(model.read_text().replace("Sigmoid()", "Identity()"))
     assert not dependencies_hold(result.depends_on)
     assert dependencies_hold([])  # a result that depended on no other file always holds
+
+
+TRAINLIB = """\
+import torch
+
+
+def fit(a, b, c, d):
+    for x, y in b:
+        c(a(x), y).backward()
+        d.zero_grad()
+        d.step()
+"""
+
+CALLER = """\
+import torch
+from torch import nn
+{imports}
+
+def main():
+    net = nn.Linear(4, 2)
+    {call}
+"""
+
+
+@pytest.mark.parametrize(("imports", "call", "expected"), [
+    ("from trainlib import fit", "fit(net, loader, nn.MSELoss(), torch.optim.SGD(net.parameters(), 0.1))", {"TRN101"}),
+    ("import trainlib", "trainlib.fit(net, loader, nn.MSELoss(), d=torch.optim.Adam(net.parameters()))", {"TRN101"}),
+    ("from trainlib import fit as run", "run(net, loader, nn.MSELoss(), torch.optim.SGD(net.parameters(), 0.1))",
+     {"TRN101"}),
+    ("from trainlib import fit", "fit(net, loader, nn.MSELoss(), Custom())", set()),  # not an optimizer
+    ("from trainlib import fit", "fit(*everything)", set()),  # unknown
+    ("from other import fit", "fit(net, loader, nn.MSELoss(), torch.optim.SGD(net.parameters(), 0.1))", set()),
+])
+def test_parameter_kinds_flow_from_calls_in_other_files(tmp_path: Path, imports: str, call: str,
+                                                       expected: set[str]) -> None:
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "trainlib.py").write_text(TRAINLIB)
+    (tmp_path / "other.py").write_text("def fit(a, b, c, d):\n    pass\n")
+    (tmp_path / "main.py").write_text(CALLER.format(imports=imports, call=call))
+    path = tmp_path / "trainlib.py"
+    facts = ProjectFacts(ProjectIndex(), str(path))
+    result = lint_source(TRAINLIB, str(path), {"TRN101"}, facts=facts)
+    assert {f.code for f in result.findings} == expected
+    callers = [str(tmp_path / "main.py")] if "trainlib" in imports else []
+    assert ["importers", str(path), callers] in facts.deps
+
+
+def test_callers_that_disagree_or_a_new_caller_are_seen(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "trainlib.py").write_text(TRAINLIB)
+    (tmp_path / "main.py").write_text(CALLER.format(
+        imports="from trainlib import fit", call="fit(net, loader, nn.MSELoss(), torch.optim.SGD(net.parameters()))"))
+    path = str(tmp_path / "trainlib.py")
+    index = ProjectIndex()
+    facts = ProjectFacts(index, path)
+    assert {f.code for f in lint_source(TRAINLIB, path, {"TRN101"}, facts=facts).findings} == {"TRN101"}
+    assert index.still_valid(facts.deps)
+    # A second file calls it with something else: the parameter is no longer known to be an optimizer.
+    (tmp_path / "sweep.py").write_text("import trainlib\ntrainlib.fit(m, l, c, object())\n")
+    index.forget_files()
+    assert not index.still_valid(facts.deps)
+    facts = ProjectFacts(index, path)
+    assert lint_source(TRAINLIB, path, {"TRN101"}, facts=facts).findings == []
+
+
+def test_a_function_called_from_many_files_is_a_utility(tmp_path: Path) -> None:
+    from lint_rules.analysis.cross_file import MAX_CALLER_FILES
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "trainlib.py").write_text(TRAINLIB)
+    for i in range(MAX_CALLER_FILES + 1):
+        (tmp_path / f"main{i}.py").write_text(CALLER.format(
+            imports="from trainlib import fit", call="fit(net, loader, nn.MSELoss(), torch.optim.SGD(ps))"))
+    path = str(tmp_path / "trainlib.py")
+    facts = ProjectFacts(ProjectIndex(), path)
+    assert facts.call_kinds("fit") is None
+    assert lint_source(TRAINLIB, path, {"TRN101"}, facts=facts).findings == []
