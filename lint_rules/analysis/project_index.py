@@ -53,13 +53,6 @@ class ProjectIndex:
         self.summarised = 0  # how many files were parsed to summarise them (for tests and benchmarks)
 
     # ------------------------------------------------------------ files
-    def forget_files(self) -> None:
-        """Forget where import roots are (a long-lived process whose package layout changed).
-
-        Which module files exist is asked of the file system every time: imports are
-        resolved only when a rule asks, so a new ``model.py`` is seen at once."""
-        self._roots.clear()
-
     def roots(self, directory: str) -> tuple[str, ...]:
         """Where absolute imports of a file in ``directory`` are looked for, in order."""
         found = self._roots.get(directory)
