@@ -74,7 +74,8 @@ def collect(root: Path = ROOT) -> tuple[list[str], list[str]]:
         else:
             text = FOLDERS.get(rel, "")
             if not text:
-                missing.append(f"{rel}/ (a folder without __init__.py: describe it in FOLDERS of {COMMAND.split()[-1]})")
+                missing.append(f"{rel}/ (a folder without __init__.py: add one with a docstring, "
+                               f"or describe the folder in FOLDERS of {COMMAND.split()[-1]})")
         lines.extend(_entry(indent, directory.name + "/", text))
         modules = sorted(p for p in directory.glob("*.py") if p.name != "__init__.py")
         rules = [p for p in modules if RULE_MODULE.fullmatch(p.name)]

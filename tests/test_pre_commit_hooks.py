@@ -109,8 +109,9 @@ def test_the_documented_local_hook_installs_torchcheck_from_git(tmp_path: Path, 
 def test_the_documented_local_hook_installs_torchcheck_from_a_checkout(tmp_path: Path,
                                                                        clone: tuple[Path, str]) -> None:
     root, _ = clone
-    documented = re.search(r'`(additional_dependencies: \["pytest-torchcheck @ file:///absolute/path/to/torchcheck"\])`',
+    placeholder = "file:///absolute/path/to/torchcheck"
+    documented = re.search(rf'`(additional_dependencies: \["pytest-torchcheck @ {placeholder}"\])`',
                            INTEGRATIONS.read_text()).group(1)
-    config = re.sub(r"additional_dependencies: .*", documented.replace("file:///absolute/path/to/torchcheck",
-                                                                       root.as_uri()), _documented_configs()["local"])
+    config = re.sub(r"additional_dependencies: .*", documented.replace(placeholder, root.as_uri()),
+                    _documented_configs()["local"])
     _assert_the_hook_reported(_run_pre_commit(tmp_path, config))
