@@ -11,7 +11,7 @@ import os
 import sys
 from pathlib import Path
 
-from lint_rules import __version__, cache, registry
+from lint_rules import __version__, cache, install, registry
 from lint_rules.api import Settings, files_of, lint_paths, lint_text
 from lint_rules.diagnostics import UNSAFE, FileResult, Finding
 from lint_rules.errors import FileError, TorchcheckError, UsageError
@@ -152,7 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("code", metavar="CODE", help="a rule code such as TRN101, or its name")
 
     sub.add_parser("server", help="run the language server (LSP over standard input and output) for editors; "
-                                  "needs the server extra: pip install 'pytest-torchcheck[server]'")
+                                  f"needs pygls: {install.server_hint()}")
     return parser
 
 
@@ -559,8 +559,7 @@ def _server() -> int:
     except ImportError as e:
         if (e.name or "").split(".")[0] not in ("pygls", "lsprotocol", "cattrs"):
             raise
-        raise UsageError(f"torchcheck server needs pygls ({e}); install it with: "
-                         "pip install 'pytest-torchcheck[server]'") from None
+        raise UsageError(f"torchcheck server needs pygls ({e}); install it with: {install.server_hint()}") from None
     return serve()
 
 

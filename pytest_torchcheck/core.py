@@ -157,10 +157,6 @@ def register_markers(config: pytest.Config, *markers: Marker) -> None:
     config.stash[_MARKER_NAMES] = frozenset(registry)
 
 
-def registered_markers(config: pytest.Config) -> dict[str, Marker]:
-    return dict(config.stash.get(_MARKERS, {}))
-
-
 def our_markers(item: pytest.Item) -> frozenset[str]:
     """Which of torchcheck's registered markers ``item`` carries (most tests carry none), walked once per item.
 

@@ -25,12 +25,6 @@ def _library_prefixes() -> tuple[str, ...]:
     return tuple(prefixes)
 
 
-def is_library_frame(path: str) -> bool:
-    """A frame of torch, of torchcheck itself, or of contextlib (what a ``with`` form's failure passes through)."""
-    path = os.path.abspath(path)
-    return path.startswith(_library_prefixes()) or path == _CONTEXTLIB
-
-
 def hide_library_frames(excinfo: Any) -> None:
     """Drop torch's, torchcheck's and contextlib's entries from ``excinfo.traceback`` (kept if nothing else is left).
 

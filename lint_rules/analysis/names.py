@@ -70,10 +70,6 @@ def canonical_name(name: str) -> str:
     return name
 
 
-def dotted_name(parts: list[str]) -> str:
-    return canonical_name(".".join(parts))
-
-
 # Families of objects that rules ask about. Values are canonical names.
 OPTIMIZER_BASES = frozenset({"torch.optim.Optimizer"})
 GRAD_SCALERS = frozenset({"torch.amp.GradScaler", "torch.cuda.amp.GradScaler"})

@@ -688,11 +688,6 @@ class ScopeModel:
         cache[key] = result
         return result
 
-    def call_qualname(self, node: cst.CSTNode) -> str | None:
-        if isinstance(node, cst.Call):
-            return self.qualified_name(node.func)
-        return None
-
     # -------------------------------------------------------------- grad mode
     def in_no_grad(self, node: cst.CSTNode) -> bool:
         """Inside ``torch.no_grad()``/``inference_mode()`` (block or decorator)."""

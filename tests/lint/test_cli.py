@@ -33,7 +33,7 @@ CLEAN = "import torch\nx = torch.zeros(3)\n"
 
 def with_preview(args: tuple[str, ...]) -> tuple[str, ...]:
     """``lint`` with every rule: these CLI tests use preview rules (TRN301, TRN701) as their example
-    findings; which rules are on by default is tested in test_preview.py."""
+    findings; which rules are on by default is tested in test_registry_preview.py."""
     if args and args[0] == "lint" and "--no-preview" not in args:
         return (args[0], "--preview", *args[1:])
     return args

@@ -303,7 +303,7 @@ def test_without_pygls_the_server_says_how_to_install_it(tmp_path: Path) -> None
     done = subprocess.run([sys.executable, "-m", "lint_rules", "server"], env=env, capture_output=True, text=True,
                           timeout=60, stdin=subprocess.DEVNULL)
     assert done.returncode == 2
-    assert "pip install 'pytest-torchcheck[server]'" in done.stderr and "Traceback" not in done.stderr
+    assert 'pip install "pygls>=2.0"' in done.stderr and "Traceback" not in done.stderr
 
 
 def test_fix_all_waits_for_code_action_resolve_where_the_client_supports_it(tmp_path: Path) -> None:

@@ -21,8 +21,8 @@ from lint_rules.analysis.cross_file import ProjectFacts
 from lint_rules.analysis.project_index import ProjectIndex
 from lint_rules.engine import lint_source
 
-REPO = Path(__file__).resolve().parents[2]
-PROJECTS = Path(__file__).resolve().parent / "projects"
+REPO = Path(__file__).resolve().parents[3]
+PROJECTS = Path(__file__).resolve().parents[1] / "projects"
 CODES = ("TRN501", "TRN502", "TRN503", "TRN504")
 _MARK = re.compile(r"#\s*BUG\s+(TRN\d{3})")
 
