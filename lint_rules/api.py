@@ -28,7 +28,7 @@ from lint_rules.diagnostics import SAFE, UNSAFE, FileResult
 from lint_rules.errors import FileError, UsageError
 from lint_rules.files import discover, display, matches, read_regular
 from lint_rules.records import record, replace
-from lint_rules.runner import fix_bytes, fix_text, has_fixes, lint_bytes, project_for, still_valid
+from lint_rules.runner import fix_bytes, fix_text, has_fixes, lint_bytes, project_for, skips, still_valid
 
 TYPE_CHECKING = False  # typing is not imported: a warm cached run does not need it
 if TYPE_CHECKING:
@@ -225,8 +225,8 @@ def _prepare(path: Path, settings: Settings, shown: str | None = None) -> FileRe
         return _Job(str(path), shown, codes, data, None)
     k = cache.key(data, shown, codes, settings.project_for(path), settings.unfixable)
     hit = cache.load(cache_dir, k, still_valid(cache_dir))
-    if hit is not None and not has_fixes(hit, settings.fix):
-        return hit
+    if hit is not None and not has_fixes(hit, settings.fix) and (not hit.skipped or skips(data, shown)):
+        return hit  # a skip is decided from the bytes, never taken from the cache
     return _Job(str(path), shown, codes, data, k)
 
 

@@ -26,6 +26,22 @@ def decode_with_encoding(data: bytes) -> tuple[str, str]:
     return data.decode(encoding), encoding
 
 
+def skips(data: bytes, shown: str) -> bool:
+    """Whether linting the file with these bytes stops before parsing (it never mentions torch, or says
+    ``# torchcheck: skip-file``): decided from the bytes, so that no cache entry can say so of a file
+    that is linted."""
+    from lint_rules.suppression import is_skip_file
+
+    try:
+        if shown.endswith(".ipynb"):
+            source = notebook.to_source(notebook.code_cells(data.decode("utf-8")))[0]
+        else:
+            source = decode(data)
+    except (UnicodeDecodeError, SyntaxError, LookupError, notebook.NotebookError):
+        return False  # an error, never a skip
+    return "torch" not in source or is_skip_file(source)
+
+
 def has_fixes(result: FileResult, mode: str | None) -> bool:
     """Whether a fix run (``mode``: "safe" or "unsafe") would apply anything to ``result``'s file."""
     if mode is None:
