@@ -20,6 +20,8 @@ def decode(data: bytes) -> str:
 
 
 def decode_with_encoding(data: bytes) -> tuple[str, str]:
+    if data.isascii() and b"coding" not in data:  # no coding comment, no BOM: UTF-8, which ASCII is
+        return data.decode("ascii"), "utf-8"
     import tokenize  # here: a fully cached run decodes nothing
     from io import BytesIO
 
@@ -44,7 +46,7 @@ def screen(data: bytes, shown: str) -> FileResult | None:
         except notebook.NotebookError as e:
             return FileResult(shown, [_syntax_error(shown, 1, 1, str(e))])
         return None if "torch" in notebook.to_source(cells)[0] else FileResult(shown, skipped=True)
-    if data.isascii() and b"\0" not in data and b"coding" not in data:
+    if data.isascii() and b"\0" not in data and b"coding" not in data:  # decodes, no NUL: what decoding says
         return FileResult(shown, skipped=True)
     try:
         source = decode(data)
