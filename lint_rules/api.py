@@ -28,7 +28,7 @@ from lint_rules.diagnostics import SAFE, UNSAFE, FileResult
 from lint_rules.errors import FileError, UsageError
 from lint_rules.files import discover, display, matches, read_regular
 from lint_rules.records import record, replace
-from lint_rules.runner import fix_bytes, fix_text, has_fixes, lint_bytes, project_for, still_valid
+from lint_rules.runner import fix_bytes, fix_text, has_fixes, lint_bytes, project_for, screen, skips, still_valid
 
 TYPE_CHECKING = False  # typing is not imported: a warm cached run does not need it
 if TYPE_CHECKING:
@@ -225,16 +225,17 @@ def _prepare(path: Path, settings: Settings, shown: str | None = None) -> FileRe
         data = read_regular(path)  # never blocks: a FIFO swapped in since discovery is this file's error
     except OSError as e:
         return FileResult(shown, error=f"cannot read {shown}: {e.strerror}")
-    if b"torch" not in data:
-        return FileResult(shown, skipped=True)
+    screened = screen(data, shown)  # never mentions torch (once known to be source), or not source at all
+    if screened is not None:
+        return screened
     codes = settings.codes_for(path)
     cache_dir = settings.cache_dir
     if cache_dir is None:
         return _Job(str(path), shown, codes, data, None)
     k = cache.key(data, shown, codes, settings.project_for(path), settings.unfixable)
     hit = cache.load(cache_dir, k, still_valid(cache_dir))
-    if hit is not None and not has_fixes(hit, settings.fix):
-        return hit
+    if hit is not None and not has_fixes(hit, settings.fix) and (not hit.skipped or skips(data, shown)):
+        return hit  # a skip is decided from the bytes, never taken from the cache
     return _Job(str(path), shown, codes, data, k)
 
 

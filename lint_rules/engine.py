@@ -66,6 +66,10 @@ def _lint_source(source: str, path: str, codes: Iterable[str] | None,
     result = FileResult(path)
     # No selection means what the CLI runs with none: preview rules stay off (see registry.PREVIEW_RULES).
     codes = set(codes) if codes is not None else registry.default_codes()
+    nul = limits.null_byte(source)
+    if nul is not None:  # CPython's error, where it is (LibCST's parser fails on it at 1:1)
+        result.findings.append(_builtin_finding(path, registry.SYNTAX_ERROR, *nul, limits.NULL_BYTE_MESSAGE))
+        return result
     if "torch" not in source:
         result.skipped = True
         return result
@@ -89,6 +93,11 @@ def _lint_source(source: str, path: str, codes: Iterable[str] | None,
         limits.check_parser_limit(source, path, f"{type(e).__name__}: {e}")
         result.findings.append(_builtin_finding(path, registry.SYNTAX_ERROR, 1, 1,
                                                 f"could not parse: {type(e).__name__}: {e}"))
+        return result
+    rejected = limits.check_target(source, path)
+    if rejected is not None:
+        result.findings.append(_builtin_finding(path, registry.SYNTAX_ERROR, rejected.lineno or 1,
+                                                max(rejected.offset or 1, 1), f"SyntaxError: {rejected.msg}"))
         return result
 
     rule_classes = registry.active_rules()

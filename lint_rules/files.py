@@ -49,12 +49,13 @@ def discover(paths: list[str], excludes: list[str], root: Path, *, respect_gitig
     """Python files under ``paths``, sorted, each once.
 
     Files named explicitly are linted even if they are not ``*.py`` (as pre-commit
-    passes them), unless a configured exclude matches them. Walking a directory skips
+    passes them), unless a configured exclude matches them; one that is not a regular file or is over
+    ``MAX_FILE_BYTES`` is kept, and :func:`read_regular` makes it that file's error. A directory
+    named explicitly that cannot be listed is a ``UsageError``. Walking a directory skips
     what git ignores (``respect_gitignore``), never follows a symbolic link to a
     directory (so a link loop cannot recurse), and skips, with a line in ``notes``,
     anything that is not a regular file (a FIFO would block the read forever), a
-    dangling or looping link, and files over ``MAX_FILE_BYTES``. A FIFO, socket or
-    device named explicitly is kept: :func:`read_regular` makes it that file's error.
+    dangling or looping link, a directory it cannot list, and files over ``MAX_FILE_BYTES``.
     """
     from lint_rules.limits import MAX_FILE_BYTES
 
@@ -63,7 +64,7 @@ def discover(paths: list[str], excludes: list[str], root: Path, *, respect_gitig
 
     def take(path: str, st: os.stat_result, named: bool = False) -> None:
         path = str(Path(path))  # "./a.py" and "a.py" are one file
-        if not stat.S_ISREG(st.st_mode) and named:
+        if named and (not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES):
             out[path] = Path(path)  # asked for by name: reading it reports the error, without blocking
         elif not stat.S_ISREG(st.st_mode):
             notes.append(f"skipping {path}: not a regular file ({_kind(st.st_mode)})")
@@ -90,6 +91,8 @@ def discover(paths: list[str], excludes: list[str], root: Path, *, respect_gitig
                 with os.scandir(directory) as it:
                     entries = sorted(it, key=lambda e: e.name)
             except OSError as e:
+                if directory is raw:  # named: nothing under it was checked, so the run cannot pass
+                    raise UsageError(f"path {raw!r} cannot be listed: {e.strerror}") from None
                 notes.append(f"skipping {Path(directory)}: cannot list it: {e.strerror}")
                 continue
             subdirs = []
@@ -147,6 +150,8 @@ def read_regular(path: str | os.PathLike) -> bytes:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise UnsafeToRead(0, f"not a regular file ({_kind(st.st_mode)})", str(path))
+        if st.st_size > MAX_FILE_BYTES:  # said before a byte is read
+            raise UnsafeToRead(0, f"over the limit of {MAX_FILE_BYTES // 2**20} MiB for one file", str(path))
         chunks = []
         size = 0
         while True:  # bounded: a file that grows while it is read is not read forever

@@ -61,6 +61,40 @@ def check_parser_limit(source: str, path: str, reason: str) -> None:
                       f"cannot read it ({reason}); the file was not checked")
 
 
+NULL_BYTE_MESSAGE = "SyntaxError: source code cannot contain null bytes"  # CPython 3.12's words
+
+
+def null_byte(source: str) -> tuple[int, int] | None:
+    """(line, 1-based column) of the first NUL in ``source``, which CPython refuses wherever it is (in a
+    string or a comment too); None when there is none. Lines are counted as the parsers count them."""
+    at = source.find("\0")
+    if at < 0:
+        return None
+    head = source[:at]
+    line = head.count("\n") + head.count("\r") - head.count("\r\n") + 1
+    start = max(head.rfind("\n"), head.rfind("\r")) + 1
+    return line, at - start + 1
+
+
+def check_target(source: str, path: str) -> SyntaxError | None:
+    """CPython's ``SyntaxError`` when the Python running torchcheck rejects ``source``, which LibCST parsed:
+    LibCST reads syntax of newer Pythons (a same-quote nested f-string of 3.12) and some that no Python
+    accepts (a line of blanks ending in a backslash). A file the target Python cannot run is never linted
+    as if it could."""
+    import ast
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "invalid escape sequence": the user's, not ours to print
+            compile(source, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as e:
+        return e
+    except (ValueError, RecursionError, MemoryError):
+        return None  # LibCST read it; CPython cannot tell (NUL bytes are caught before the parse)
+    return None
+
+
 def _looks_deep(source: str) -> bool:
     if source.count("elif") > _ELIFS:
         return True

@@ -41,6 +41,25 @@ def code_cells(text: str) -> list[tuple[int, str]]:
     return out
 
 
+def cell_lines(lines: list[str], cell: int) -> list[str] | None:
+    """The lines of code cell ``cell`` of the notebook whose JSON text is ``lines`` (as split by
+    ``str.splitlines``), numbered as findings number them; None when there is no such cell or the
+    notebook no longer parses.
+
+    The lines are joined with newlines and read with ``strict=False``: a character ``splitlines``
+    breaks at (U+2028 may stand unescaped in a JSON string) becomes a raw newline inside that
+    string, which strict JSON refuses, and the cell splits at the same places either way."""
+    try:
+        nb = json.loads("\n".join(lines), strict=False)
+    except ValueError:
+        return None
+    cells = nb.get("cells") if isinstance(nb, dict) else None
+    if not isinstance(cells, list) or not 1 <= cell <= len(cells) or not isinstance(cells[cell - 1], dict):
+        return None
+    src = cells[cell - 1].get("source", "")
+    return ("".join(src) if isinstance(src, list) else str(src)).splitlines() or [""]
+
+
 def to_source(cells: list[tuple[int, str]]) -> tuple[str, list[tuple[int, int]]]:
     """One Python program from the cells, and for each of its lines (cell number, line in cell)."""
     lines: list[str] = []

@@ -118,13 +118,18 @@ def _line(f: Finding, unsafe_fixes: bool = False) -> str:
 
 
 def _source_excerpt(f: Finding, lines: list[str] | None) -> str:
-    """The offending line and a caret under the reported span (first line of it)."""
+    """The offending line and a caret under the reported span (first line of it). ``lines`` are the
+    file's; in a notebook, the line is taken from the finding's cell and the gutter names the cell."""
+    if lines and f.cell is not None:
+        from lint_rules.notebook import cell_lines  # the file's lines are its JSON
+
+        lines = cell_lines(lines, f.cell)
     if not lines or not 1 <= f.line <= len(lines):
         return ""
     text = lines[f.line - 1].rstrip("\r\n").expandtabs(1)
     end = f.end_column if f.end_line == f.line else len(text) + 1
     width = max(1, end - f.column)
-    gutter = f"{f.line:>5} | "
+    gutter = f"{f.line:>5} | " if f.cell is None else f"cell {f.cell}:{f.line:<3} | "
     return f"{gutter}{text}\n{' ' * (len(gutter) + f.column - 1)}{'^' * width}"
 
 

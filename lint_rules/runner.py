@@ -11,6 +11,7 @@ from lint_rules import notebook, registry
 from lint_rules.diagnostics import UNSAFE, FileResult, Finding, FixedSource
 from lint_rules.errors import DecodeError
 from lint_rules.files import undecodable
+from lint_rules.limits import NULL_BYTE_MESSAGE, null_byte
 from lint_rules.project import ProjectInfo, read_project
 
 
@@ -19,11 +20,65 @@ def decode(data: bytes) -> str:
 
 
 def decode_with_encoding(data: bytes) -> tuple[str, str]:
+    if data.isascii() and b"coding" not in data:  # no coding comment, no BOM: UTF-8, which ASCII is
+        return data.decode("ascii"), "utf-8"
     import tokenize  # here: a fully cached run decodes nothing
     from io import BytesIO
 
     encoding, _ = tokenize.detect_encoding(BytesIO(data).readline)
     return data.decode(encoding), encoding
+
+
+def screen(data: bytes, shown: str) -> FileResult | None:
+    """The result of a file that needs no linting, from its bytes alone; None when it must be linted.
+
+    A file that never mentions torch is skipped without parsing, but only once its bytes are known to be
+    source: undecodable bytes (random bytes, UTF-16 without a coding comment) are its error, a NUL byte is
+    a syntax error (``TRN000`` where it is), and a notebook must be a notebook, as for a file that does
+    mention torch. ASCII without a NUL or a coding comment is all three at a glance (no decoding)."""
+    if b"torch" in data:
+        return None
+    if shown.endswith(".ipynb"):
+        try:
+            cells = notebook.code_cells(data.decode("utf-8"))
+        except UnicodeDecodeError as e:
+            return FileResult(shown, error=undecodable(shown, data, e))
+        except notebook.NotebookError as e:
+            return FileResult(shown, [_syntax_error(shown, 1, 1, str(e))])
+        return None if "torch" in notebook.to_source(cells)[0] else FileResult(shown, skipped=True)
+    if data.isascii() and b"\0" not in data and b"coding" not in data:  # decodes, no NUL: what decoding says
+        return FileResult(shown, skipped=True)
+    try:
+        source = decode(data)
+    except (UnicodeDecodeError, SyntaxError, LookupError) as e:
+        return FileResult(shown, error=undecodable(shown, data, e))
+    if "torch" in source:  # an encoding that spells it in other bytes
+        return None
+    at = null_byte(source)
+    if at is not None:
+        return FileResult(shown, [_syntax_error(shown, *at, NULL_BYTE_MESSAGE)])
+    return FileResult(shown, skipped=True)
+
+
+def skips(data: bytes, shown: str) -> bool:
+    """Whether linting the file with these bytes stops before parsing (it never mentions torch, or says
+    ``# torchcheck: skip-file``): decided from the bytes, so that no cache entry can say so of a file
+    that is linted."""
+    from lint_rules.suppression import is_skip_file
+
+    try:
+        if shown.endswith(".ipynb"):
+            source = notebook.to_source(notebook.code_cells(data.decode("utf-8")))[0]
+        else:
+            source = decode(data)
+    except (UnicodeDecodeError, SyntaxError, LookupError, notebook.NotebookError):
+        return False  # an error, never a skip
+    return "torch" not in source or is_skip_file(source)
+
+
+def _syntax_error(shown: str, line: int, column: int, message: str) -> Finding:
+    code = registry.SYNTAX_ERROR
+    return Finding(shown, line, column, line, column, code.CODE, code.NAME, message, code.SEVERITY)
 
 
 def has_fixes(result: FileResult, mode: str | None) -> bool:
@@ -84,8 +139,7 @@ def _lint_notebook(data: bytes, shown: str, codes: tuple[str, ...], project: Pro
     try:
         cells = notebook.code_cells(text)
     except notebook.NotebookError as e:
-        return FileResult(shown, [Finding(shown, 1, 1, 1, 1, registry.SYNTAX_ERROR.CODE, registry.SYNTAX_ERROR.NAME,
-                                          str(e), registry.SYNTAX_ERROR.SEVERITY)])
+        return FileResult(shown, [_syntax_error(shown, 1, 1, str(e))])
     source, where = notebook.to_source(cells)
     from lint_rules.engine import lint_source  # LibCST loads only when a file is really linted
 

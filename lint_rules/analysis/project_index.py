@@ -186,7 +186,7 @@ class ProjectIndex:
 
         key = _digest(data + f"\0summary{SUMMARY_VERSION}\0{code_fingerprint()}".encode()).hexdigest()
         found = load_json(self.cache_dir, "summaries", key) if self.cache_dir else None
-        if not isinstance(found, dict) or set(found) != SUMMARY_KEYS:
+        if not well_formed(found):  # absent, or damaged: a rule must never meet a summary of another shape
             from lint_rules.analysis.summary import summarise_source
 
             found = summarise_source(_decode(data))
@@ -201,26 +201,23 @@ class ProjectIndex:
 
     def still_valid(self, deps: list) -> bool:
         """True when every resolution and summary digest in ``deps`` (``ProjectFacts.deps``) holds."""
-        try:
-            for kind, *rest in deps:
-                if kind == "import":
-                    from_file, level, module, path = rest
-                    if self.locate_module(from_file, level, module) != path:
-                        return False
-                elif kind == "importers":
-                    path, found = rest
-                    now = self.importers(path)
-                    if (list(now) if now is not None else None) != found:
-                        return False
-                elif kind == "summary":
-                    path, digest = rest
-                    held = self.summary(path)
-                    if (held[0] if held is not None else None) != digest:
-                        return False
-                else:
+        for dep in deps:  # anything of another shape (a damaged cache entry) fails: re-lint
+            if _shaped(dep, _IMPORT_DEP):
+                _, from_file, level, module, path = dep
+                if self.locate_module(from_file, level, module) != path:
                     return False
-        except (TypeError, ValueError):
-            return False  # an entry of another shape: re-lint
+            elif _shaped(dep, _IMPORTERS_DEP) and (dep[2] is None or _strings(dep[2])):
+                _, path, found = dep
+                now = self.importers(path)
+                if (list(now) if now is not None else None) != found:
+                    return False
+            elif _shaped(dep, _SUMMARY_DEP):
+                _, path, digest = dep
+                held = self.summary(path)
+                if (held[0] if held is not None else None) != digest:
+                    return False
+            else:
+                return False
         return True
 
 
@@ -255,6 +252,50 @@ def _import_mentions(root: str) -> dict[str, tuple[str, ...]] | None:
         for word in words:
             found.setdefault(word.decode("ascii", "replace"), []).append(path)
     return {k: tuple(v) for k, v in found.items()}
+
+
+_OPTIONAL_STR = (str, type(None))
+# The shapes of ProjectFacts.deps entries: ["import", from_file, level, module, path or None], ["summary", path, digest]
+_IMPORT_DEP = ("import", str, int, str, _OPTIONAL_STR)
+_SUMMARY_DEP = ("summary", str, _OPTIONAL_STR)
+_IMPORTERS_DEP = ("importers", str, (list, type(None)))  # ["importers", path, [caller paths] or None]
+
+
+def _shaped(value: object, shape: tuple) -> bool:
+    return type(value) is list and len(value) == len(shape) and value[0] == shape[0] \
+        and all(isinstance(v, kind) and type(v) is not bool for v, kind in zip(value[1:], shape[1:]))
+
+
+def well_formed(found: object) -> bool:
+    """Whether ``found`` has the shape of a module summary (:func:`lint_rules.analysis.summary.summarise`):
+    the keys, and in each the types, that the rules reading it rely on."""
+    if not isinstance(found, dict) or set(found) != SUMMARY_KEYS:
+        return False
+    classes, functions, instances, imports, stepping = (found[k] for k in
+                                                        ("classes", "functions", "instances", "imports", "stepping"))
+    return isinstance(classes, dict) and all(
+        isinstance(c, dict) and set(c) == {"bases", "module", "forward", "output"} and _strings(c["bases"])
+        and isinstance(c["module"], bool) and isinstance(c["forward"], bool) and isinstance(c["output"], _OPTIONAL_STR)
+        for c in classes.values()) \
+        and isinstance(functions, dict) and all(isinstance(v, _OPTIONAL_STR) for v in functions.values()) \
+        and isinstance(instances, dict) and all(isinstance(v, _OPTIONAL_STR) for v in instances.values()) \
+        and isinstance(imports, dict) and all(
+            type(v) is list and len(v) == 3 and type(v[0]) is int and isinstance(v[1], str)
+            and isinstance(v[2], _OPTIONAL_STR) for v in imports.values()) \
+        and _strings(stepping) and _calls(found["calls"])
+
+
+def _calls(value: object) -> bool:
+    """``[[head, [attribute...], [kind or None...], {keyword: kind or None}], ...]``."""
+    return type(value) is list and all(
+        type(c) is list and len(c) == 4 and isinstance(c[0], str) and _strings(c[1])
+        and type(c[2]) is list and all(isinstance(k, _OPTIONAL_STR) for k in c[2])
+        and isinstance(c[3], dict) and all(isinstance(k, _OPTIONAL_STR) for k in c[3].values())
+        for c in value)
+
+
+def _strings(value: object) -> bool:
+    return type(value) is list and all(isinstance(v, str) for v in value)
 
 
 def _module_file(base: str, parts: list[str]) -> str | None:

@@ -514,13 +514,17 @@ def test_output_file_unwritable(tmp_path):
 
 # -------------------------------------------------------------------- cache
 def _tamper_cache(root: Path) -> int:
-    """Plant a fake finding in every cache entry; a run that shows it was served from the cache."""
+    """Plant a fake finding in every cache entry, sealed with its digest as the linter seals an entry (a
+    merely edited entry is a miss); a run that shows it was served from the cache."""
+    from lint_rules.cache import _seal
+
     n = 0
     for entry in (root / ".torchcheck_cache").rglob("*.json"):
-        data = json.loads(entry.read_text())
+        data = json.loads(entry.read_text())["entry"]
         data["findings"].append({"path": data["path"], "line": 1, "column": 1, "end_line": 1, "end_column": 2,
-                                 "code": "TRN999", "name": "from-the-cache", "message": "cached", "severity": "error"})
-        entry.write_text(json.dumps(data))
+                                 "code": "TRN999", "name": "from-the-cache", "message": "cached",
+                                 "severity": "error", "cell": None, "fix": None})
+        entry.write_text(_seal(json.dumps(data)))
         n += 1
     return n
 

@@ -74,3 +74,20 @@ def test_a_notebook_cell_that_is_not_python_is_still_a_syntax_error(tmp_path):
     _write(tmp_path / "nb.ipynb", cells)
     data = json.loads(_run("--format", "json", "nb.ipynb", cwd=tmp_path).stdout)
     assert [f["code"] for f in data] == ["TRN000"]
+
+
+def test_show_source_prints_the_cells_code_not_the_notebooks_json(tmp_path):
+    """--show-source on a notebook finding shows the line of the cell it names, with the cell number
+    and the caret under the reported span; never a line of the notebook's JSON, nor, for a notebook
+    saved on one line, the whole file."""
+    notebook = {"cells": CELLS, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (tmp_path / "pretty.ipynb").write_text(json.dumps(notebook, indent=1))
+    (tmp_path / "one_line.ipynb").write_text(json.dumps(notebook))
+    for name in ("pretty.ipynb", "one_line.ipynb"):
+        r = _run("--show-source", name, cwd=tmp_path)
+        assert r.returncode == 1, r.stderr
+        lines = r.stdout.splitlines()
+        assert lines[0].startswith(f"{name}:cell 4:4:5: TRN101 "), lines
+        assert lines[1] == "cell 4:4   |     opt.zero_grad()", lines
+        assert lines[2] == " " * len("cell 4:4   | ") + "    " + "^" * len("opt.zero_grad()"), lines
+        assert "cells" not in r.stdout and "cell_type" not in r.stdout

@@ -92,7 +92,7 @@ def test_summaries_are_cached_by_content(tmp_path: Path) -> None:
     train = root / "gan/train.py"
     lint(train, cache_dir)
     stored = list((cache_dir).rglob("summaries/*/*.json"))
-    assert len(stored) == 1 and json.loads(stored[0].read_text())["classes"]["Discriminator"]["output"] == "sigmoid"
+    assert len(stored) == 1 and json.loads(stored[0].read_text())["entry"]["classes"]["Discriminator"]["output"] == "sigmoid"
 
 
 def cli(root: Path, cache_dir: Path) -> list[tuple[str, str]]:
