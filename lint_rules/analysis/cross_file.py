@@ -75,6 +75,16 @@ class ProjectFacts:
         held = self._summary(found[1])
         return held is not None and found[2] in held.get("stepping", ())
 
+    def disables_grad(self, model: "FileModel", expr: cst.CSTNode) -> bool:
+        """True when ``expr`` names a project function, defined in another file, whose body turns
+        grad off: as a decorator or context manager (``@inference`` from the project's
+        ``utils``), what it wraps runs with grad disabled."""
+        found = self._resolve_local(model, expr)
+        if found is None or found[0] != "function":
+            return False
+        held = self._summary(found[1])
+        return held is not None and found[2] in held.get("no_grad", ())
+
     def is_module_class(self, model: "FileModel", expr: cst.CSTNode) -> bool | None:
         """True when ``expr`` names a project class that is an ``nn.Module``; None when unknown."""
         found = self._resolve_local(model, expr)

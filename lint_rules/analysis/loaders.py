@@ -339,9 +339,8 @@ class LoaderFacts:
         """This use of the loader only evaluates: iterated with autograd off, or handed to a
         no-grad helper of this file (or an imported ``evaluate``-like function) with no optimizer."""
         model = self.model
-        helpers = model.fact(Summaries)
         if self._is_iterated_by(ref, loop):
-            return helpers.in_no_grad(loop)
+            return model.in_no_grad(loop)
         arg = model.parent(ref)
         call = model.parent(arg) if isinstance(arg, cst.Arg) else None
         return isinstance(call, cst.Call) and self._evaluates(call)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from lint_rules.analysis.grad_mode import GradMode
 from lint_rules.analysis.kinds import kind_of as _kind_of
 from lint_rules.analysis.scopes import (  # noqa: F401  (re-exported for rules)
     ASSIGN, CLASS, DEF, FOR, IMPORT, OTHER, PARAM, WITH, Binding, Scope, ScopeModel, call_method,
@@ -27,3 +28,7 @@ class FileModel(ScopeModel):
     @property
     def training(self) -> TrainingFacts:
         return self.fact(TrainingFacts)
+
+    def in_no_grad(self, node: cst.CSTNode) -> bool:
+        """Whether grad is disabled where ``node`` runs (:meth:`GradMode.disabled_at`)."""
+        return self.fact(GradMode).disabled_at(node)

@@ -688,50 +688,6 @@ class ScopeModel:
         cache[key] = result
         return result
 
-    # -------------------------------------------------------------- grad mode
-    def in_no_grad(self, node: cst.CSTNode) -> bool:
-        """Inside ``torch.no_grad()``/``inference_mode()`` (block or decorator)."""
-        for a in self.ancestors(node):
-            if isinstance(a, cst.With):
-                mode = self.grad_mode_of_with(a)
-                if mode is not None:
-                    return not mode
-            elif isinstance(a, cst.FunctionDef):
-                for d in a.decorators:
-                    mode = self.grad_mode_of_expr(d.decorator)
-                    if mode is not None:
-                        return not mode
-                return False
-            elif isinstance(a, cst.Lambda):
-                return False
-        return False
-
-    def grad_mode_of_with(self, node: cst.With) -> bool | None:
-        for item in node.items:
-            mode = self.grad_mode_of_expr(item.item)
-            if mode is not None:
-                return mode
-        return None
-
-    def grad_mode_of_expr(self, expr: cst.CSTNode) -> bool | None:
-        """False for a no-grad context/decorator, True for enable_grad, None otherwise."""
-        call = expr if isinstance(expr, cst.Call) else None
-        target = call.func if call is not None else expr
-        q = self.qualified_name(target)
-        if q in N.NO_GRAD_CONTEXTS:
-            if q == "torch.inference_mode" and call is not None and call.args and is_false(call.args[0].value):
-                return True
-            return False
-        if q == "torch.enable_grad":
-            return True
-        if q == N.SET_GRAD_ENABLED and call is not None and call.args:
-            value = call.args[0].value
-            if is_false(value):
-                return False
-            if is_true(value):
-                return True
-        return None
-
     # ------------------------------------------------------------------ facts
     # ------------------------------------------------------------------ calls
     def local_function(self, expr: cst.CSTNode) -> cst.FunctionDef | None:

@@ -33,6 +33,7 @@ import libcst as cst
 
 from lint_rules.analysis import names as N
 from lint_rules.analysis.aliasing import ForwardAliasing
+from lint_rules.analysis.grad_mode import GradMode
 from lint_rules.analysis.kinds import OPTIMIZER, SCALER, kind_of
 from lint_rules.analysis.scopes import bind_arguments, dotted, keyword_arg
 from lint_rules.analysis.training import ANY, Event, TrainingFacts
@@ -183,7 +184,8 @@ class Summaries:
 
     def _build(self, s: Summary) -> None:
         fn = s.fn
-        s.no_grad = any(self.disables_grad(d.decorator) for d in fn.decorators)
+        modes = self.model.fact(GradMode)
+        s.no_grad = any(modes.disables(d.decorator) for d in fn.decorators)
         last_mode: dict[str, str] = {}
         for node in self.own_nodes(fn):
             if isinstance(node, cst.Assign):
@@ -438,72 +440,6 @@ class Summaries:
                 if model.enclosing_function(call) is owner:
                     out.extend(events)
         return out
-
-    # ---------------------------------------------------------- grad mode
-    def disables_grad(self, expr: cst.CSTNode, _depth: int = 0) -> bool:
-        """``torch.no_grad()``/``inference_mode()`` (called or not), or a decorator of this
-        file whose body enters one: ``@no_grad_eval`` that wraps ``torch.no_grad``."""
-        model = self.model
-        target = expr.func if isinstance(expr, cst.Call) else expr
-        if model.grad_mode_of_expr(expr) is False:
-            return True
-        if _depth >= MAX_DEPTH or not isinstance(target, (cst.Name, cst.Attribute)):
-            return False
-        fn = self.local_function(target)
-        if fn is None:
-            return False
-        for node in self.model.nodes(cst.Call):
-            if model.is_inside(node, fn):
-                q = model.qualified_name(node.func)
-                if q in N.NO_GRAD_CONTEXTS or (isinstance(node.func, cst.Call)
-                                               and model.qualified_name(node.func.func) in N.NO_GRAD_CONTEXTS):
-                    return True
-        for w in self.model.nodes(cst.With):
-            if model.is_inside(w, fn) and model.grad_mode_of_with(w) is False:
-                return True
-        return False
-
-    def in_no_grad(self, node: cst.CSTNode, _depth: int = 0) -> bool:
-        """Grad is disabled at ``node``: a no-grad block or decorator around it (also a local
-        decorator), ``stack.enter_context(torch.no_grad())`` earlier in an enclosing
-        ``with ExitStack() as stack:``, or every call of its function runs with grad disabled."""
-        model = self.model
-        if model.in_no_grad(node):
-            return True
-        for a in model.ancestors(node):
-            if isinstance(a, cst.With) and self._exit_stack_disables(a, node):
-                return True
-            if isinstance(a, cst.FunctionDef):
-                if self.of(a).no_grad:
-                    return True
-                if _depth < MAX_DEPTH:
-                    sites = self.call_sites(a)
-                    if sites and all(not model.is_inside(site, a) and self.in_no_grad(site, _depth + 1)
-                                     for site in sites):
-                        return True
-                return False
-            if isinstance(a, (cst.Lambda, cst.ClassDef)):
-                return False
-        return False
-
-    def _exit_stack_disables(self, with_node: cst.With, node: cst.CSTNode) -> bool:
-        model = self.model
-        stacks = {item.asname.name.value for item in with_node.items
-                  if item.asname is not None and isinstance(item.asname.name, cst.Name)
-                  and isinstance(item.item, cst.Call)
-                  and model.qualified_name(item.item.func) == "contextlib.ExitStack"}
-        if not stacks:
-            return False
-        index = model.order.get(id(node), len(model.ordered))
-        for call in model.nodes(cst.Call):
-            func = call.func
-            if model.order[id(call)] >= index:
-                break
-            if isinstance(func, cst.Attribute) and func.attr.value == "enter_context" \
-                    and isinstance(func.value, cst.Name) and func.value.value in stacks and call.args \
-                    and model.is_inside(call, with_node.body) and self.disables_grad(call.args[0].value):
-                return True
-        return False
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,8 @@ from lint_rules.analysis.parsing import parse_module
 from lint_rules.analysis.provenance import Provenance, returns_of
 
 def empty() -> dict:
-    return {"classes": {}, "functions": {}, "instances": {}, "imports": {}, "stepping": [], "calls": []}
+    return {"classes": {}, "functions": {}, "instances": {}, "imports": {}, "stepping": [], "calls": [],
+            "no_grad": []}
 
 
 def summarise_source(source: str) -> dict:
@@ -79,6 +80,7 @@ def summarise(model: FileModel, provenance: Provenance | None = None) -> dict:
                             out["instances"][t.target.value] = prov.of_module(small.value, small)
     out["stepping"] = _stepping(model, [stmt for stmt in model.module.body if isinstance(stmt, cst.FunctionDef)])
     out["calls"] = _imported_calls(model, out["imports"])
+    out["no_grad"] = _no_grad_functions(model)
     # Only what a module-level binding ends as counts; drop instances that are None to keep it small.
     out["instances"] = {k: v for k, v in out["instances"].items() if v is not None}
     return out
@@ -121,6 +123,39 @@ def _stepping(model: FileModel, functions: list[cst.FunctionDef]) -> list[str]:
             break
         stepping.extend(grown)
     return stepping
+
+
+def _no_grad_functions(model: FileModel) -> list[str]:
+    """The top-level functions whose body enters a torch no-grad context, or that carry a no-grad
+    decorator: used as a decorator or context manager elsewhere, they turn grad off
+    (``@inference`` in ``utils.py`` wrapping ``torch.inference_mode``). One pass over the file."""
+    from lint_rules.analysis.grad_mode import GradMode
+
+    modes = model.fact(GradMode)
+    top = {id(stmt): stmt.name.value for stmt in model.module.body if isinstance(stmt, cst.FunctionDef)}
+    found: list[str] = []
+
+    def owner(node: cst.CSTNode) -> None:
+        for a in model.ancestors(node):
+            name = top.get(id(a))
+            if name is not None:
+                if name not in found:
+                    found.append(name)
+                return
+
+    for call in model.nodes(cst.Call):
+        if modes.of_expr(call) is False:
+            owner(call)
+    for w in model.nodes(cst.With):
+        if modes.of_with(w) is False:
+            owner(w)
+    for fn in model.nodes(cst.FunctionDef):
+        if any(modes.of_expr(d.decorator) is False for d in fn.decorators):
+            name = top.get(id(fn))
+            if name is not None and name not in found:
+                found.append(name)
+            owner(fn)
+    return sorted(found)
 
 
 _MAX_CALLS = 256  # calls recorded per file: a summary stays small

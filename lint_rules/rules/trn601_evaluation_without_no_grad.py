@@ -98,14 +98,13 @@ class EvaluationWithoutNoGrad(Rule):
 
     def _grad_managed(self, call: cst.Call, loop: cst.For) -> bool:
         model = self.model
-        grad = model.fact(Summaries)
-        if grad.in_no_grad(call) or self._under_set_grad_enabled(call):
+        if model.in_no_grad(call) or self._under_set_grad_enabled(call):
             return True
         fn = model.enclosing_function(loop)
         if self._grad_disabled_before(loop, fn):
             return True
         if isinstance(fn, cst.FunctionDef):
-            return any(grad.in_no_grad(site) or self._under_set_grad_enabled(site)
+            return any(model.in_no_grad(site) or self._under_set_grad_enabled(site)
                        for site in self._facts.call_sites(fn))
         return False
 

@@ -180,35 +180,6 @@ def test_no_grad_from_decorators() -> None:
     assert [s.of(_fn(model, n)).no_grad for n in "abc"] == [True, True, False]
 
 
-def test_no_grad_from_exit_stack_and_callers() -> None:
-    model, s = _facts("""
-        import contextlib
-        import torch
-        def run(model, x):
-            with contextlib.ExitStack() as stack:
-                before = model(x)
-                stack.enter_context(torch.no_grad())
-                after = model(x)
-        def helper(model, x):
-            return model(x)
-        def caller(model, x):
-            with torch.no_grad():
-                helper(model, x)
-        def other(model, x):
-            return model(x)
-        def caller2(model, x):
-            with torch.no_grad():
-                other(model, x)
-            other(model, x)
-        """)
-    calls = [c for c in model.nodes(cst.Call) if model.module.code_for_node(c) == "model(x)"]
-    before, after, in_helper, in_other = calls
-    assert not s.in_no_grad(before)
-    assert s.in_no_grad(after)
-    assert s.in_no_grad(in_helper)
-    assert not s.in_no_grad(in_other)  # one caller runs it with grad enabled
-
-
 def test_writes_names_the_parameters_written_in_place() -> None:
     model, s = _facts("""
         import torch

@@ -97,7 +97,7 @@ def test_a_comment_or_a_body_edit_leaves_the_summary_unchanged() -> None:
 
 
 def test_unparsable_source_summarises_to_nothing() -> None:
-    assert summary("class Net(nn.Module:\n") == {"classes": {}, "functions": {}, "instances": {}, "imports": {}, "stepping": [], "calls": []}
+    assert summary("class Net(nn.Module:\n") == {"classes": {}, "functions": {}, "instances": {}, "imports": {}, "stepping": [], "calls": [], "no_grad": []}
 
 
 def test_functions_that_step_an_optimizer_are_listed() -> None:
