@@ -139,3 +139,30 @@ def test_no_hypothesis():
 """)
     result = inner.run(hypothesis=True)  # Hypothesis's own pytest plugin loaded too: it imports lazily
     assert inner.outcomes(result) == {"test_no_hypothesis": "PASSED"}, result.stdout.str()
+
+
+NO_HYPOTHESIS = """
+import sys
+
+
+class _NoHypothesis:
+    def find_spec(self, name, path=None, target=None):
+        if name == "hypothesis" or name.startswith("hypothesis."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+sys.meta_path.insert(0, _NoHypothesis())
+
+try:
+    import pytest_torchcheck.strategies
+except ModuleNotFoundError as e:
+    print(f"{e.name}: {e}")
+"""
+
+
+def test_strategies_without_hypothesis_name_the_extra(pytester):
+    script = pytester.makepyfile(no_hypothesis=NO_HYPOTHESIS)
+    result = pytester.runpython(script)
+    result.stdout.fnmatch_lines(['hypothesis: pytest_torchcheck.strategies needs Hypothesis, which is not '
+                                 'installed; install the strategies extra: pip install "pytest-torchcheck[[]strategies[]]"*'])
