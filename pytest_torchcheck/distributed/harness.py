@@ -505,22 +505,18 @@ def kill_trees(pids: list[int]) -> None:
         new = [pid for pid in [*pids, *descendants(pids)] if pid not in tree]
         if not new:
             break
-        for pid in new:
-            try:
-                os.kill(pid, signal.SIGSTOP)
-            except (ProcessLookupError, PermissionError):
-                pass
+        _signal(os.kill, new, signal.SIGSTOP)
         tree += new
+    _signal(os.killpg, pids, signal.SIGKILL)
+    _signal(os.kill, tree, signal.SIGKILL)
+
+
+def _signal(send: Any, pids: list[int], sig: int) -> None:
     for pid in pids:
         try:
-            os.killpg(pid, signal.SIGKILL)
+            send(pid, sig)
         except (ProcessLookupError, PermissionError):
-            pass
-    for pid in tree:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+            pass  # gone already
 
 
 def _ranges(ranks: list[int]) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from tests.plugin.conftest import refuse_import
+
 import json
 import random
 import re
@@ -165,21 +167,6 @@ def test_bad_seed_is_usage_error_naming_source_and_value(pytester, inner, monkey
     assert not (pytester.path / "ran.txt").exists()
 
 
-# A linter-only install: torch cannot be imported (a meta path finder refuses it, as a missing package would).
-NO_TORCH_CONFTEST = '''
-import sys
-
-
-class _NoTorch:
-    def find_spec(self, name, path=None, target=None):
-        if name == "torch" or name.startswith("torch."):
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-        return None
-
-
-sys.meta_path.insert(0, _NoTorch())
-'''
-
 NO_TORCH_TESTS = '''
 import pytest
 
@@ -203,7 +190,7 @@ def test_plain():
 
 
 def test_torch_fixtures_without_torch_say_what_to_install(pytester, inner):
-    pytester.makeconftest(NO_TORCH_CONFTEST)
+    pytester.makeconftest(refuse_import("torch"))  # a linter-only install
     pytester.makepyfile(test_no_torch=NO_TORCH_TESTS)
     result = inner.run("--torchcheck-nan-guard")
     assert inner.outcomes(result) == {"test_seed": "ERROR", "test_guard": "ERROR", "test_marker": "FAILED",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from tests.plugin.conftest import refuse_import
+
 STRATEGY_TESTS = """
 import torch
 from hypothesis import given, settings
@@ -141,19 +143,7 @@ def test_no_hypothesis():
     assert inner.outcomes(result) == {"test_no_hypothesis": "PASSED"}, result.stdout.str()
 
 
-NO_HYPOTHESIS = """
-import sys
-
-
-class _NoHypothesis:
-    def find_spec(self, name, path=None, target=None):
-        if name == "hypothesis" or name.startswith("hypothesis."):
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-        return None
-
-
-sys.meta_path.insert(0, _NoHypothesis())
-
+NO_HYPOTHESIS = refuse_import("hypothesis") + """
 try:
     import pytest_torchcheck.strategies
 except ModuleNotFoundError as e:
