@@ -235,7 +235,10 @@ class Harness:
         self.server.settimeout(0)
         while pids is None or pending_hello or waiting:
             if time.monotonic() > deadline:
-                self._kill_pool(pool, pids or [])
+                if pids is None:
+                    # Still forking: its ranks, not killed now, would start and join a later pool.
+                    pids = self._forked_pids(pool.id)
+                self._kill_pool(pool, pids)
                 # The pool's folder is removed with the session: what its logs say goes into the message.
                 logs = "".join(f"\nrank {r}'s output:\n{_read_tail(pool.dir / f'rank{r}.log') or '(none)'}"
                                for r in sorted(waiting)[:2])
@@ -246,9 +249,9 @@ class Harness:
             for obj in ready:
                 if obj is self.zconn:
                     message = self.zconn.recv()
-                    if message[0] == "forked":
+                    if message[0] == "forked" and message[1] == pool.id:
                         pids = message[2]
-                    elif message[0] == "fork-error":
+                    elif message[0] == "fork-error" and message[1] == pool.id:
                         raise HarnessError(message[2])
                     elif message[0] == "exited":
                         self.exited[message[1]] = (message[2], time.time())
@@ -259,7 +262,11 @@ class Harness:
                         continue
                     sock.setblocking(True)
                     conn = Connection(sock.detach())
-                    _, _pool_id, rank, pid = conn.recv()
+                    _, pool_id, rank, pid = conn.recv()
+                    if pool_id != pool.id:  # a rank of a pool given up on: it must not count as one of these
+                        conn.close()
+                        kill_trees([pid])
+                        continue
                     pool.ranks[rank] = Rank(rank, pid, conn)
                     pending_hello -= 1
                 else:
@@ -289,6 +296,25 @@ class Harness:
             raise HarnessError(f"the process group ({key.backend}, world size {key.world_size}) failed "
                                f"to start:\n{detail}")
         return pool
+
+    def _forked_pids(self, pool_id: int) -> list[int]:
+        """The pids of pool ``pool_id``'s ranks, once the zygote has forked them all ([] if it cannot say)."""
+        assert self.zconn is not None
+        deadline = time.monotonic() + ZYGOTE_START_TIMEOUT
+        while time.monotonic() < deadline:
+            if not self.zconn.poll(0.2):
+                if self.zygote is None or self.zygote.poll() is not None:
+                    return []
+                continue
+            try:
+                message = self.zconn.recv()
+            except (EOFError, OSError):
+                return []
+            if message[0] == "exited":
+                self.exited[message[1]] = (message[2], time.time())
+            elif message[1] == pool_id and message[0] in ("forked", "fork-error"):
+                return message[2] if message[0] == "forked" else []
+        return []
 
     def _kill_pool(self, pool: Pool, pids: list[int] | None = None) -> None:
         """Kill every rank of ``pool`` (and their children) and wait until the zygote has reaped them."""

@@ -658,9 +658,14 @@ RELIABILITY = textwrap.dedent('''
     import pytest
 
 
+    @pytest.mark.distributed(world_size=2, timeout=0.5)
+    def test_start_given_up(rank):
+        pass  # the session's first distributed test: its deadline expires while the ranks start
+
+
     @pytest.mark.distributed(world_size=2)
     def test_warm_up(rank):
-        pass  # starts the pool: the short deadline below is for the hang, not for starting torch
+        pass  # a pool after one given up on; the short deadline below is for the hang, not for starting torch
 
 
     @pytest.mark.distributed(world_size=2, timeout=4)
@@ -693,8 +698,11 @@ def test_setsid_children_interrupts_and_oversized_groups(inner, pytester, token)
     started = time.monotonic()
     result = inner.run("-p", "no:randomly")
     text = result.stdout.str()
-    assert inner.outcomes(result) == {"test_warm_up": "PASSED", "test_hang_with_a_session_leader_child": "FAILED",
+    assert inner.outcomes(result) == {"test_start_given_up": "ERROR", "test_warm_up": "PASSED", "test_hang_with_a_session_leader_child": "FAILED",
                                       "test_interrupted": "FAILED", "test_too_many_ranks": "ERROR"}, text
+    # The ranks of a pool given up on while starting are killed, not counted as ranks of the next pool.
+    result.stdout.re_match_lines([r"ERROR test_reliability.py::test_start_given_up - .*the 2 ranks did not join "
+                                  r"the process group in time"])
     # Every process of the hung ranks' trees is killed, a child in its own session too.
     assert _survivors(token) == [], "a rank's child in its own session outlived the session"
     # A KeyboardInterrupt in a rank is that rank's failure, with its traceback, not a death with no output.
