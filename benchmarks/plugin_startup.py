@@ -10,9 +10,18 @@ torch anywhere) and runs it, as subprocesses, side by side in one run:
 - the same command with ``-p no:torchcheck`` again, as an A/A control: the
   ratio of the two identical sides shows the noise floor of the measurement.
 
+When Hypothesis is installed, two more sides measure what the ``plugin`` extra
+used to bring (issue 24: it required Hypothesis, whose own pytest plugin,
+``hypothesispytest``, imports Hypothesis at the end of every run):
+
+- torchcheck and Hypothesis's pytest plugin loaded, every other plugin disabled;
+- the same with ``HYPOTHESIS_NO_PLUGINS=1``: Hypothesis runs no entry point,
+  so torchcheck's ``hypothesis`` entry point (its profile) is off; the ratio of
+  the two is what that entry point costs.
+
 Target (issue 3): the plugin-enabled run at most 1.05x the plugin-disabled run
 (median wall-clock time). The same run also checks the ground rule that loading
-the plugin imports no torch: the suite's conftest.py writes, at session end,
+the plugin imports no torch: the suite's conftest.py writes, at the end of the run (``pytest_unconfigure``),
 whether ``torch`` is in ``sys.modules`` and whether the torchcheck plugin is
 registered, into a file per run. Every other auto-loaded pytest plugin that is
 installed (xdist, pytest-benchmark, hypothesis, ...) is disabled with ``-p no:``
@@ -53,14 +62,15 @@ import os
 import sys
 
 
-def pytest_sessionfinish(session, exitstatus):
+def pytest_unconfigure(config):  # after the terminal summary, where Hypothesis's plugin imports Hypothesis
     path = os.environ.get("TORCHCHECK_BENCH_REPORT")
     if not path:
         return
-    pm = session.config.pluginmanager
+    pm = config.pluginmanager
     with open(path, "w") as f:
         json.dump({
             "torch_imported": "torch" in sys.modules,
+            "hypothesis_imported": "hypothesis" in sys.modules,
             "torch_modules": sorted(m for m in sys.modules if m == "torch" or m.startswith("torch.")),
             "torchcheck_registered": pm.has_plugin("__PLUGIN__"),
             "torchcheck_module_imported": "pytest_torchcheck.plugin" in sys.modules,
@@ -93,6 +103,9 @@ class Proc:
     stdout: str
     stderr: str
     report: dict | None
+
+
+HYPOTHESIS_PLUGIN = "hypothesispytest"  # Hypothesis's pytest11 entry point
 
 
 def timed_run(cmd: list[str], cwd: Path, env: dict, report: Path) -> Proc:
@@ -150,6 +163,12 @@ def main(argv: list[str] | None = None) -> int:
     sides = {"enabled": base, "disabled": base + ["-p", f"no:{PLUGIN}"]}
     if not args.no_control:
         sides["disabled_again"] = base + ["-p", f"no:{PLUGIN}"]
+    side_env: dict[str, dict[str, str]] = {}
+    if HYPOTHESIS_PLUGIN in others:
+        with_hypothesis = base[:6] + [a for name in others if name != HYPOTHESIS_PLUGIN for a in ("-p", f"no:{name}")]
+        sides["hypothesis"] = with_hypothesis
+        sides["hypothesis_no_entry_points"] = with_hypothesis
+        side_env["hypothesis_no_entry_points"] = {"HYPOTHESIS_NO_PLUGINS": "1"}
     n_tests = args.files * args.tests_per_file
 
     # The same environment for every side, without what would change which plugins load or how; and
@@ -184,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
         seen: dict[str, list[dict]] = {s: [] for s in sides}
 
         def one(side: str, record: bool) -> None:
-            p = timed_run(sides[side], root, env, report)
+            p = timed_run(sides[side], root, {**env, **side_env.get(side, {})}, report)
             m = re.search(r"(\d+) passed", p.stdout)
             if p.rc != 0 or not m or int(m.group(1)) != n_tests or p.report is None:
                 tail = "\n".join((p.stdout + p.stderr).strip().splitlines()[-15:])
@@ -222,7 +241,13 @@ def main(argv: list[str] | None = None) -> int:
     torch_enabled = [r["torch_imported"] for r in seen["enabled"]]
     torch_any = {s: any(r["torch_imported"] for r in seen[s]) for s in sides}
     registered = {s: sorted({r["torchcheck_registered"] for r in seen[s]}) for s in sides}
-    loaded_ok = registered["enabled"] == [True] and all(registered[s] == [False] for s in sides if s != "enabled")
+    loaded_ok = all(registered[s] == [s not in ("disabled", "disabled_again")] for s in sides)
+    hyp = None
+    if "hypothesis" in st:
+        hyp = {"hypothesis_over_disabled": st["hypothesis"]["wall_s"]["median"] / di["wall_s"]["median"],
+               "hypothesis_over_enabled": st["hypothesis"]["wall_s"]["median"] / en["wall_s"]["median"],
+               "entry_points_on_over_off": (st["hypothesis"]["wall_s"]["median"]
+                                            / st["hypothesis_no_entry_points"]["wall_s"]["median"])}
     no_torch = not any(torch_any.values())
     result = {
         "machine": machine, "repeat": args.repeat, "warmup_runs": 1,
@@ -232,6 +257,7 @@ def main(argv: list[str] | None = None) -> int:
         "sides": st,
         "enabled_over_disabled_wall": ratio, "enabled_over_disabled_cpu": ratio_cpu,
         "enabled_over_disabled_paired": paired, "control_disabled_again_over_disabled": control,
+        "hypothesis_plugin": hyp,
         "torch_imported": {"enabled_runs": torch_enabled, "any_by_side": torch_any},
         "torchcheck_registered": registered,
         "plugins_seen_enabled": seen["enabled"][-1]["plugins"],
@@ -255,17 +281,26 @@ def main(argv: list[str] | None = None) -> int:
           "CPU = user + sys of the child")
     print()
     labels = {"enabled": "torchcheck loaded (entry point)", "disabled": f"-p no:{PLUGIN}",
-              "disabled_again": f"-p no:{PLUGIN} (A/A control)"}
-    rows = [["side", "wall s [min-max]", "x disabled", "CPU s", "torch imported", "torchcheck registered"]]
+              "disabled_again": f"-p no:{PLUGIN} (A/A control)",
+              "hypothesis": f"torchcheck + {HYPOTHESIS_PLUGIN}",
+              "hypothesis_no_entry_points": f"torchcheck + {HYPOTHESIS_PLUGIN}, HYPOTHESIS_NO_PLUGINS=1"}
+    rows = [["side", "wall s [min-max]", "x disabled", "CPU s", "torch imported", "torchcheck registered",
+             "Hypothesis imported"]]
     for s in sides:
         w = st[s]["wall_s"]
         rows.append([labels[s], f"{w['median']:.3f} [{w['min']:.3f}-{w['max']:.3f}]",
                      f"{w['median'] / di['wall_s']['median']:.3f}x", f"{st[s]['cpu_s']['median']:.3f}",
-                     "yes" if torch_any[s] else "no", "/".join("yes" if r else "no" for r in registered[s])])
+                     "yes" if torch_any[s] else "no", "/".join("yes" if r else "no" for r in registered[s]),
+                     "/".join(sorted({"yes" if r.get("hypothesis_imported") else "no" for r in seen[s]}))])
     print(table(rows, {1, 2, 3}))
     print(f"  overhead: {1e3 * (en['wall_s']['median'] - di['wall_s']['median']):+.1f} ms wall, "
           f"{1e3 * (en['cpu_s']['median'] - di['cpu_s']['median']):+.1f} ms CPU; CPU ratio {ratio_cpu:.3f}x, "
           f"paired per-round ratio {paired:.3f}x" + (f"; A/A control {control:.3f}x" if control else ""))
+    if hyp is not None:
+        print(f"  Hypothesis's pytest plugin: {hyp['hypothesis_over_disabled']:.3f}x disabled, "
+              f"{hyp['hypothesis_over_enabled']:.3f}x torchcheck alone (what the plugin extra cost while it "
+              f"required Hypothesis); Hypothesis's entry points on/off (torchcheck's profile): "
+              f"{hyp['entry_points_on_over_off']:.3f}x")
     print(f"  target: enabled <= {TARGET}x disabled (wall):  {ratio:.3f}x  ->  {verdict(ratio <= TARGET)}")
     print(f"  check: torch not in sys.modules at session end with the plugin loaded "
           f"({len(torch_enabled)} runs, warm-up included), plugin registered only where enabled  ->  "

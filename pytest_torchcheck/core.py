@@ -177,6 +177,28 @@ def our_markers(item: pytest.Item) -> frozenset[str]:
     return found
 
 
+# -------------------------------------------------------------------- torch
+PLUGIN_EXTRA = 'pip install "pytest-torchcheck[plugin]" (from a checkout: pip install ".[plugin]")'
+
+
+def import_torch(user: str) -> Any:
+    """torch; without it, ``user`` (``the torch_seed fixture``) fails with a message, not a traceback.
+
+    The linter installs without torch, and the plugin loads without it: the first fixture or marker that
+    needs torch is where a linter-only install finds out, and the message says what to install.
+    """
+    __tracebackhide__ = True
+    try:
+        import torch
+    except ModuleNotFoundError as e:
+        missing = e.name or "torch"
+        if missing.split(".")[0] != "torch":
+            raise  # torch is there but broken (a module it imports is missing): its own error says more
+        pytest.fail(f"{user} needs the module {missing!r}, which is not installed (torch is not part of the "
+                    f"linter-only install); install the pytest plugin's extra: {PLUGIN_EXTRA}", pytrace=False)
+    return torch
+
+
 # ------------------------------------------------------------------ devices
 def devices(config: pytest.Config) -> Any:
     """The session's ``Devices``: the --torchcheck-devices list, or found in a subprocess (CUDA stays untouched)."""

@@ -27,6 +27,7 @@ def _promote(x: Any) -> Any:
 
 
 def _as_tuple(out: Any) -> tuple:
+    __tracebackhide__ = True
     import torch
 
     if isinstance(out, torch.Tensor):

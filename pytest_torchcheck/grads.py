@@ -35,6 +35,9 @@ class _Recorded:
     def __len__(self) -> int:
         return len(self.batches)
 
+    def __repr__(self) -> str:  # shown as the loop's argument in a failure's traceback
+        return f"<the {len(self.batches)} batches given to assert_step_gradients, {len(self.drawn)} drawn so far>"
+
 
 def _index(batches: Sequence[Any], batch: Any) -> str:
     return next((str(i) for i, b in enumerate(batches) if b is batch), "?")

@@ -72,6 +72,7 @@ def _listing(names: list[str]) -> str:
 
 
 def _check_ignore(check: str, ignore: Any) -> tuple[str, ...]:
+    __tracebackhide__ = True
     if isinstance(ignore, str) or not all(isinstance(p, str) for p in ignore):
         raise TorchcheckUsageError(f"{check}: ignore must be a list of glob patterns (strings), got {ignore!r}")
     return tuple(ignore)

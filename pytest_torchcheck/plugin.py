@@ -9,6 +9,7 @@ Option precedence: marker > command line > environment > ini > default.
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Iterator
 
 import pytest
@@ -179,9 +180,13 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     guard = None
     marker = _marker_kwargs(item, "nan_guard")
-    if marker is None and item.config.stash.get(NAN_GUARD_ALL, False):
+    # --torchcheck-nan-guard guards the tests that can use torch: a suite (or a test run) that never imported
+    # torch has nothing to guard, and must not pay for importing it. torch imported only inside a test's body
+    # is too late to be guarded this way; a marker or the fixture guards such a test.
+    if marker is None and item.config.stash.get(NAN_GUARD_ALL, False) and "torch" in sys.modules:
         marker = {"detect_anomaly": False, "backward": True}
     if marker is not None and "nan_guard" not in getattr(item, "fixturenames", ()):  # the fixture guards itself
+        core.import_torch("@pytest.mark.nan_guard")
         from pytest_torchcheck.anomaly import NanGuard
 
         guard = NanGuard(**marker)
@@ -205,6 +210,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
         if should_hide(call.excinfo):
             hide_library_frames(call.excinfo)  # the traceback ends at the user's frame
     report = yield
+    if report.failed and call.excinfo is not None and not item.config.getoption("showlocals", False):
+        from pytest_torchcheck.tracebacks import fold_long_arguments, should_hide
+
+        if should_hide(call.excinfo):
+            fold_long_arguments(report.longrepr)  # the message, not a model's repr, in every frame
     if report.failed and _is_torchcheck_failure(item, call):
         report.sections.append(("torchcheck", core.report_section(item)))
     return report
@@ -229,6 +239,7 @@ def _rerun_flags(config: pytest.Config) -> list[str]:
 def torch_seed(request: pytest.FixtureRequest) -> int:
     """The test's seed; torch, random and NumPy are seeded with it."""
     seed = request.node.stash.get(ITEM_SEED, derive_seed(request.config.stash[BASE_SEED], request.node.nodeid))
+    core.import_torch("the torch_seed fixture")
     seed_everything(seed, import_torch=True)
     return seed
 
@@ -236,7 +247,7 @@ def torch_seed(request: pytest.FixtureRequest) -> int:
 @pytest.fixture
 def torch_device(request: pytest.FixtureRequest) -> Any:
     """A ``torch.device``; the test runs once per device present (cpu, cuda, mps)."""
-    import torch
+    torch = core.import_torch("the torch_device fixture")
 
     name = getattr(request, "param", "cpu")
     return torch.device(name)
@@ -245,6 +256,7 @@ def torch_device(request: pytest.FixtureRequest) -> Any:
 @pytest.fixture
 def nan_guard(request: pytest.FixtureRequest) -> Iterator[Any]:
     """A NanGuard installed for the whole test (``guard.watch(model)`` sets the naming root)."""
+    core.import_torch("the nan_guard fixture")
     from pytest_torchcheck.anomaly import NanGuard
 
     options = _marker_kwargs(request.node, "nan_guard") or {}

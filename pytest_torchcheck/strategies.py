@@ -16,7 +16,15 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-from hypothesis import strategies as st
+try:
+    from hypothesis import strategies as st
+except ModuleNotFoundError as e:  # the plugin extra leaves Hypothesis out: say which extra brings it
+    if e.name != "hypothesis":
+        raise
+    raise ModuleNotFoundError(
+        "pytest_torchcheck.strategies needs Hypothesis, which is not installed; install the strategies extra: "
+        'pip install "pytest-torchcheck[strategies]" (from a checkout: pip install ".[strategies]")',
+        name="hypothesis") from None
 
 from pytest_torchcheck.hypothesis_profile import register_profile
 

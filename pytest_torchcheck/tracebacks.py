@@ -4,6 +4,11 @@ pytest hides a frame that sets ``__tracebackhide__``; torch's frames cannot set 
 failure raised from inside a module call or a backward pass would otherwise print
 torch's ``Module._call_impl`` or ``all_reduce`` source (75 lines and more) between the
 user's line and the message. ``--fulltrace`` shows every frame, as it does in pytest.
+
+pytest also prints, above the source of a long-style frame (the test's and the one that failed, with the
+default ``--tb=auto``), the repr of each of the frame's arguments: a model's or an optimizer's repr is 10 to
+50 lines, and the user's training loop takes both. In torchcheck's failures an argument whose repr spans
+lines is folded to its first line; ``-l`` (``--showlocals``) keeps them whole.
 """
 
 from __future__ import annotations
@@ -57,3 +62,18 @@ def should_hide(excinfo: Any) -> bool:
         return True
     context = sys.modules.get("pytest_torchcheck.distributed.context")
     return getattr(context, "CURRENT", None) is not None
+
+
+def fold_long_arguments(longrepr: Any) -> None:
+    """Fold every multi-line argument repr in ``longrepr``'s frames to its first line (``Sequential( ...``)."""
+    chain = getattr(longrepr, "chain", None)
+    tracebacks = [element[0] for element in chain] if chain else [getattr(longrepr, "reprtraceback", None)]
+    for reprtraceback in tracebacks:
+        for entry in getattr(reprtraceback, "reprentries", ()):
+            funcargs = getattr(entry, "reprfuncargs", None)
+            if funcargs is None:
+                continue
+            funcargs.args = [(name, value if "\n" not in value else
+                              f"{value.splitlines()[0].rstrip()} ... ({value.count(chr(10)) + 1}-line repr folded; "
+                              f"-l shows it)")
+                             for name, value in funcargs.args]

@@ -5,7 +5,7 @@ first distributed test, asks it to fork a pool of ranks per (world size, backend
 process-group timeout), sends each test to every rank and collects what comes
 back. The harness enforces each test's deadline itself: on expiry it dumps every
 live rank's Python stack (``faulthandler`` on SIGUSR1 writes it even while the
-main thread is blocked in C++), kills the ranks' process groups and waits until
+main thread is blocked in C++), kills the ranks' whole process trees and waits until
 the zygote has reaped them. A pool is reused only after a test in which every
 rank finished cleanly; any failure, crash or hang recycles it.
 """
@@ -235,17 +235,23 @@ class Harness:
         self.server.settimeout(0)
         while pids is None or pending_hello or waiting:
             if time.monotonic() > deadline:
-                self._kill_pool(pool, pids or [])
+                if pids is None:
+                    # Still forking: its ranks, not killed now, would start and join a later pool.
+                    pids = self._forked_pids(pool.id)
+                self._kill_pool(pool, pids)
+                # The pool's folder is removed with the session: what its logs say goes into the message.
+                logs = "".join(f"\nrank {r}'s output:\n{_read_tail(pool.dir / f'rank{r}.log') or '(none)'}"
+                               for r in sorted(waiting)[:2])
                 raise HarnessError(f"the {key.world_size} ranks did not join the process group in time "
-                                   f"(ranks still starting: {sorted(waiting)}); rank logs: {pool.dir}")
+                                   f"(ranks still starting: {_ranges(sorted(waiting))}){logs}")
             conns = [r.conn for r in pool.ranks.values() if r.conn is not None and not r.ready]
             ready = wait([self.zconn, self.server, *conns], timeout=0.2)
             for obj in ready:
                 if obj is self.zconn:
                     message = self.zconn.recv()
-                    if message[0] == "forked":
+                    if message[0] == "forked" and message[1] == pool.id:
                         pids = message[2]
-                    elif message[0] == "fork-error":
+                    elif message[0] == "fork-error" and message[1] == pool.id:
                         raise HarnessError(message[2])
                     elif message[0] == "exited":
                         self.exited[message[1]] = (message[2], time.time())
@@ -256,7 +262,11 @@ class Harness:
                         continue
                     sock.setblocking(True)
                     conn = Connection(sock.detach())
-                    _, _pool_id, rank, pid = conn.recv()
+                    _, pool_id, rank, pid = conn.recv()
+                    if pool_id != pool.id:  # a rank of a pool given up on: it must not count as one of these
+                        conn.close()
+                        kill_trees([pid])
+                        continue
                     pool.ranks[rank] = Rank(rank, pid, conn)
                     pending_hello -= 1
                 else:
@@ -287,6 +297,25 @@ class Harness:
                                f"to start:\n{detail}")
         return pool
 
+    def _forked_pids(self, pool_id: int) -> list[int]:
+        """The pids of pool ``pool_id``'s ranks, once the zygote has forked them all ([] if it cannot say)."""
+        assert self.zconn is not None
+        deadline = time.monotonic() + ZYGOTE_START_TIMEOUT
+        while time.monotonic() < deadline:
+            if not self.zconn.poll(0.2):
+                if self.zygote is None or self.zygote.poll() is not None:
+                    return []
+                continue
+            try:
+                message = self.zconn.recv()
+            except (EOFError, OSError):
+                return []
+            if message[0] == "exited":
+                self.exited[message[1]] = (message[2], time.time())
+            elif message[1] == pool_id and message[0] in ("forked", "fork-error"):
+                return message[2] if message[0] == "forked" else []
+        return []
+
     def _kill_pool(self, pool: Pool, pids: list[int] | None = None) -> None:
         """Kill every rank of ``pool`` (and their children) and wait until the zygote has reaped them."""
         pids = list(pids if pids is not None else [r.pid for r in pool.ranks.values()])
@@ -294,15 +323,7 @@ class Harness:
             if r.conn is not None:
                 r.conn.close()
                 r.conn = None
-        for pid in pids:
-            if pid in self.exited:
-                continue
-            for kill in (os.killpg, os.kill):
-                try:
-                    kill(pid, signal.SIGKILL)
-                    break
-                except (ProcessLookupError, PermissionError):
-                    continue
+        kill_trees([pid for pid in pids if pid not in self.exited])
         deadline = time.monotonic() + 10
         while any(pid not in self.exited for pid in pids) and time.monotonic() < deadline:
             if self.zconn is None or not self.zconn.poll(0.1):
@@ -460,6 +481,110 @@ class Harness:
             self._release_pool(self.pool)
         self._stop_zygote()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _children() -> dict[int, list[int]]:
+    """Parent pid -> child pids of every process on the machine, from ``/proc/<pid>/stat`` (empty without /proc)."""
+    tree: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return tree
+    for name in entries:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue  # it exited meanwhile
+        # The command name, in parentheses, may hold spaces and parentheses: the fields follow the last ')'.
+        fields = stat[stat.rfind(b")") + 2:].split()
+        if len(fields) > 1:
+            tree.setdefault(int(fields[1]), []).append(int(name))
+    return tree
+
+
+def descendants(pids: list[int]) -> list[int]:
+    """Every process below ``pids``, whatever its session or process group (``setsid`` leaves both)."""
+    tree = _children()
+    found: list[int] = []
+    todo = list(pids)
+    while todo:
+        for child in tree.get(todo.pop(), ()):
+            if child not in found:
+                found.append(child)
+                todo.append(child)
+    return found
+
+
+def kill_trees(pids: list[int]) -> None:
+    """SIGKILL ``pids``, their process groups and every descendant.
+
+    Killing a rank's process group misses a child that started its own session or group (``setsid``,
+    ``start_new_session=True``): it would outlive the test run. A killed parent's orphans are re-parented to
+    init and can no longer be found, so the whole tree is first stopped (SIGSTOP: a stopped process forks no
+    more children), read again until nothing new appears, and only then killed.
+    """
+    tree: list[int] = []
+    while True:
+        new = [pid for pid in [*pids, *descendants(pids)] if pid not in tree]
+        if not new:
+            break
+        _signal(os.kill, new, signal.SIGSTOP)
+        tree += new
+    _signal(os.killpg, pids, signal.SIGKILL)
+    _signal(os.kill, tree, signal.SIGKILL)
+
+
+def _signal(send: Any, pids: list[int], sig: int) -> None:
+    for pid in pids:
+        try:
+            send(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass  # gone already
+
+
+def _ranges(ranks: list[int]) -> str:
+    """``0-3, 7``: a long list of ranks kept short."""
+    parts: list[str] = []
+    for r in ranks:
+        if parts and parts[-1].split("-")[-1] == str(r - 1):
+            parts[-1] = f"{parts[-1].split('-')[0]}-{r}"
+        else:
+            parts.append(str(r))
+    return ", ".join(parts)
+
+
+RANKS_PER_CPU = 64  # measured: 160 gloo ranks on 2 CPUs start in 17 s, and start-up grows faster than linearly
+FILES_PER_RANK = 32  # a rank's own descriptors besides one socket per peer (13 measured), with room to spare
+
+
+def local_world_size_limit() -> tuple[int, str]:
+    """The largest world size this machine can run as local rank processes, and what sets it.
+
+    Every rank holds one gloo socket per peer, so a rank needs about ``world_size`` open files, and so does
+    the pytest process (one connection per rank): the soft ``RLIMIT_NOFILE`` caps the world size, and past
+    it ranks fail with "Too many open files". Far below it, CPU time does: every rank must start, connect to
+    every other rank and run each collective, and past about RANKS_PER_CPU ranks per usable CPU that alone
+    takes most of a test's default 60 s deadline.
+    """
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    by_cpu = RANKS_PER_CPU * cpus
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (ImportError, OSError, ValueError):
+        soft = -1  # no resource module (Windows): no limit known
+    by_files = soft - FILES_PER_RANK if soft > 0 else by_cpu  # RLIM_INFINITY is -1
+    if by_files < by_cpu:
+        return max(1, by_files), (f"each rank holds an open socket per peer, and the open-file limit "
+                                  f"(ulimit -n) is {soft}")
+    return by_cpu, f"{RANKS_PER_CPU} ranks per usable CPU, and this machine has {cpus}"
 
 
 def pg_timeout_for(timeout: float) -> float:

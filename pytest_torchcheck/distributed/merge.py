@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from _pytest._code.code import ReprFileLocation, TerminalRepr
+from _pytest._code.code import ReprEntryNative, ReprFileLocation, ReprTraceback, TerminalRepr
 from _pytest.reports import TestReport
 
 PHASES = ("setup", "call", "teardown")
@@ -39,7 +39,12 @@ class Problem:
 
 
 class DistributedFailureRepr(TerminalRepr):
-    """A root-cause-first failure: a lead line, the root rank's traceback, then the consequences."""
+    """A root-cause-first failure: a lead line, the root rank's traceback, then the consequences.
+
+    It has the shape of an exception's report (``reprcrash``, ``reprtraceback``, ``sections``), so that pytest
+    serializes it as one: an xdist worker sends it to the controller, and the short summary and the JUnit
+    message there carry the root exception (``reprcrash``), not the first line of the text.
+    """
 
     def __init__(self, lead: str, root: Any, consequences: list[tuple[str, str]], crash_message: str,
                  crash_path: str, crash_line: int) -> None:
@@ -47,6 +52,12 @@ class DistributedFailureRepr(TerminalRepr):
         self.root = root
         self.consequences = consequences
         self.reprcrash = ReprFileLocation(crash_path, crash_line, crash_message)
+        self.sections: list[tuple[str, str, str]] = []
+
+    @property
+    def reprtraceback(self) -> ReprTraceback:
+        """The whole text as one native entry (what crosses to the xdist controller)."""
+        return ReprTraceback([ReprEntryNative([line + "\n" for line in str(self).splitlines()])], None, "native")
 
     def toterminal(self, tw: Any) -> None:
         tw.line(self.lead, red=True, bold=True)

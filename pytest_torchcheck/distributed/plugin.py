@@ -102,6 +102,17 @@ def _runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool |
         item.stash[PROBLEM] = ("fail", f"@pytest.mark.distributed on {item.nodeid}: only test functions can run "
                                        f"in rank processes, not {type(item).__name__} items")
         return None
+    from pytest_torchcheck.distributed.harness import local_world_size_limit
+
+    limit, why = local_world_size_limit()
+    if spec["world_size"] > limit:
+        # Refused before any rank starts: past the limit ranks fail to start or to join in time, and the
+        # session would spend the whole deadline finding that out.
+        item.stash[PROBLEM] = ("fail", f"@pytest.mark.distributed on {item.nodeid}: world_size={spec['world_size']} "
+                                       f"is more ranks than this machine can run as local processes: at most "
+                                       f"{limit} ({why}); use a smaller world_size, or launch the ranks with "
+                                       f"torchrun across machines")
+        return None
     if spec["backend"] == "nccl":
         devices = core.devices(item.config)
         if devices.cuda_count < spec["world_size"]:

@@ -36,10 +36,18 @@ class _PhaseNotifier:
 
     def __init__(self) -> None:
         self.send: Callable[[str], None] | None = None
+        self.phase = "setup"
+        self.reports: list[Any] = []  # the reports of the test running now, phase by phase
 
     def _notify(self, when: str) -> None:
+        self.phase = when
         if self.send is not None:
             self.send(when)
+
+    def pytest_runtest_makereport(self, item: Any, call: Any) -> Any:  # a wrapper: marked in RankSession
+        report = yield
+        self.reports.append(report)
+        return report
 
     def pytest_runtest_setup(self, item: Any) -> None:
         self._notify("setup")
@@ -58,6 +66,8 @@ class RankSession:
         import pytest
         from _pytest.config import _prepareconfig
 
+        # Marked here, not with a decorator: pytest is imported only once the zygote has the parent's sys.path.
+        pytest.hookimpl(wrapper=True)(_PhaseNotifier.pytest_runtest_makereport)
         self.notifier = _PhaseNotifier()
         self.config = _prepareconfig(list(args), plugins=[self.notifier])
         self.config._do_configure()
@@ -119,12 +129,26 @@ class RankSession:
             reports = [report]
         else:
             self.notifier.send = notify
+            self.notifier.phase, self.notifier.reports = "setup", []
             try:
                 reports = runtestprotocol(item, nextitem=None, log=False)
+            except KeyboardInterrupt:
+                # pytest lets KeyboardInterrupt through its runner, and the rank would die with exit code 1
+                # and no traceback: report it as the failure of the phase it interrupted, with its traceback.
+                reports = self.notifier.reports + [self._interrupted(item, self.notifier.phase)]
             finally:
                 self.notifier.send = None
         hook = self.config.hook
         return [hook.pytest_report_to_serializable(config=self.config, report=r) for r in reports]
+
+
+    @staticmethod
+    def _interrupted(item: Any, when: str) -> Any:
+        from _pytest._code import ExceptionInfo
+        from _pytest.reports import TestReport
+
+        longrepr = item.repr_failure(ExceptionInfo.from_current())
+        return TestReport(item.nodeid, item.location, {k: 1 for k in item.keywords}, "failed", longrepr, when)
 
 
 # ------------------------------------------------------------------- ranks

@@ -3,11 +3,29 @@
 from __future__ import annotations
 
 import re
+import textwrap
 from dataclasses import dataclass
 
 import pytest
 
 TIMEOUT = 120  # seconds; a hung inner session (a hook deadlock, a stuck xdist worker) fails instead of hanging
+
+
+def refuse_import(package: str) -> str:
+    """Python source that makes ``import <package>`` (and its submodules) fail as if it were not installed."""
+    return textwrap.dedent(f'''
+        import sys
+
+
+        class _NotInstalled:
+            def find_spec(self, name, path=None, target=None):
+                if name == {package!r} or name.startswith({package + "."!r}):
+                    raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+                return None
+
+
+        sys.meta_path.insert(0, _NotInstalled())
+    ''')
 
 
 @dataclass

@@ -184,3 +184,35 @@ def test_nan_guard_names_the_module_shape_counts_and_input_range(pytester, inner
     assert (pytester.path / "swallowed").exists()
     assert (pytester.path / "swallowed-cm").exists()
     result.stdout.fnmatch_lines(["*- torchcheck -*", "seed: * test id test_guarded.py::test_context_manager)"])
+
+
+TORCH_FREE = '''
+import sys
+
+
+def test_a():
+    assert "torch" not in sys.modules
+
+
+def test_b():
+    assert "torch" not in sys.modules
+'''
+
+TORCH_USER = '''
+import torch
+
+
+def test_nan():
+    torch.nn.Linear(2, 2)(torch.full((1, 2), float("nan")))
+'''
+
+
+def test_nan_guard_option_imports_no_torch_into_a_suite_that_never_does(pytester, inner):
+    pytester.makepyfile(test_torch_free=TORCH_FREE)
+    result = inner.run("--torchcheck-nan-guard")
+    assert inner.outcomes(result) == {"test_a": "PASSED", "test_b": "PASSED"}, result.stdout.str()
+    # ... and still guards the tests of a suite that imports torch.
+    pytester.makepyfile(test_torch_user=TORCH_USER)
+    result = inner.run("--torchcheck-nan-guard", "test_torch_user.py")
+    assert inner.outcomes(result) == {"test_nan": "FAILED"}
+    inner.message(result, "test_nan").fnmatch_lines(["*nan_guard: forward output of module * is not finite*"])

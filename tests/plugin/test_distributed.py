@@ -14,6 +14,7 @@ import textwrap
 import time
 import uuid
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 
@@ -647,3 +648,99 @@ def test_torchrun_mode_hang_prints_stacks_and_ends_the_job(inner, pytester: pyte
     assert result.ret != 0
     assert elapsed < 60, f"took {elapsed:.0f} s"
     assert _survivors(token) == []
+
+
+RELIABILITY = textwrap.dedent('''
+    import subprocess
+    import sys
+    import time
+
+    import pytest
+
+
+    @pytest.mark.distributed(world_size=2, timeout=0.5)
+    def test_start_given_up(rank):
+        pass  # the session's first distributed test: its deadline expires while the ranks start
+
+
+    @pytest.mark.distributed(world_size=2)
+    def test_warm_up(rank):
+        pass  # a pool after one given up on; the short deadline below is for the hang, not for starting torch
+
+
+    @pytest.mark.distributed(world_size=2, timeout=4)
+    def test_hang_with_a_session_leader_child(rank):
+        # A child in its own session and process group, as `setsid sleep 1001` makes: killing the rank's
+        # process group does not reach it.
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1001)"], start_new_session=True)
+        while True:
+            time.sleep(0.05)
+
+
+    def _interrupt():
+        raise KeyboardInterrupt
+
+
+    @pytest.mark.distributed(world_size=2)
+    def test_interrupted(rank):
+        if rank == 1:
+            _interrupt()
+
+
+    @pytest.mark.distributed(world_size=100000)
+    def test_too_many_ranks(rank):
+        pass
+''')
+
+
+def test_setsid_children_interrupts_and_oversized_groups(inner, pytester, token) -> None:
+    pytester.makepyfile(test_reliability=RELIABILITY)
+    started = time.monotonic()
+    result = inner.run("-p", "no:randomly")
+    text = result.stdout.str()
+    assert inner.outcomes(result) == {"test_start_given_up": "ERROR", "test_warm_up": "PASSED", "test_hang_with_a_session_leader_child": "FAILED",
+                                      "test_interrupted": "FAILED", "test_too_many_ranks": "ERROR"}, text
+    # The ranks of a pool given up on while starting are killed, not counted as ranks of the next pool.
+    result.stdout.re_match_lines([r"ERROR test_reliability.py::test_start_given_up - .*the 2 ranks did not join "
+                                  r"the process group in time"])
+    # Every process of the hung ranks' trees is killed, a child in its own session too.
+    assert _survivors(token) == [], "a rank's child in its own session outlived the session"
+    # A KeyboardInterrupt in a rank is that rank's failure, with its traceback, not a death with no output.
+    interrupted = _section(text, "test_interrupted")
+    assert "rank 1 of 2 failed first, in call (root cause)" in interrupted, interrupted
+    assert "in _interrupt" in interrupted and "raise KeyboardInterrupt" in interrupted, interrupted
+    assert "died with exit code" not in interrupted
+    assert "FAILED test_reliability.py::test_interrupted - [rank 1 of 2, root cause] KeyboardInterrupt" in text
+    # A world size no machine here can run is refused before any rank starts, naming the limit.
+    result.stdout.re_match_lines([r"ERROR test_reliability.py::test_too_many_ranks - .*world_size=100000 is more ranks than this machine can run as local processes: "
+                              r"at most \d+ \(.*\); use a smaller world_size.*"])
+    assert "rank logs" not in text
+    assert time.monotonic() - started < 90
+
+
+XDIST_FAILURE = textwrap.dedent('''
+    import pytest
+
+
+    @pytest.mark.distributed(world_size=2)
+    def test_root_cause(rank):
+        if rank == 1:
+            raise ValueError("boom on rank 1")
+
+
+    def test_plain():
+        pass
+''')
+
+
+def test_xdist_summary_and_junit_carry_the_root_exception(inner, pytester) -> None:
+    pytester.makepyfile(test_xdist_failure=XDIST_FAILURE)
+    result = inner.run("-p", "xdist", "-n", "2", "--junitxml=junit.xml")
+    result.assert_outcomes(passed=1, failed=1)
+    # The controller gets the report from a worker: the root exception must survive the trip.
+    result.stdout.fnmatch_lines(["FAILED test_xdist_failure.py::test_root_cause - "
+                                 "[[]rank 1 of 2, root cause[]] ValueError: boom on rank 1"])
+    failure = ElementTree.parse(pytester.path / "junit.xml").find(".//testcase[@name='test_root_cause']/failure")
+    assert failure is not None
+    assert failure.get("message") == "[rank 1 of 2, root cause] ValueError: boom on rank 1"
+    assert "rank 1 of 2 failed first, in call (root cause)" in (failure.text or "")

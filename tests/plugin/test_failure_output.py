@@ -255,3 +255,45 @@ def test_every_check_ends_at_the_users_line(pytester: pytest.Pytester, inner) ->
         assert last.startswith("test_every.py:") and last.endswith(": TorchcheckFailure"), "\n".join(block)
         line = source[int(last.split(":")[1]) - 1]
         assert f"tc.{test.removeprefix('test_')}(" in line, f"{test} ends at {line!r}:\n" + "\n".join(block)
+
+
+STEP_LOOP = textwrap.dedent('''
+    import torch
+    from torch import nn
+
+    from pytest_torchcheck import assert_step_gradients
+
+
+    def train(model, optimizer, loader):
+        for x, y in loader:
+            loss = nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            optimizer.step()  # zero_grad() is missing
+
+
+    def test_loop():
+        model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 1))
+        optimizer = torch.optim.Adam(model.parameters(), lr=0.1)
+        batches = [(torch.randn(3, 4), torch.randn(3, 1)) for _ in range(3)]
+        assert_step_gradients(model, optimizer, lambda loader: train(model, optimizer, loader), batches,
+                              lambda m, b: nn.functional.mse_loss(m(b[0]), b[1]))
+''')
+
+
+def test_a_loops_model_and_optimizer_arguments_are_one_line_each(pytester: pytest.Pytester, inner) -> None:
+    pytester.makepyfile(test_step=STEP_LOOP)
+    result = inner.run("--tb=auto")
+    block = failure_section(result, "test_loop")
+    text = "\n".join(block)
+    # pytest prints the arguments of the failing frame: the model and the optimizer, folded to a line each,
+    # and the recorded batches under a name the user knows.
+    assert "model = Sequential( ... (7-line repr folded; -l shows it)" in text, text
+    assert "optimizer = Adam ( ... (13-line repr folded; -l shows it)" in text, text
+    assert "loader = <the 3 batches given to assert_step_gradients, 2 drawn so far>" in text, text
+    assert not any(line.lstrip().startswith(("(0): Linear", "lr:", "betas:")) for line in block), text
+    assert "_Recorded" not in text and "object at 0x" not in text
+    assert len(block) <= 35, f"{len(block)} lines:\n{text}"
+    assert any("at optimizer step 2, .grad is not the mean gradient" in line for line in block), text
+    # -l asks for locals: nothing is folded then.
+    shown = "\n".join(failure_section(inner.run("--tb=auto", "-l"), "test_loop"))
+    assert "(0): Linear(in_features=4" in shown and "repr folded" not in shown

@@ -118,3 +118,29 @@ def test_help_lists_every_option_with_its_env_and_ini_twin(inner):
         "  torchcheck_nan_guard (string):",
         "*guard every test with nan_guard*",
     ], consecutive=True)
+
+
+def test_the_plugin_extra_brings_no_other_pytest_plugin():
+    """Every pytest run loads every installed pytest11 plugin: one that comes with the ``plugin`` extra costs
+    every suite, torch or not. Hypothesis's does (it imports Hypothesis at the end of each run, about 0.6 s):
+    Hypothesis belongs to the ``strategies`` extra, not to this one."""
+    import re
+    import tomllib
+    from importlib.metadata import PackageNotFoundError, distribution
+    from pathlib import Path
+
+    pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    extras = pyproject["project"]["optional-dependencies"]
+    names = [re.match(r"[A-Za-z0-9_.-]+", req).group(0) for req in extras["plugin"]]
+    assert "hypothesis" not in names
+    assert any(req.startswith("hypothesis") for req in extras["strategies"])
+    plugins = {}
+    for name in names:
+        try:
+            dist = distribution(name)
+        except PackageNotFoundError:  # pragma: no cover - the test environment installs the plugin extra
+            raise AssertionError(f"{name}, a requirement of the plugin extra, is not installed") from None
+        found = [ep.name for ep in dist.entry_points if ep.group == "pytest11"]
+        if found:
+            plugins[name] = found
+    assert plugins == {}

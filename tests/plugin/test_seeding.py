@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from tests.plugin.conftest import refuse_import
+
 import json
 import random
 import re
@@ -163,3 +165,40 @@ def test_bad_seed_is_usage_error_naming_source_and_value(pytester, inner, monkey
         monkeypatch.setenv("TORCHCHECK_SEED", env)
     inner.assert_usage_error(inner.run(*args), error)
     assert not (pytester.path / "ran.txt").exists()
+
+
+NO_TORCH_TESTS = '''
+import pytest
+
+
+def test_seed(torch_seed):
+    pass
+
+
+def test_guard(nan_guard):
+    pass
+
+
+@pytest.mark.nan_guard
+def test_marker():
+    pass
+
+
+def test_plain():
+    pass
+'''
+
+
+def test_torch_fixtures_without_torch_say_what_to_install(pytester, inner):
+    pytester.makeconftest(refuse_import("torch"))  # a linter-only install
+    pytester.makepyfile(test_no_torch=NO_TORCH_TESTS)
+    result = inner.run("--torchcheck-nan-guard")
+    assert inner.outcomes(result) == {"test_seed": "ERROR", "test_guard": "ERROR", "test_marker": "FAILED",
+                                      "test_plain": "PASSED"}, result.stdout.str()
+    for user, test in [("the torch_seed fixture", "ERROR test_no_torch.py::test_seed"),
+                       ("the nan_guard fixture", "ERROR test_no_torch.py::test_guard"),
+                       ("@pytest.mark.nan_guard", "FAILED test_no_torch.py::test_marker")]:
+        result.stdout.fnmatch_lines([f"{test} - Failed: {user} needs the module 'torch', which is not installed *; "
+                                     'install the pytest plugin\'s extra: pip install "pytest-torchcheck[[]plugin[]]"*'])
+    text = result.stdout.str()
+    assert "ModuleNotFoundError" not in text and "seeding.py" not in text and "Traceback" not in text

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from tests.plugin.conftest import refuse_import
+
 STRATEGY_TESTS = """
 import torch
 from hypothesis import given, settings
@@ -139,3 +141,18 @@ def test_no_hypothesis():
 """)
     result = inner.run(hypothesis=True)  # Hypothesis's own pytest plugin loaded too: it imports lazily
     assert inner.outcomes(result) == {"test_no_hypothesis": "PASSED"}, result.stdout.str()
+
+
+NO_HYPOTHESIS = refuse_import("hypothesis") + """
+try:
+    import pytest_torchcheck.strategies
+except ModuleNotFoundError as e:
+    print(f"{e.name}: {e}")
+"""
+
+
+def test_strategies_without_hypothesis_name_the_extra(pytester):
+    script = pytester.makepyfile(no_hypothesis=NO_HYPOTHESIS)
+    result = pytester.runpython(script)
+    result.stdout.fnmatch_lines(['hypothesis: pytest_torchcheck.strategies needs Hypothesis, which is not '
+                                 'installed; install the strategies extra: pip install "pytest-torchcheck[[]strategies[]]"*'])
