@@ -96,8 +96,12 @@ class Finding:
         } | extra
 
 
-@record
+@record(frozen=True)
 class FileResult:
+    """What linting one file gave. Built once by the layer that knows it (the engine, a notebook's
+    mapping, the fix loop, the cache) and never changed after: a layer that adds to it makes a new
+    one with ``records.replace``."""
+
     path: str
     findings: list[Finding] = factory(list)
     internal_error: bool = False
@@ -110,7 +114,7 @@ class FileResult:
     depends_on: list = factory(list)
 
 
-@record
+@record(frozen=True)
 class FixedSource:
     """What a fix run did to one file: its text before and after, and the fixes applied."""
 
