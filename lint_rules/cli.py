@@ -53,6 +53,24 @@ class _Parser(argparse.ArgumentParser):
         self.print_usage(sys.stderr)
         self.exit(EXIT_ERROR, f"torchcheck: error: {message}\n")
 
+    def parse_known_args(self, args=None, namespace=None):
+        # argparse hands what a subcommand does not know back to the top-level parser, which then
+        # prints its own usage: `torchcheck lint --selct` must print lint's, and say what was meant.
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}{self._suggestion(extras)}")
+        return namespace, extras
+
+    def _suggestion(self, extras: list[str]) -> str:
+        from lint_rules.errors import did_you_mean
+
+        for extra in extras:
+            if extra.startswith("--"):
+                hint = did_you_mean(extra.split("=", 1)[0], [o for o in self._option_string_actions if o.startswith("--")])
+                if hint:
+                    return hint
+        return ""
+
 
 def _codes_arg(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]

@@ -36,7 +36,19 @@ def decode_with_encoding(data: bytes) -> tuple[str, str]:
     import tokenize  # here: a fully cached run decodes nothing
     from io import BytesIO
 
-    encoding, _ = tokenize.detect_encoding(BytesIO(data).readline)
+    try:
+        encoding, _ = tokenize.detect_encoding(BytesIO(data).readline)
+    except SyntaxError as e:
+        # A codec that is not installed: `# -*- coding: future_fstrings -*-` names a package that
+        # registers a codec at start-up (older research code). Its source is UTF-8, so read it as that;
+        # bytes that are not UTF-8 keep the error, which names the cookie.
+        if not str(e.msg).startswith("unknown encoding"):
+            raise
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise e from None
+        return text.removeprefix("\ufeff"), "utf-8-sig" if data.startswith(b"\xef\xbb\xbf") else "utf-8"
     return data.decode(encoding), encoding
 
 
