@@ -196,10 +196,24 @@ def lint_paths(paths: Iterable[str | Path], settings: Settings | None = None, *,
 
 
 def files_of(paths: Iterable[str | Path], settings: Settings, *, notes: list[str] | None = None) -> list[Path]:
-    """The files :func:`lint_paths` would lint (``torchcheck lint --show-files``)."""
+    """The files :func:`lint_paths` would lint (``torchcheck lint --show-files``): each file once, under
+    the first of its names in discovery order (a symbolic link to a file of the same tree, or the same
+    file named twice, is linted, reported and fixed once)."""
     cfg = settings.config
-    return discover([str(p) for p in paths], cfg.exclude, cfg.root, respect_gitignore=settings.respect_gitignore,
-                    notes=notes)
+    found = discover([str(p) for p in paths], cfg.exclude, cfg.root, respect_gitignore=settings.respect_gitignore,
+                     notes=notes)
+    seen: set[tuple[int, int]] = set()
+    unique = []
+    for path in found:
+        try:
+            st = os.stat(path)  # through links; a stat, not realpath's walk of every component
+        except OSError:
+            unique.append(path)  # reading it reports why
+            continue
+        if (st.st_dev, st.st_ino) not in seen:
+            seen.add((st.st_dev, st.st_ino))
+            unique.append(path)
+    return unique
 
 
 # ------------------------------------------------------------------ internals

@@ -185,7 +185,7 @@ def run() -> NoReturn:
         sys.stderr.flush()
     except BrokenPipeError:
         code = EXIT_BROKEN_PIPE
-    except OSError:  # a full disk, say: let the interpreter's own exit report it
+    except OSError:  # standard error on a full disk: nowhere left to say so
         sys.exit(code)
     if "logging" in sys.modules:  # the language server's handlers: closed as at a normal exit
         sys.modules["logging"].shutdown()
@@ -194,6 +194,8 @@ def run() -> NoReturn:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    stdout = sys.stdout
+    sys.stdout = _Output(stdout)
     try:
         args = parser.parse_args(argv)  # --help may meet the closed pipe too
         code = _dispatch(args)
@@ -208,11 +210,63 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         # The reader (`| head`) has gone. As CPython's signal docs recommend: point standard output at
         # devnull so the interpreter's final flush has nowhere to fail, and stop quietly.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        _to_devnull(stdout)
         return EXIT_BROKEN_PIPE
+    except _NotWritten as e:  # a full disk (`> /dev/full`), a quota: the report is lost, say so once
+        _to_devnull(stdout)
+        print(f"torchcheck: cannot write the report to standard output: {e.reason}", file=sys.stderr)
+        return EXIT_ERROR
+    finally:
+        sys.stdout = stdout
     parser.print_help(sys.stderr)
     return EXIT_ERROR
+
+
+class _NotWritten(Exception):
+    """Standard output refused a write (not a closed pipe): raised instead of the OSError, which a
+    command could mistake for one of its own files' errors."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(error)
+        self.reason = error.strerror or str(error)
+
+
+class _Output:
+    """Standard output while a command runs: its write errors become :class:`_NotWritten`."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            raise
+        except OSError as e:
+            raise _NotWritten(e) from None
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as e:
+            raise _NotWritten(e) from None
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+def _to_devnull(stdout) -> None:
+    """Point standard output's descriptor at devnull, so that the final flush of what is still buffered
+    has nowhere to fail."""
+    try:
+        fd = stdout.fileno()
+    except (AttributeError, ValueError, OSError):  # not a real file (a test's StringIO)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
 
 
 def _dispatch(args: argparse.Namespace) -> int | None:

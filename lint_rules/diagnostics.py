@@ -123,3 +123,4 @@ class FixedSource:
     encoding: str
     applied: list[tuple[str, str]]  # (code, name) of each applied fix
     error: str | None = None  # a fix that broke the file: nothing was applied
+    original_findings: list = factory(list)  # the findings of ``original``: what is left if it is not written

@@ -93,8 +93,12 @@ def lint_decoded(source: str, encoding: str, context: FileContext, facts=None) -
     is that of the fixed text, and ``result.fixed`` says what was done."""
     from lint_rules.engine import lint_prefiltered  # LibCST loads only when a file is really linted
 
+    passes: list[FileResult] = []
+
     def lint(text: str) -> FileResult:
-        return lint_prefiltered(text, context.shown, context.codes, context.project, context.unfixable, facts)
+        passes.append(lint_prefiltered(text, context.shown, context.codes, context.project, context.unfixable,
+                                       facts))
+        return passes[-1]
 
     if context.fix is None:
         return lint(source)
@@ -103,7 +107,7 @@ def lint_decoded(source: str, encoding: str, context: FileContext, facts=None) -
     fixed, applied, result, error = fix_until_stable(source, lint, context.fix == UNSAFE)
     if applied or error:
         return replace(result, fixed=FixedSource(source, fixed, encoding, [(f.code, f.name) for f in applied],
-                                                 error))
+                                                 error, passes[0].findings))
     return result
 
 

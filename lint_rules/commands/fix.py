@@ -11,6 +11,7 @@ from lint_rules.commands import check
 from lint_rules.commands.lint_run import (EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, Collected, LintRun, collect, emit,
                                           prepare, warn_notebooks)
 from lint_rules.output import fixed_listing, summary_of_fixes, write_report
+from lint_rules.records import replace
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 def run(args: argparse.Namespace) -> int:
     lint = prepare(args)
     collected = collect(lint)
-    fixed, unfixed = write_fixes(collected)
+    fixed, unfixed, collected = write_fixes(collected)
     stdin = collected.stdin
     stdin_text = None
     if stdin is not None:  # the fixed source goes to standard output
@@ -33,14 +34,17 @@ def run(args: argparse.Namespace) -> int:
     return check.report(lint, collected, stdin_text, fixed=fixed, unfixed=unfixed)
 
 
-def write_fixes(collected: Collected) -> tuple[list[tuple[str, str, str]], list[tuple[str, str]]]:
-    """Write every fixed file; (path, code, name) of each fix written, and (path, error) of each file
-    whose fixes could not be made or written (the engine's and the writes' together)."""
+def write_fixes(collected: Collected) -> tuple[list[tuple[str, str, str]], list[tuple[str, str]], Collected]:
+    """Write every fixed file. Returns (path, code, name) of each fix written; (path, error) of each file
+    whose fixes could not be made or written (the engine's and the writes' together); and the results
+    as they now stand on disk: a file that could not be written keeps the findings of its original text."""
     from lint_rules.fixes import write_atomic  # here: a plain run needs no fix machinery
 
     fixed: list[tuple[str, str, str]] = []
     unfixed = list(collected.unfixed)
+    results = []
     for r in collected.results:
+        results.append(r)
         if r.fixed is None or r.fixed.source == r.fixed.original:
             continue
         if r is not collected.stdin:
@@ -49,9 +53,10 @@ def write_fixes(collected: Collected) -> tuple[list[tuple[str, str, str]], list[
             except OSError as e:
                 unfixed.append((r.path, f"cannot write {r.path}: {e.strerror or e}; the file was left unchanged"))
                 print(f"torchcheck: error: {unfixed[-1][1]}", file=sys.stderr)
+                results[-1] = replace(r, findings=r.fixed.original_findings, fixed=None)
                 continue
         fixed += [(r.path, code, name) for code, name in r.fixed.applied]
-    return fixed, unfixed
+    return fixed, unfixed, replace(collected, results=results, unfixed=unfixed)
 
 
 def _fix_only_report(run: LintRun, collected: Collected, fixed: list[tuple[str, str, str]],

@@ -648,6 +648,36 @@ def test_unused_and_unknown_suppressions_are_opt_in(tmp_path):
     assert 7 not in [f["line"] for f in json.loads(r.stdout)]
 
 
+# ------------------------------------------------------------- duplicates
+def test_a_link_to_a_file_of_the_tree_is_linted_reported_and_fixed_once(tmp_path):
+    source = "import torch\nx = torch.log(torch.softmax(y, dim=1))\nmodel = torch.nn.DataParallel(model)\n"
+    write(tmp_path, {"train.py": source})
+    (tmp_path / "link.py").symlink_to("train.py")
+    assert run("lint", "--show-files", ".", cwd=tmp_path).stdout == "train.py\n"
+    assert run("lint", "--show-files", "train.py", "link.py", "./train.py", cwd=tmp_path).stdout == "train.py\n"
+    r = run("lint", "--format", "json", ".", cwd=tmp_path)
+    assert sorted(f["code"] for f in json.loads(r.stdout)) == ["TRN301", "TRN503"]
+    r = run("lint", "--fix", "--show-fixes", ".", cwd=tmp_path)
+    assert "Found 2 findings (1 fixed, 1 remaining); 1 file checked." in r.stdout
+    assert "    1 × TRN503 (log-of-softmax)" in r.stdout
+    assert (tmp_path / "link.py").is_symlink() and "torch.log_softmax(y, dim=1)" in (tmp_path / "train.py").read_text()
+
+
+# ------------------------------------------------------- a full device
+@pytest.mark.parametrize(("args", "files"), [
+    (("lint", "--no-cache", "t.py"), {"t.py": CLEAN}),  # a clean file: one short line, written at the end
+    (("lint", "--no-cache", "--format", "json", "t.py"), {"t.py": BUGGY_LOOP + DATA_PARALLEL}),
+    (("rules",), {}),
+])
+def test_standard_output_on_a_full_device_is_one_line_and_exit_2(tmp_path, args, files):
+    write(tmp_path, files)
+    with open("/dev/full", "w") as full:
+        r = subprocess.run([sys.executable, "-m", "lint_rules", *args], cwd=tmp_path, stdout=full,
+                           stderr=subprocess.PIPE, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert r.stderr == "torchcheck: cannot write the report to standard output: No space left on device\n"
+    assert r.returncode == 2
+
+
 # ----------------------------------------------------------- closed pipes
 def _run_into_closed_pipe(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     """Run the CLI with standard output a pipe whose reader is already gone, as `| head` leaves it
