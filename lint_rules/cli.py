@@ -195,7 +195,7 @@ def run() -> NoReturn:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     stdout = sys.stdout
-    sys.stdout = _Output(stdout)
+    sys.stdout = output = _Output(stdout)
     try:
         args = parser.parse_args(argv)  # --help may meet the closed pipe too
         code = _dispatch(args)
@@ -217,7 +217,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"torchcheck: cannot write the report to standard output: {e.reason}", file=sys.stderr)
         return EXIT_ERROR
     finally:
-        sys.stdout = stdout
+        if sys.stdout is output:  # unless the command put another in its place (the server, once pygls closed it)
+            sys.stdout = stdout
     parser.print_help(sys.stderr)
     return EXIT_ERROR
 

@@ -68,8 +68,12 @@ class Finding:
 
     @classmethod
     def from_dict(cls, data: dict) -> "Finding":
+        """A finding from :meth:`to_dict`'s fields, or from a JSON report's object (its ``url`` and any
+        key a later version adds are not fields)."""
         fix = data.get("fix")
-        return cls(**{**data, "fix": Fix.from_dict(fix) if fix else None})
+        fields = cls.__record_fields__
+        given = {k: v for k, v in data.items() if k in fields and k != "fix"}
+        return cls(**given, fix=Fix.from_dict(fix) if fix else None)
 
     def sort_key(self) -> tuple:
         return (self.path, self.cell or 0, self.line, self.column, self.code)
