@@ -28,7 +28,8 @@ from lint_rules.diagnostics import SAFE, UNSAFE, FileResult
 from lint_rules.errors import FileError, UsageError
 from lint_rules.files import discover, display, matches, read_regular
 from lint_rules.records import record, replace
-from lint_rules.runner import fix_bytes, fix_text, has_fixes, lint_bytes, project_for, screen, skips, still_valid
+from lint_rules.runner import (FileContext, decode_source as _decode, has_fixes, lint_bytes, lint_decoded,
+                                project_for, screen, screen_text, skips, still_valid)
 
 TYPE_CHECKING = False  # typing is not imported: a warm cached run does not need it
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 
     from lint_rules.project import ProjectInfo
 
-__all__ = ["Settings", "files_of", "lint_file", "lint_paths", "lint_text"]
+__all__ = ["Settings", "decode_source", "dependencies_hold", "files_of", "lint_file", "lint_paths", "lint_text"]
 
 # Below this many files per worker, process start-up costs more than it saves.
 _MIN_FILES_PER_WORKER = 8
@@ -104,6 +105,11 @@ class Settings:
             return self.project
         return project_for(os.path.dirname(os.path.abspath(path)))
 
+    def context_for(self, path: str | Path, shown: str) -> FileContext:
+        """What, besides its text, decides the result of the file at ``path`` shown as ``shown``: built
+        once per file, here, and handed down to the runner and the engine."""
+        return FileContext(shown, self.codes_for(path), self.project_for(path), self.unfixable, self.fix)
+
 
 def lint_text(source: str, path: str | Path = "-", settings: Settings | None = None) -> FileResult:
     """Lint ``source`` as the file ``path`` (per-file ignores, torch bound and cross-file facts are
@@ -116,20 +122,23 @@ def lint_text(source: str, path: str | Path = "-", settings: Settings | None = N
     """
     settings = settings if settings is not None else Settings.resolve(_dir_of(path))
     shown = str(path)
-    codes = settings.codes_for(shown)
-    project = settings.project_for(shown)
-    if settings.fix is not None and not shown.endswith(".ipynb"):
-        return fix_text(source, "utf-8", shown, codes, project, settings.fix == UNSAFE, settings.unfixable)
+    context = settings.context_for(shown, shown)
     if shown.endswith(".ipynb"):
-        return lint_bytes(source.encode("utf-8"), shown, codes, project, settings.unfixable)
+        return lint_bytes(source.encode("utf-8"), context)
+    screened = screen_text(source, shown)
+    if screened is not None:
+        return screened
     from lint_rules.analysis.cross_file import ProjectFacts
     from lint_rules.analysis.project_index import index_for
-    from lint_rules.engine import lint_source  # LibCST loads only when a file is really linted
 
-    facts = ProjectFacts(index_for(None), shown)
-    result = lint_source(source, shown, codes, project, settings.unfixable, facts)
-    result.depends_on = facts.deps
-    return result
+    return lint_decoded(source, "utf-8", context, ProjectFacts(index_for(None), shown))
+
+
+def decode_source(data: bytes, path: str | Path = "-") -> tuple[str, str]:
+    """The text of a Python file's bytes and its encoding (``path`` names the file in errors), decoded as
+    the linter decodes a file: by its PEP 263 coding comment, else as UTF-8. Raises
+    :class:`~lint_rules.errors.FileError` saying why it cannot be decoded and what to do about it."""
+    return _decode(data, str(path))
 
 
 def dependencies_hold(depends_on: list) -> bool:
@@ -195,10 +204,24 @@ def lint_paths(paths: Iterable[str | Path], settings: Settings | None = None, *,
 
 
 def files_of(paths: Iterable[str | Path], settings: Settings, *, notes: list[str] | None = None) -> list[Path]:
-    """The files :func:`lint_paths` would lint (``torchcheck lint --show-files``)."""
+    """The files :func:`lint_paths` would lint (``torchcheck lint --show-files``): each file once, under
+    the first of its names in discovery order (a symbolic link to a file of the same tree, or the same
+    file named twice, is linted, reported and fixed once)."""
     cfg = settings.config
-    return discover([str(p) for p in paths], cfg.exclude, cfg.root, respect_gitignore=settings.respect_gitignore,
-                    notes=notes)
+    found = discover([str(p) for p in paths], cfg.exclude, cfg.root, respect_gitignore=settings.respect_gitignore,
+                     notes=notes)
+    seen: set[tuple[int, int]] = set()
+    unique = []
+    for path in found:
+        try:
+            st = os.stat(path)  # through links; a stat, not realpath's walk of every component
+        except OSError:
+            unique.append(path)  # reading it reports why
+            continue
+        if (st.st_dev, st.st_ino) not in seen:
+            seen.add((st.st_dev, st.st_ino))
+            unique.append(path)
+    return unique
 
 
 # ------------------------------------------------------------------ internals
@@ -207,8 +230,7 @@ class _Job:
     """A file that the cache could not answer: its bytes and cache key travel with it (read once)."""
 
     path: str
-    shown: str
-    codes: tuple
+    context: FileContext
     data: bytes
     key: str | None
 
@@ -226,17 +248,17 @@ def _prepare(path: Path, settings: Settings, shown: str | None = None) -> FileRe
     except OSError as e:
         return FileResult(shown, error=f"cannot read {shown}: {e.strerror}")
     screened = screen(data, shown)  # never mentions torch (once known to be source), or not source at all
-    if screened is not None:
+    if screened is not None:  # the pre-filter, once, before hashing: nothing below asks again
         return screened
-    codes = settings.codes_for(path)
+    context = settings.context_for(path, shown)
     cache_dir = settings.cache_dir
     if cache_dir is None:
-        return _Job(str(path), shown, codes, data, None)
-    k = cache.key(data, shown, codes, settings.project_for(path), settings.unfixable)
+        return _Job(str(path), context, data, None)
+    k = cache.key(data, shown, context.codes, context.project, context.unfixable)
     hit = cache.load(cache_dir, k, still_valid(cache_dir))
     if hit is not None and not has_fixes(hit, settings.fix) and (not hit.skipped or skips(data, shown)):
         return hit  # a skip is decided from the bytes, never taken from the cache
-    return _Job(str(path), shown, codes, data, k)
+    return _Job(str(path), context, data, k)
 
 
 def _lint_job(settings: Settings, job: _Job) -> FileResult:
@@ -245,22 +267,19 @@ def _lint_job(settings: Settings, job: _Job) -> FileResult:
     from lint_rules.analysis.project_index import index_for
 
     cache_dir = settings.cache_dir
-    project = settings.project_for(job.path)
+    context = job.context
     facts = ProjectFacts(index_for(cache_dir), job.path)
     try:
-        if settings.fix is not None and not job.shown.endswith(".ipynb"):
-            result = fix_bytes(job.data, job.shown, job.codes, project, settings.fix == UNSAFE, settings.unfixable,
-                               facts)
-            if cache_dir is not None and (result.fixed is None or result.fixed.error is None):
-                final = result.fixed.source.encode(result.fixed.encoding) if result.fixed else job.data
-                cache.store(cache_dir, cache.key(final, job.shown, job.codes, project, settings.unfixable), result,
-                            facts.deps)
-            return result
-        result = lint_bytes(job.data, job.shown, job.codes, project, settings.unfixable, facts)
+        result = lint_bytes(job.data, context, facts)
     except FileError as e:
-        return FileResult(job.shown, error=str(e))
-    result.depends_on = facts.deps
-    if job.key is not None:
+        return FileResult(context.shown, error=str(e))
+    if result.fixed is not None or (context.fix is not None and not context.shown.endswith(".ipynb")):
+        # A fix run: the result is that of the fixed text, cached under the fixed bytes (unless a fix broke it).
+        if cache_dir is not None and (result.fixed is None or result.fixed.error is None):
+            final = result.fixed.source.encode(result.fixed.encoding) if result.fixed else job.data
+            cache.store(cache_dir, cache.key(final, context.shown, context.codes, context.project, context.unfixable),
+                        result, facts.deps)
+    elif job.key is not None:
         cache.store(cache_dir, job.key, result, facts.deps)
     return result
 

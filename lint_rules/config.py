@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from lint_rules import registry
-from lint_rules.errors import ConfigError, UsageError
+from lint_rules.errors import ConfigError, UsageError, did_you_mean
 from lint_rules.records import factory, record
 
 
@@ -90,7 +90,8 @@ def load(path: Path) -> Config:
         where = f"[tool.torchcheck] {key} in {path}"
         if key not in ALLOWED_KEYS:
             raise ConfigError(
-                f"unknown key {key!r} in [tool.torchcheck] of {path}; allowed keys: {', '.join(ALLOWED_KEYS)}")
+                f"unknown key {key!r}{did_you_mean(key, ALLOWED_KEYS)} in [tool.torchcheck] of {path}; "
+                f"allowed keys: {', '.join(ALLOWED_KEYS)}")
         if key in LIST_KEYS:
             items = _string_list(value, where)
             if key in CODE_KEYS:

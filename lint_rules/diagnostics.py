@@ -68,8 +68,12 @@ class Finding:
 
     @classmethod
     def from_dict(cls, data: dict) -> "Finding":
+        """A finding from :meth:`to_dict`'s fields, or from a JSON report's object (its ``url`` and any
+        key a later version adds are not fields)."""
         fix = data.get("fix")
-        return cls(**{**data, "fix": Fix.from_dict(fix) if fix else None})
+        fields = cls.__record_fields__
+        given = {k: v for k, v in data.items() if k in fields and k != "fix"}
+        return cls(**given, fix=Fix.from_dict(fix) if fix else None)
 
     def sort_key(self) -> tuple:
         return (self.path, self.cell or 0, self.line, self.column, self.code)
@@ -96,8 +100,12 @@ class Finding:
         } | extra
 
 
-@record
+@record(frozen=True)
 class FileResult:
+    """What linting one file gave. Built once by the layer that knows it (the engine, a notebook's
+    mapping, the fix loop, the cache) and never changed after: a layer that adds to it makes a new
+    one with ``records.replace``."""
+
     path: str
     findings: list[Finding] = factory(list)
     internal_error: bool = False
@@ -110,7 +118,7 @@ class FileResult:
     depends_on: list = factory(list)
 
 
-@record
+@record(frozen=True)
 class FixedSource:
     """What a fix run did to one file: its text before and after, and the fixes applied."""
 
@@ -119,3 +127,4 @@ class FixedSource:
     encoding: str
     applied: list[tuple[str, str]]  # (code, name) of each applied fix
     error: str | None = None  # a fix that broke the file: nothing was applied
+    original_findings: list = factory(list)  # the findings of ``original``: what is left if it is not written

@@ -46,7 +46,19 @@ def lint_source(source: str, path: str, codes: Iterable[str] | None = None,
     file of the project returns); by default the file's imports are resolved from
     the files on disk around ``path`` (a buffer or standard input included), and
     ``facts.deps`` afterwards says what the findings depended on.
+
+    A text that never mentions torch is skipped unread. :mod:`lint_rules.api` asks that
+    question itself, once, before it reads the cache; it calls :func:`lint_prefiltered`.
     """
+    if not suppression.mentions_torch(source):
+        return FileResult(path, skipped=True)
+    return lint_prefiltered(source, path, codes, project, unfixable, facts)
+
+
+def lint_prefiltered(source: str, path: str, codes: Iterable[str] | None = None,
+                     project: ProjectInfo | None = None, unfixable: Iterable[str] = (),
+                     facts: ProjectFacts | None = None) -> FileResult:
+    """:func:`lint_source` for a text that has passed :func:`mentions_torch` already."""
     if facts is None:
         facts = ProjectFacts(index_for(None), path)
     # A LibCST tree is hundreds of thousands of objects; the cyclic collector would
@@ -55,50 +67,42 @@ def lint_source(source: str, path: str, codes: Iterable[str] | None = None,
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _lint_source(source, path, codes, project, frozenset(unfixable), facts)
+        result = _lint_source(source, path, codes, project, frozenset(unfixable), facts)
     finally:
         if enabled:
             gc.enable()
+    # What the findings depended on in other files: the cache and an editor check it still holds.
+    return replace(result, depends_on=facts.deps) if facts.deps else result
 
 
 def _lint_source(source: str, path: str, codes: Iterable[str] | None,
                  project: ProjectInfo | None, unfixable: frozenset[str], facts: ProjectFacts) -> FileResult:
-    result = FileResult(path)
     # No selection means what the CLI runs with none: preview rules stay off (see registry.PREVIEW_RULES).
     codes = set(codes) if codes is not None else registry.default_codes()
     nul = limits.null_byte(source)
     if nul is not None:  # CPython's error, where it is (LibCST's parser fails on it at 1:1)
-        result.findings.append(_builtin_finding(path, registry.SYNTAX_ERROR, *nul, limits.NULL_BYTE_MESSAGE))
-        return result
-    if "torch" not in source:
-        result.skipped = True
-        return result
+        return FileResult(path, [_builtin_finding(path, registry.SYNTAX_ERROR, *nul, limits.NULL_BYTE_MESSAGE)])
     if suppression.is_skip_file(source):
-        result.skipped = True
-        return result
+        return FileResult(path, skipped=True)
     rejected = limits.check_depth(source, path)  # raises limits.TooDeep; LibCST would crash on it
     if rejected is not None:
-        result.findings.append(_builtin_finding(path, registry.SYNTAX_ERROR, rejected.lineno or 1,
-                                                max(rejected.offset or 1, 1), f"SyntaxError: {rejected.msg}"))
-        return result
+        return FileResult(path, [_builtin_finding(path, registry.SYNTAX_ERROR, rejected.lineno or 1,
+                                                  max(rejected.offset or 1, 1), f"SyntaxError: {rejected.msg}")])
     try:
         module = parse_module(source)
     except cst.ParserSyntaxError as e:
         # Valid Python that LibCST cannot read is torchcheck's limit, not the user's syntax error.
         limits.check_parser_limit(source, path, e.message.split(": expected one of")[0].removeprefix("parser error: "))
         line, col, msg = _syntax_error_position(source, e)
-        result.findings.append(_builtin_finding(path, registry.SYNTAX_ERROR, line, col, msg))
-        return result
+        return FileResult(path, [_builtin_finding(path, registry.SYNTAX_ERROR, line, col, msg)])
     except (RecursionError, ValueError, MemoryError) as e:
         limits.check_parser_limit(source, path, f"{type(e).__name__}: {e}")
-        result.findings.append(_builtin_finding(path, registry.SYNTAX_ERROR, 1, 1,
-                                                f"could not parse: {type(e).__name__}: {e}"))
-        return result
+        return FileResult(path, [_builtin_finding(path, registry.SYNTAX_ERROR, 1, 1,
+                                                  f"could not parse: {type(e).__name__}: {e}")])
     rejected = limits.check_target(source, path)
     if rejected is not None:
-        result.findings.append(_builtin_finding(path, registry.SYNTAX_ERROR, rejected.lineno or 1,
-                                                max(rejected.offset or 1, 1), f"SyntaxError: {rejected.msg}"))
-        return result
+        return FileResult(path, [_builtin_finding(path, registry.SYNTAX_ERROR, rejected.lineno or 1,
+                                                  max(rejected.offset or 1, 1), f"SyntaxError: {rejected.msg}")])
 
     rule_classes = registry.active_rules()
     enabled = [rule_classes[c] for c in sorted(codes) if c in rule_classes]
@@ -111,7 +115,7 @@ def _lint_source(source: str, path: str, codes: Iterable[str] | None,
     # outlives it (issue #17: a module-level table of facts once kept every tree alive), and the
     # model is emptied when the file is done, so the tree is freed at once (see FileModel.dispose).
     try:
-        return _run_rules(source, path, codes, unfixable, result, module, model, selected,
+        return _run_rules(source, path, codes, unfixable, module, model, selected,
                           rule_classes, {rc.CODE for rc in enabled})
     finally:
         model.dispose()
@@ -134,7 +138,7 @@ def _interesting(selected: tuple[type[Rule], ...]) -> frozenset[type]:
     return frozenset(interesting)
 
 
-def _run_rules(source: str, path: str, codes: set[str] | None, unfixable: frozenset[str], result: FileResult,
+def _run_rules(source: str, path: str, codes: set[str] | None, unfixable: frozenset[str],
                module: cst.Module, model: FileModel, selected: tuple[type[Rule], ...],
                rule_classes: dict[str, type[Rule]], enabled: set[str]) -> FileResult:
     rules: list[Rule] = [rc(model) for rc in selected]
@@ -165,15 +169,13 @@ def _run_rules(source: str, path: str, codes: set[str] | None, unfixable: frozen
 
     reports: list[tuple[Rule, Report]] = [
         (rule, rep) for rule in rules if rule.CODE not in crashed for rep in rule.reports]
-    for code, text in sorted(crashed.items()):
-        rc = rule_classes[code]
-        result.findings.append(_builtin_finding(
-            path, registry.INTERNAL_ERROR, 1, 1, f"rule {code} ({rc.NAME}) crashed: {text}"))
-        result.internal_error = True
+    crashes = [_builtin_finding(path, registry.INTERNAL_ERROR, 1, 1,
+                                f"rule {code} ({rule_classes[code].NAME}) crashed: {text}")
+               for code, text in sorted(crashed.items())]
     check_suppressions = codes is not None and registry.UNUSED_SUPPRESSION.CODE in codes \
         and suppression.may_have_directives(source)
     if not reports and not check_suppressions:
-        return result
+        return FileResult(path, crashes, internal_error=bool(crashes))
 
     # Positions cost more than the parse; compute them only for files with findings.
     raw: list[Finding] = []
@@ -193,17 +195,16 @@ def _run_rules(source: str, path: str, codes: set[str] | None, unfixable: frozen
         raw += _suppression_findings(path, source, raw, enabled)
     table = suppression.suppressions(source)
     unused = registry.UNUSED_SUPPRESSION.CODE
-    result.findings += [
+    kept = crashes + [
         f for f in raw
         # A bare noqa comment must not hide the report that it suppresses nothing; naming TRN002 does.
         if not (suppression.is_suppressed(table, f.line, f.code) if f.code != unused
                 else unused in table.get(f.line, ()))]
     # A fix never edits a line that carries a torchcheck suppression: the comment's author decided.
     # Nor does a fix the project declared unfixable.
-    result.findings = [f if f.fix is None or not (f.code in unfixable or _touches_suppressed(f.fix, table))
-                       else replace(f, fix=None) for f in result.findings]
-    result.findings.sort(key=Finding.sort_key)
-    return result
+    findings = sorted((f if f.fix is None or not (f.code in unfixable or _touches_suppressed(f.fix, table))
+                       else replace(f, fix=None) for f in kept), key=Finding.sort_key)
+    return FileResult(path, findings, internal_error=bool(crashes))
 
 
 class _Offsets:

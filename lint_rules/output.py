@@ -9,6 +9,7 @@ from pathlib import Path, PurePath
 
 
 from lint_rules import __version__
+from lint_rules.registry import docs_url
 from lint_rules.diagnostics import Finding
 
 TYPE_CHECKING = False  # typing is not imported: a warm cached run does not need it
@@ -156,6 +157,11 @@ def _github_error(path: str, message: str) -> str:
     return f"::error file={_escape_property(path)},title=torchcheck::{_escape_data(message)}"
 
 
+def _json(f: Finding) -> dict:
+    """A finding in the json formats: its fields and the address of its rule's documentation."""
+    return f.to_dict() | {"url": docs_url(f.name)}
+
+
 def statistics(findings: list[Finding]) -> str:
     counts = Counter((f.code, f.name) for f in findings)
     rows = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0][0]))
@@ -245,6 +251,7 @@ def sarif(findings: list[Finding], rules: Sequence, *, successful: bool = True,
             "shortDescription": {"text": r.MESSAGE},
             "fullDescription": {"text": _what_it_does(doc) or r.MESSAGE},
             "help": {"text": doc, "markdown": doc},
+            "helpUri": docs_url(r.NAME),
             "defaultConfiguration": {"level": r.SEVERITY},
             "properties": {"tags": ["pytorch", "correctness"]},
         })
@@ -293,7 +300,8 @@ def write_report(out: TextIO, fmt: str, findings: list[Finding], checked: int, *
                  rules: Sequence = (), successful: bool = True, unchecked: Sequence[tuple[str, str]] = (),
                  unfixed: Sequence[tuple[str, str]] = (), unsafe_fixes: bool = False,
                  fixed: list[tuple[str, str, str]] | None = None, show_fixes: bool = False) -> None:
-    """``rules`` and ``successful`` feed the SARIF log's rule metadata and invocation.
+    """``rules`` and ``successful`` feed the SARIF log's rule metadata and invocation. ``with_statistics``
+    (text and concise): the number of findings per rule instead of the findings.
 
     ``unchecked``: (path, error) of each file that could not be read, decoded or parsed; ``unfixed``:
     (path, error) of each file whose fixes could not be written. The text summary counts them, and
@@ -312,12 +320,12 @@ def write_report(out: TextIO, fmt: str, findings: list[Finding], checked: int, *
         out.write(sarif(findings, rules, successful=successful, errors=[*unchecked, *unfixed]))
         return
     if fmt == "json":
-        json.dump([f.to_dict() for f in findings], out, indent=2)
+        json.dump([_json(f) for f in findings], out, indent=2)
         out.write("\n")
         return
     if fmt == "json-lines":
         for f in findings:
-            out.write(json.dumps(f.to_dict()) + "\n")
+            out.write(json.dumps(_json(f)) + "\n")
         return
     if fmt == "junit":
         out.write(junit(findings, checked_paths or [], unchecked))
@@ -331,14 +339,16 @@ def write_report(out: TextIO, fmt: str, findings: list[Finding], checked: int, *
         for path, message in [*unchecked, *unfixed]:
             out.write(_github_error(path, message) + "\n")
         return
+    if with_statistics:  # the table alone, as Ruff prints it: the findings are what it counts
+        if findings:
+            out.write(statistics(findings) + "\n")
+        return
     for f in findings:
         out.write(_line(f, unsafe_fixes) + "\n")
         if show_source and fmt == "text" and source_lines is not None:
             excerpt = _source_excerpt(f, source_lines(f.path))
             if excerpt:
                 out.write(excerpt + "\n\n")
-    if with_statistics and findings:
-        out.write(statistics(findings) + "\n")
     if show_fixes and fixed:
         out.write(fixed_listing(fixed) + "\n")
     if fmt == "text" and not quiet:

@@ -218,9 +218,39 @@ def expand(selectors: list[str] | tuple[str, ...], source: str, preview: bool = 
             bad.append(raw)
         out.update(c for c in matched if c == sel or c not in hidden)
     if bad:
-        listing = ", ".join(repr(b) for b in bad)
+        listing = ", ".join(repr(b) + _suggestion(b) for b in bad)
         raise UsageError(
             f"unknown rule code or prefix {listing} in {source}; "
             f"use ALL, a prefix such as TRN1, or one of: {', '.join(known_codes())}"
         )
     return out
+
+
+def _suggestion(selector: str) -> str:
+    """The code a bad selector was probably meant to be: a near code, or the code of a (near) rule name."""
+    from lint_rules.errors import did_you_mean
+
+    value = selector.strip()
+    names = {r.NAME: c for c, r in [*BUILTINS.items(), *all_rules().items()]}
+    if value.lower() in names:
+        return f" (did you mean {names[value.lower()]!r}, {value.lower()}?)"
+    if value.upper().startswith("TRN"):
+        return did_you_mean(value.upper(), known_codes(), cutoff=0.8)
+    return did_you_mean(value.lower(), (), spelled=names)
+
+
+# The documentation site (mkdocs.yml's site_url: tests/test_docs.py keeps them equal). Each rule's page
+# is docs/rules/<name>.md, served at rules/<name>/.
+DOCS_URL = "https://torchcheck.readthedocs.io/en/latest/"
+
+
+def docs_url(name: str) -> str:
+    """The address of the documentation page of the rule named ``name`` (a finding's ``name``)."""
+    return f"{DOCS_URL}rules/{name}/"
+
+
+def fix_kind(rule) -> str:
+    """What fix a rule offers, from its INVALID examples: safe, unsafe, "safe or unsafe", or none."""
+    kinds = sorted({ex.applicability or "safe" for ex in getattr(rule, "INVALID", ())
+                    if getattr(ex, "fixed", None) is not None})
+    return " or ".join(kinds) if kinds else "none"

@@ -1,6 +1,8 @@
 """Lint one file's bytes or text: decode, lint, fix; notebooks; the project's torch bound.
 
-Below :mod:`lint_rules.api`, which alone calls it: front ends use the API."""
+Below :mod:`lint_rules.api`, which alone calls it: front ends use the API. The API resolves a
+:class:`FileContext` once per file (its codes, torch bound, fix mode) and hands it down here.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +15,18 @@ from lint_rules.errors import DecodeError
 from lint_rules.files import undecodable
 from lint_rules.limits import NULL_BYTE_MESSAGE, null_byte
 from lint_rules.project import ProjectInfo, read_project
+from lint_rules.records import record, replace
+
+
+@record(frozen=True)
+class FileContext:
+    """Everything besides its text that decides one file's result, resolved once by the API."""
+
+    shown: str  # the path in findings
+    codes: tuple  # the codes that apply to this file (per-file ignores applied), sorted
+    project: ProjectInfo  # the torch bound
+    unfixable: tuple = ()  # codes whose findings carry no fix
+    fix: str | None = None  # None: report only; "safe" or "unsafe": the fixes to apply (never to notebooks)
 
 
 def decode(data: bytes) -> str:
@@ -25,8 +39,30 @@ def decode_with_encoding(data: bytes) -> tuple[str, str]:
     import tokenize  # here: a fully cached run decodes nothing
     from io import BytesIO
 
-    encoding, _ = tokenize.detect_encoding(BytesIO(data).readline)
+    try:
+        encoding, _ = tokenize.detect_encoding(BytesIO(data).readline)
+    except SyntaxError as e:
+        # A codec that is not installed: `# -*- coding: future_fstrings -*-` names a package that
+        # registers a codec at start-up (older research code). Its source is UTF-8, so read it as that;
+        # bytes that are not UTF-8 keep the error, which names the cookie.
+        if not str(e.msg).startswith("unknown encoding"):
+            raise
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise e from None
+        return text.removeprefix("\ufeff"), "utf-8-sig" if data.startswith(b"\xef\xbb\xbf") else "utf-8"
     return data.decode(encoding), encoding
+
+
+def screen_text(source: str, shown: str) -> FileResult | None:
+    """:func:`screen` for a text already decoded (an editor buffer, ``api.lint_text``)."""
+    if "torch" in source:
+        return None
+    at = null_byte(source)
+    if at is not None:
+        return FileResult(shown, [syntax_error(shown, *at, NULL_BYTE_MESSAGE)])
+    return FileResult(shown, skipped=True)
 
 
 def screen(data: bytes, shown: str) -> FileResult | None:
@@ -44,7 +80,7 @@ def screen(data: bytes, shown: str) -> FileResult | None:
         except UnicodeDecodeError as e:
             return FileResult(shown, error=undecodable(shown, data, e))
         except notebook.NotebookError as e:
-            return FileResult(shown, [_syntax_error(shown, 1, 1, str(e))])
+            return FileResult(shown, [syntax_error(shown, 1, 1, str(e))])
         return None if "torch" in notebook.to_source(cells)[0] else FileResult(shown, skipped=True)
     if data.isascii() and b"\0" not in data and b"coding" not in data:  # decodes, no NUL: what decoding says
         return FileResult(shown, skipped=True)
@@ -52,12 +88,7 @@ def screen(data: bytes, shown: str) -> FileResult | None:
         source = decode(data)
     except (UnicodeDecodeError, SyntaxError, LookupError) as e:
         return FileResult(shown, error=undecodable(shown, data, e))
-    if "torch" in source:  # an encoding that spells it in other bytes
-        return None
-    at = null_byte(source)
-    if at is not None:
-        return FileResult(shown, [_syntax_error(shown, *at, NULL_BYTE_MESSAGE)])
-    return FileResult(shown, skipped=True)
+    return screen_text(source, shown)  # an encoding may spell "torch" in other bytes
 
 
 def skips(data: bytes, shown: str) -> bool:
@@ -76,9 +107,18 @@ def skips(data: bytes, shown: str) -> bool:
     return "torch" not in source or is_skip_file(source)
 
 
-def _syntax_error(shown: str, line: int, column: int, message: str) -> Finding:
+def syntax_error(shown: str, line: int, column: int, message: str) -> Finding:
+    """A ``TRN000`` finding at ``line``:``column`` of the file shown as ``shown``."""
     code = registry.SYNTAX_ERROR
     return Finding(shown, line, column, line, column, code.CODE, code.NAME, message, code.SEVERITY)
+
+
+def decode_source(data: bytes, shown: str) -> tuple[str, str]:
+    """The text of a Python file's bytes and its encoding; :class:`DecodeError` saying why not."""
+    try:
+        return decode_with_encoding(data)
+    except (UnicodeDecodeError, SyntaxError, LookupError) as e:
+        raise DecodeError(undecodable(shown, data, e)) from None
 
 
 def has_fixes(result: FileResult, mode: str | None) -> bool:
@@ -100,38 +140,40 @@ def still_valid(cache_dir: str):
     return valid
 
 
-def fix_bytes(data: bytes, shown: str, codes: tuple[str, ...] | set[str], project: ProjectInfo,
-              unsafe: bool, unfixable: tuple[str, ...] = (), facts=None) -> FileResult:
-    """Lint and fix one Python file's bytes; the result is that of the fixed text."""
-    try:
-        source, encoding = decode_with_encoding(data)
-    except (UnicodeDecodeError, SyntaxError, LookupError):
-        return _lint_python(data, shown, tuple(codes), project, unfixable, facts)
-    return fix_text(source, encoding, shown, codes, project, unsafe, unfixable, facts)
+def lint_bytes(data: bytes, context: FileContext, facts=None) -> FileResult:
+    """Lint (in a fix run: fix) one file's bytes, which mention torch; ``facts`` (a ``ProjectFacts``)
+    answers and records cross-file questions. Raises :class:`DecodeError`."""
+    if context.shown.endswith(".ipynb"):
+        return _lint_notebook(data, context, facts)
+    source, encoding = decode_source(data, context.shown)
+    return lint_decoded(source, encoding, context, facts)
 
 
-def fix_text(source: str, encoding: str, shown: str, codes, project: ProjectInfo, unsafe: bool,
-             unfixable: tuple[str, ...] = (), facts=None) -> FileResult:
-    from lint_rules.engine import lint_source
+def lint_decoded(source: str, encoding: str, context: FileContext, facts=None) -> FileResult:
+    """Lint (in a fix run: fix) one Python file's text, which mentions torch. In a fix run the result
+    is that of the fixed text, and ``result.fixed`` says what was done."""
+    from lint_rules.engine import lint_prefiltered  # LibCST loads only when a file is really linted
+
+    passes: list[FileResult] = []
+
+    def lint(text: str) -> FileResult:
+        passes.append(lint_prefiltered(text, context.shown, context.codes, context.project, context.unfixable,
+                                       facts))
+        return passes[-1]
+
+    if context.fix is None:
+        return lint(source)
     from lint_rules.fixes import fix_until_stable
 
-    fixed, applied, result, error = fix_until_stable(
-        source, lambda text: lint_source(text, shown, codes, project, unfixable, facts), unsafe)
+    fixed, applied, result, error = fix_until_stable(source, lint, context.fix == UNSAFE)
     if applied or error:
-        result.fixed = FixedSource(source, fixed, encoding, [(f.code, f.name) for f in applied], error)
+        return replace(result, fixed=FixedSource(source, fixed, encoding, [(f.code, f.name) for f in applied],
+                                                 error, passes[0].findings))
     return result
 
 
-def lint_bytes(data: bytes, shown: str, codes: tuple[str, ...], project: ProjectInfo,
-               unfixable: tuple[str, ...] = (), facts=None) -> FileResult:
-    """Lint one file's bytes; ``facts`` (a ``ProjectFacts``) answers and records cross-file questions."""
-    if shown.endswith(".ipynb"):
-        return _lint_notebook(data, shown, codes, project, unfixable, facts)
-    return _lint_python(data, shown, codes, project, unfixable, facts)
-
-
-def _lint_notebook(data: bytes, shown: str, codes: tuple[str, ...], project: ProjectInfo,
-                   unfixable: tuple[str, ...], facts=None) -> FileResult:
+def _lint_notebook(data: bytes, context: FileContext, facts=None) -> FileResult:
+    shown = context.shown
     try:
         text = data.decode("utf-8")  # JSON: always UTF-8
     except UnicodeDecodeError as e:
@@ -139,25 +181,15 @@ def _lint_notebook(data: bytes, shown: str, codes: tuple[str, ...], project: Pro
     try:
         cells = notebook.code_cells(text)
     except notebook.NotebookError as e:
-        return FileResult(shown, [_syntax_error(shown, 1, 1, str(e))])
+        return FileResult(shown, [syntax_error(shown, 1, 1, str(e))])
     source, where = notebook.to_source(cells)
-    from lint_rules.engine import lint_source  # LibCST loads only when a file is really linted
-
-    result = lint_source(source, shown, codes, project, unfixable, facts)
-    result.notebook_fixes = sum(f.fix is not None for f in result.findings)
-    result.findings = notebook.map_back(result.findings, where)
-    return result
-
-
-def _lint_python(data: bytes, shown: str, codes: tuple[str, ...], project: ProjectInfo,
-                 unfixable: tuple[str, ...] = (), facts=None) -> FileResult:
-    try:
-        source = decode(data)
-    except (UnicodeDecodeError, SyntaxError, LookupError) as e:
-        raise DecodeError(undecodable(shown, data, e)) from None
     from lint_rules.engine import lint_source
 
-    return lint_source(source, shown, codes, project, unfixable, facts)
+    # The pre-filter again, on what the cells say: the notebook's JSON may mention torch only in
+    # markdown or outputs.
+    result = lint_source(source, shown, context.codes, context.project, context.unfixable, facts)
+    return replace(result, notebook_fixes=sum(f.fix is not None for f in result.findings),
+                   findings=notebook.map_back(result.findings, where))
 
 
 @lru_cache(maxsize=None)

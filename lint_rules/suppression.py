@@ -66,6 +66,13 @@ def may_have_directives(source: str) -> bool:
     return _RELEVANT.search(low) is not None
 
 
+def mentions_torch(text: str | bytes) -> bool:
+    """The pre-filter: a file that never mentions torch is skipped unread, as one that says skip-file is.
+    The API asks it once per file (of its bytes, before the cache); the engine's public
+    ``lint_source`` asks it for its direct callers."""
+    return (b"torch" if isinstance(text, bytes) else "torch") in text
+
+
 def is_skip_file(source: str) -> bool:
     if "skip-file" not in source:
         return False

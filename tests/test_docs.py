@@ -202,3 +202,17 @@ def test_front_door_links_resolve_and_name_every_rule_family():
             assert anchor in anchors, f"{readme.name} links to missing anchor #{anchor} of {path}"
     for family in sorted({code[:4] for code in [*registry.all_rules(), *registry.BUILTINS]}):
         assert f"docs/rules/index.md#{family.lower()}-" in text, f"{readme.name} does not link the {family} family"
+
+
+def test_findings_link_to_the_published_rule_pages():
+    # JSON findings and SARIF rules carry registry.docs_url(name): it must be where mkdocs publishes the page.
+    import re
+
+    from lint_rules import registry
+
+    site_url = re.search(r"^site_url: (\S+)$", (ROOT / "mkdocs.yml").read_text(encoding="utf-8"), re.M).group(1)
+    assert registry.DOCS_URL == site_url
+    for rule in [*registry.BUILTINS.values(), *registry.all_rules().values()]:
+        url = registry.docs_url(rule.NAME)
+        assert url.startswith(site_url)
+        assert (ROOT / "docs" / f"{url[len(site_url):].rstrip('/')}.md").is_file(), url

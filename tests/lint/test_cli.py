@@ -125,6 +125,7 @@ def test_json_schema(tmp_path):
         "path": "train.py", "line": 7, "column": 5, "end_line": 7, "end_column": 20,
         "code": "TRN101", "name": "zero-grad-between-backward-and-step",
         "message": data[0]["message"], "severity": "error", "fix": None,
+        "url": "https://torchcheck.readthedocs.io/en/latest/rules/zero-grad-between-backward-and-step/",
     }]
     assert "zero gradients" in data[0]["message"]
 
@@ -318,6 +319,66 @@ def test_rules_lists_every_rule():
     assert len(codes) >= 10
 
 
+def test_rules_is_a_table_with_severity_tier_and_fix_that_fits_100_columns():
+    r = run("rules", cwd=REPO)
+    lines = r.stdout.splitlines()
+    assert re.match(r"^CODE +NAME +SEVERITY +TIER +FIX +SUMMARY$", lines[0])
+    assert max(len(line) for line in lines) <= 100
+    rows = {line.split()[0]: line.split()[1:5] for line in lines[1:]}
+    assert rows["TRN101"] == ["zero-grad-between-backward-and-step", "error", "default", "-"]
+    assert rows["TRN301"] == ["data-parallel", "warning", "preview", "-"]
+    assert rows["TRN503"][1:] == ["warning", "default", "safe"]
+    assert rows["TRN000"][1:3] == ["error", "builtin"]
+    assert not any(line.endswith("(preview)") for line in lines)
+
+
+def test_rules_json_has_every_field_in_full():
+    r = run("rules", "--format", "json", cwd=REPO)
+    entries = {e["code"]: e for e in json.loads(r.stdout)}
+    assert len(entries["TRN103"]["name"]) > 36 and not entries["TRN103"]["summary"].endswith("…")
+    assert entries["TRN503"]["fix"] == "safe" and entries["TRN301"]["tier"] == "preview"
+    assert entries["TRN101"]["url"].endswith("/rules/zero-grad-between-backward-and-step/")
+
+
+@pytest.mark.parametrize(("args", "usage", "hint"), [
+    (("lint", "--selct", "TRN1", "."), "usage: torchcheck lint ", "unrecognized arguments: --selct (did you mean "
+                                                                   "'--select'?)"),
+    (("lint", "--output-flie=r.txt", "."), "usage: torchcheck lint ", "(did you mean '--output-file'?)"),
+    (("rules", "--formt", "json"), "usage: torchcheck rules ", "(did you mean '--format'?)"),
+    (("--verson",), "usage: torchcheck [", "(did you mean '--version'?)"),
+])
+def test_an_unknown_option_prints_its_commands_usage_and_a_suggestion(tmp_path, args, usage, hint):
+    r = subprocess.run([sys.executable, "-m", "lint_rules", *args], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.startswith(usage), r.stderr
+    assert r.stderr.rstrip().splitlines()[-1].endswith(hint), r.stderr
+
+
+@pytest.mark.parametrize(("args", "config", "hint"), [
+    (("--select", "TRN1011"), None, "'TRN1011' (did you mean 'TRN101'?) in --select"),
+    (("--ignore", "data-parallel"), None, "'data-parallel' (did you mean 'TRN301', data-parallel?) in --ignore"),
+    (("--extend-select", "zero-grad-between-backward-and-stp"), None,
+     "(did you mean 'TRN101', zero-grad-between-backward-and-step?)"),
+    ((), 'select = ["TRN1011"]', "'TRN1011' (did you mean 'TRN101'?) in [tool.torchcheck] select"),
+    ((), 'selct = ["TRN1"]', "unknown key 'selct' (did you mean 'select'?) in [tool.torchcheck]"),
+    ((), 'per-file-ignores = {"t.py" = ["TRN3O1"]}', "'TRN3O1' (did you mean 'TRN301'?)"),
+])
+def test_unknown_codes_and_keys_get_a_suggestion(tmp_path, args, config, hint):
+    write(tmp_path, {"t.py": CLEAN})
+    if config is not None:
+        write(tmp_path, {"pyproject.toml": f"[tool.torchcheck]\n{config}\n"})
+    r = run("lint", *args, "t.py", cwd=tmp_path)
+    assert r.returncode == 2 and hint in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_an_unrelated_code_gets_no_suggestion(tmp_path):
+    write(tmp_path, {"t.py": CLEAN})
+    r = run("lint", "--select", "TRN999", "t.py", cwd=tmp_path)
+    assert r.returncode == 2 and "'TRN999' in --select" in r.stderr and "did you mean" not in r.stderr
+
+
 def test_explain_prints_documentation():
     r = run("explain", "TRN101", cwd=REPO)
     assert r.returncode == 0
@@ -495,15 +556,24 @@ def test_github_annotations_escape_and_levels(tmp_path):
     assert any(line.startswith("::error file=we%2Cird%3Aname.py,") and "TRN101" in line for line in lines)
 
 
-def test_output_file_statistics_and_show_source(tmp_path):
+def test_output_file_and_show_source(tmp_path):
     write(tmp_path, {"t.py": BUGGY_LOOP + DATA_PARALLEL + DATA_PARALLEL.replace("import torch\n", "")})
-    r = run("lint", "--output-file", "report.txt", "--statistics", "--show-source", "t.py", cwd=tmp_path)
+    r = run("lint", "--output-file", "report.txt", "--show-source", "t.py", cwd=tmp_path)
     assert r.returncode == 1 and r.stdout == ""
     report = (tmp_path / "report.txt").read_text()
     assert "    7 |     opt.zero_grad()\n            ^^^^^^^^^^^^^^^\n" in report
-    assert re.search(r"^2  TRN301  data-parallel$", report, re.M)
-    assert re.search(r"^1  TRN101  zero-grad-between-backward-and-step$", report, re.M)
     assert report.rstrip().endswith("Found 3 findings in 1 file (1 file checked).")
+
+
+@pytest.mark.parametrize("output_file", [False, True])
+def test_statistics_prints_only_the_table(tmp_path, output_file):
+    # As Ruff's --statistics: the count per rule instead of the findings, and nothing else.
+    write(tmp_path, {"t.py": BUGGY_LOOP + DATA_PARALLEL + DATA_PARALLEL.replace("import torch\n", "")})
+    extra = ["--output-file", "report.txt"] if output_file else []
+    r = run("lint", *extra, "--statistics", "--show-source", "t.py", cwd=tmp_path)
+    assert r.returncode == 1
+    report = (tmp_path / "report.txt").read_text() if output_file else r.stdout
+    assert report == "2  TRN301  data-parallel\n1  TRN101  zero-grad-between-backward-and-step\n"
 
 
 def test_output_file_unwritable(tmp_path):
@@ -580,6 +650,36 @@ def test_unused_and_unknown_suppressions_are_opt_in(tmp_path):
     # a rule that is not enabled is not judged
     r = run("lint", "--format", "json", "--select", "TRN3,TRN002", "t.py", cwd=tmp_path)
     assert 7 not in [f["line"] for f in json.loads(r.stdout)]
+
+
+# ------------------------------------------------------------- duplicates
+def test_a_link_to_a_file_of_the_tree_is_linted_reported_and_fixed_once(tmp_path):
+    source = "import torch\nx = torch.log(torch.softmax(y, dim=1))\nmodel = torch.nn.DataParallel(model)\n"
+    write(tmp_path, {"train.py": source})
+    (tmp_path / "link.py").symlink_to("train.py")
+    assert run("lint", "--show-files", ".", cwd=tmp_path).stdout == "train.py\n"
+    assert run("lint", "--show-files", "train.py", "link.py", "./train.py", cwd=tmp_path).stdout == "train.py\n"
+    r = run("lint", "--format", "json", ".", cwd=tmp_path)
+    assert sorted(f["code"] for f in json.loads(r.stdout)) == ["TRN301", "TRN503"]
+    r = run("lint", "--fix", "--show-fixes", ".", cwd=tmp_path)
+    assert "Found 2 findings (1 fixed, 1 remaining); 1 file checked." in r.stdout
+    assert "    1 × TRN503 (log-of-softmax)" in r.stdout
+    assert (tmp_path / "link.py").is_symlink() and "torch.log_softmax(y, dim=1)" in (tmp_path / "train.py").read_text()
+
+
+# ------------------------------------------------------- a full device
+@pytest.mark.parametrize(("args", "files"), [
+    (("lint", "--no-cache", "t.py"), {"t.py": CLEAN}),  # a clean file: one short line, written at the end
+    (("lint", "--no-cache", "--format", "json", "t.py"), {"t.py": BUGGY_LOOP + DATA_PARALLEL}),
+    (("rules",), {}),
+])
+def test_standard_output_on_a_full_device_is_one_line_and_exit_2(tmp_path, args, files):
+    write(tmp_path, files)
+    with open("/dev/full", "w") as full:
+        r = subprocess.run([sys.executable, "-m", "lint_rules", *args], cwd=tmp_path, stdout=full,
+                           stderr=subprocess.PIPE, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert r.stderr == "torchcheck: cannot write the report to standard output: No space left on device\n"
+    assert r.returncode == 2
 
 
 # ----------------------------------------------------------- closed pipes

@@ -129,3 +129,31 @@ def test_summary_names_every_reason():
     assert summary_of_fixes(2, 1, errors=errors[:1]) == (
         "Fixed 2 findings (1 file checked); 1 file could not be checked (cannot be read): see the error on standard "
         "error.")
+
+
+# A coding cookie naming a codec that registers itself at start-up (the future-fstrings package), common
+# in older research code: its bytes are UTF-8.
+COOKIE = "# -*- coding: future_fstrings -*-\n"
+
+
+def test_a_coding_cookie_of_an_unknown_codec_is_read_as_utf8(tmp_path):
+    (tmp_path / "t.py").write_bytes((COOKIE + "import torch\nmodel = torch.nn.DataParallel(model)  # é\n").encode())
+    r = run("lint", "--format", "json", "t.py", cwd=tmp_path)
+    assert r.returncode == 1, r.stderr
+    assert [(f["code"], f["line"]) for f in json.loads(r.stdout)] == [("TRN301", 3)]
+
+
+def test_a_fix_keeps_a_file_with_an_unknown_codec_utf8(tmp_path):
+    source = COOKIE + "import torch\nx = torch.log(torch.softmax(y, dim=1))  # é\n"
+    (tmp_path / "t.py").write_bytes(source.encode())
+    r = run("lint", "--fix", "t.py", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    fixed = (tmp_path / "t.py").read_bytes().decode("utf-8")
+    assert fixed.startswith(COOKIE) and "log_softmax" in fixed and fixed.endswith("# é\n")
+
+
+def test_an_unknown_codec_with_bytes_that_are_not_utf8_is_still_an_error(tmp_path):
+    (tmp_path / "t.py").write_bytes(COOKIE.encode() + b"import torch\nx = '\xff'\n")
+    r = run("lint", "t.py", cwd=tmp_path)
+    assert r.returncode == 2
+    assert "torchcheck: error: cannot decode t.py: unknown encoding: future_fstrings" in r.stderr

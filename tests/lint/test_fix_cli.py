@@ -16,7 +16,7 @@ import pytest
 from lint_rules import lint_source
 from lint_rules.diagnostics import SAFE, Edit, FileResult, Finding, Fix
 from lint_rules.fixes import apply, fix_until_stable
-from tests.lint.test_cli import run, write
+from tests.lint.test_cli import REPO, run, write
 
 # One safe fix (TRN802), one unsafe fix (TRN701), one finding without a fix (TRN101 needs none here:
 # TRN301 has no fix).
@@ -211,6 +211,33 @@ def test_failed_or_interrupted_write_leaves_the_original_intact(tmp_path, patch)
         assert "torchcheck: error: cannot write t.py: Permission denied; the file was left unchanged" in r.stderr
     else:
         assert r.returncode == 130
+
+
+def _limit_file_size() -> None:
+    """In the CLI's process: every file it writes may hold 16 bytes at most, so the fixed file cannot be
+    written (EFBIG), whoever runs the test: a read-only file or directory does not stop root."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_FSIZE, (16, 16))  # Python ignores SIGXFSZ: the write fails instead
+
+
+@pytest.mark.parametrize("fmt", ["json", "text"])
+def test_a_file_that_cannot_be_written_keeps_its_findings_in_the_report(tmp_path, fmt):
+    write(tmp_path, {"t.py": MIXED})
+    args = ["lint", "--preview", "--no-cache", "--fix", "--format", fmt, "t.py"]
+    r = subprocess.run([sys.executable, "-m", "lint_rules", *args], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=120, preexec_fn=_limit_file_size, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert (tmp_path / "t.py").read_text() == MIXED
+    assert r.returncode == 2
+    assert "torchcheck: error: cannot write t.py: File too large; the file was left unchanged" in r.stderr
+    left = run("lint", "--no-cache", "--format", fmt, "t.py", cwd=tmp_path).stdout  # what is in the file
+    if fmt == "json":
+        assert json.loads(r.stdout) == json.loads(left)
+        assert sorted(f["code"] for f in json.loads(r.stdout)) == ["TRN301", "TRN701", "TRN802"]
+    else:
+        assert r.stdout.splitlines()[:3] == left.splitlines()[:3]
+        assert r.stdout.splitlines()[3] == ("Found 3 findings in 1 file (1 file checked); 1 file could not be "
+                                            "fixed: see the error on standard error.")
 
 
 def test_cached_results_never_hide_fixes(tmp_path):

@@ -68,6 +68,8 @@ def test_sarif_log_validates_and_carries_rule_metadata(tmp_path, validator):
     assert rules[ids.index("TRN301")]["defaultConfiguration"] == {"level": "warning"}
     assert trn101["fullDescription"]["text"].startswith("Flags clearing gradients")
     assert "## Why is this bad?" in trn101["help"]["markdown"] and trn101["help"]["text"]
+    assert trn101["helpUri"] == "https://torchcheck.readthedocs.io/en/latest/rules/zero-grad-between-backward-and-step/"
+    assert all(rule["helpUri"].endswith(f"/rules/{rule['name']}/") for rule in rules)
     assert sarif_run["invocations"] == [{"executionSuccessful": True}]
     assert sarif_run["originalUriBaseIds"]["%SRCROOT%"]["uri"] == tmp_path.resolve().as_uri() + "/"
 

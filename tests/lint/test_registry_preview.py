@@ -73,8 +73,8 @@ def test_rules_lists_the_tier(tmp_path):
     assert tiers["TRN301"] is True and tiers["TRN101"] is False
     text = subprocess.run([sys.executable, "-m", "lint_rules", "rules"], capture_output=True, text=True,
                           timeout=60).stdout
-    line = next(ln for ln in text.splitlines() if ln.startswith("TRN301"))
-    assert line.endswith("(preview)")
+    assert next(ln for ln in text.splitlines() if ln.startswith("TRN301")).split()[3] == "preview"
+    assert next(ln for ln in text.splitlines() if ln.startswith("TRN101")).split()[3] == "default"
 
 
 @pytest.mark.parametrize("value", ['"yes"', "1", "[true]"])

@@ -22,7 +22,7 @@ from lint_rules.diagnostics import FileResult, Finding
 from lint_rules.engine import lint_source
 from lint_rules.fixes import MAX_PASSES, applicable, apply
 from lint_rules.project import ProjectInfo
-from lint_rules.runner import fix_text
+from lint_rules.runner import FileContext, lint_decoded
 
 # Generous: the machine may be shared, and a mutant can be twice the size of its fixture.
 LINT_SECONDS = 20
@@ -176,13 +176,14 @@ def check_fixes(source: str) -> str:
         source, result = new, again
     if not passes:
         return source  # nothing to fix: the CLI's fix path would lint once and stop
-    cli = fix_text(original, "utf-8", PATH, CODES, ProjectInfo(), unsafe=True)
+    fixing = FileContext(PATH, tuple(sorted(CODES)), ProjectInfo(), fix="unsafe")
+    cli = lint_decoded(original, "utf-8", fixing)
     if cli.fixed is not None and cli.fixed.error:
         raise PropertyFailed(f"--fix reported: {cli.fixed.error}")
     cli_source = cli.fixed.source if cli.fixed is not None else original
     if cli_source != source:
         raise PropertyFailed("--fix and the pass-by-pass fix disagree")
-    second = fix_text(source, "utf-8", PATH, CODES, ProjectInfo(), unsafe=True)
+    second = lint_decoded(source, "utf-8", fixing)
     if second.fixed is not None and second.fixed.source != source:
         raise PropertyFailed(f"a second --fix changed the file again ({second.fixed.applied})")
     if any(applicable(f.fix, True) for f in second.findings):
