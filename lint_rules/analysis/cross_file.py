@@ -11,6 +11,7 @@ for the result cache. The engine hands one to each file as ``model.project_facts
 from __future__ import annotations
 
 import os
+import re
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -96,19 +97,25 @@ class ProjectFacts:
         """The argument kinds of every call, in the project's other files, of the top-level
         function ``fn_name`` of this file: a list of (positional kinds, keyword kinds), one per
         call (see :func:`~lint_rules.analysis.summary._imported_calls`); [] when no other file
-        calls it; None when that cannot be told (more than :data:`MAX_CALLER_FILES` files
-        could, or the project is too large to read)."""
+        calls it; None when that cannot be told: more than :data:`MAX_CALLER_FILES` files import
+        the module (a library module, whose callers vary and would each have to be parsed) or
+        call the function, a caller is not a script (no ``if __name__ == "__main__":``; a
+        library that calls it has callers of its own), or the project is too large to read."""
         importers = self.index.importers(self.path)
         if importers is None:
             self._deps[("importers", self.path)] = (None,)
             return None
         self._deps[("importers", self.path)] = (list(importers),)
-        needle = fn_name.encode()
-        callers = [f for f in importers if _mentions(f, needle)]
-        if len(callers) > MAX_CALLER_FILES:
+        if len(importers) > MAX_CALLER_FILES:
+            return None  # a module imported from many files is a library module: no parse of them all
+        needle = re.compile(rb"(?<![\w])" + re.escape(fn_name.encode()) + rb"(?![\w])")  # called or imported
+        callers = [(f, data) for f in importers if (data := _read(f)) is not None and needle.search(data)]
+        if len(callers) > MAX_CALLER_FILES or not all(_SCRIPT.search(data) for _, data in callers):
+            # Only scripts' calls are read: a library module that calls it has callers of its own,
+            # and summarising it would parse much of the project for one parameter.
             return None
         out: list[tuple[list, dict]] = []
-        for caller in callers:
+        for caller, _ in callers:
             held = self._summary(caller)
             if held is None:
                 continue
@@ -237,16 +244,19 @@ class ProjectFacts:
         return held[1] if held else None
 
 
-MAX_CALLER_FILES = 8  # a function called from more files than this is a utility: its parameters vary
+MAX_CALLER_FILES = 8  # a module imported from more files than this is a library: its parameters vary
 
 
-def _mentions(path: str, needle: bytes) -> bool:
+_SCRIPT = re.compile(rb"""__name__\s*==\s*['"]__main__['"]""")
+
+
+def _read(path: str) -> bytes | None:
     from lint_rules.files import read_regular
 
     try:
-        return needle in read_regular(path)
+        return read_regular(path)
     except OSError:
-        return False
+        return None
 
 
 def _leftmost(expr: cst.CSTNode) -> cst.CSTNode:

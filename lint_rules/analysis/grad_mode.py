@@ -101,8 +101,6 @@ class GradMode:
 
     def disabled_at(self, node: cst.CSTNode, _depth: int = 0) -> bool:
         """Whether grad is disabled where ``node`` runs (see the module docstring)."""
-        from lint_rules.analysis.summaries import Summaries  # summaries build on grad mode
-
         model = self.model
         for a in model.ancestors(node):
             if isinstance(a, cst.With):
@@ -119,7 +117,7 @@ class GradMode:
                 if any(self.disables(d.decorator) for d in a.decorators):
                     return True
                 if _depth < MAX_DEPTH:
-                    sites = model.fact(Summaries).call_sites(a)
+                    sites = model.call_sites(a)
                     if sites and all(not model.is_inside(site, a) and self.disabled_at(site, _depth + 1)
                                      for site in sites):
                         return True

@@ -101,12 +101,17 @@ class ProjectIndex:
         file's summary. The project is the directory holding ``pyproject.toml``,
         ``setup.py``, ``setup.cfg`` or ``.git`` above ``path``, else its package. None when
         the project has more than :data:`MAX_PROJECT_FILES` Python files (too many to read
-        for one question), and for an installed package (under ``site-packages``), whose
-        callers are other projects.
+        for one question), for an installed package (under ``site-packages``), whose
+        callers are other projects, and for a module of a package (a folder with
+        ``__init__.py``): library code, whose callers would have to be parsed across the
+        project. Scripts and modules side by side (``main.py`` importing ``train.py``) are
+        what this serves.
         """
         directory = os.path.dirname(path)
-        if _INSTALLED.search(directory):
-            return None  # an installed library's callers are other projects
+        if _INSTALLED.search(directory) or os.path.isfile(os.path.join(directory, "__init__.py")):
+            # An installed library's callers are other projects; a package's modules are library code,
+            # called from many places: finding their callers would parse much of the project.
+            return None
         stem = os.path.splitext(os.path.basename(path))[0]
         if stem == "__init__":
             stem = os.path.basename(directory)
@@ -246,9 +251,16 @@ def _import_mentions(root: str) -> dict[str, tuple[str, ...]] | None:
             continue
         words: set[bytes] = set()
         for m in _IMPORT_LINE.finditer(data):
-            for group in m.groups():
-                if group:
-                    words.update(_WORD.findall(group))
+            source, names, modules = m.groups()
+            if source is not None:
+                # `from pkg.train import fit`: the module is the source's last part; `from . import
+                # train` / `from pkg import train`: a name may be a module
+                words.update(_WORD.findall(source)[-1:])
+                for part in names.split(b","):
+                    words.update(_WORD.findall(part.strip().split(b" ")[0])[:1])  # `fit as run`: fit
+            else:  # `import pkg.train as t, other`
+                for part in modules.split(b","):
+                    words.update(_WORD.findall(part.strip().split(b" ")[0])[-1:])
         for word in words:
             found.setdefault(word.decode("ascii", "replace"), []).append(path)
     return {k: tuple(v) for k, v in found.items()}

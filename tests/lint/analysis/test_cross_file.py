@@ -307,6 +307,9 @@ from torch import nn
 def main():
     net = nn.Linear(4, 2)
     {call}
+
+if __name__ == "__main__":
+    main()
 """
 
 
@@ -344,7 +347,7 @@ def test_callers_that_disagree_or_a_new_caller_are_seen(tmp_path: Path) -> None:
     assert {f.code for f in lint_source(TRAINLIB, path, {"TRN101"}, facts=facts).findings} == {"TRN101"}
     assert index.still_valid(facts.deps)
     # A second file calls it with something else: the parameter is no longer known to be an optimizer.
-    (tmp_path / "sweep.py").write_text("import trainlib\ntrainlib.fit(m, l, c, object())\n")
+    (tmp_path / "sweep.py").write_text("import trainlib\nif __name__ == '__main__':\n    trainlib.fit(m, l, c, object())\n")
     index.forget_files()
     assert not index.still_valid(facts.deps)
     facts = ProjectFacts(index, path)
