@@ -13,6 +13,8 @@ import sys
 # The `server` extra of pyproject.toml, repeated because an installed torchcheck has no pyproject.toml
 # to read; tests/lint/test_install.py keeps the two equal.
 SERVER_REQUIREMENTS: tuple[str, ...] = ("pygls>=2.0",)
+PLUGIN_REQUIREMENTS: tuple[str, ...] = ("torch>=2.2", "pytest>=8.0", "numpy>=1.22")
+STRATEGIES_REQUIREMENTS: tuple[str, ...] = ("torch>=2.2", "hypothesis>=6.80", "pytest>=8.0", "numpy>=1.22")
 
 
 def _quoted(word: str) -> str:
@@ -37,3 +39,11 @@ def server_hint() -> str:
     """How to get what ``torchcheck server`` needs (the ``server`` extra)."""
     return (f"{pip_install(*SERVER_REQUIREMENTS)} (what the `server` extra adds; "
             f"at the root of a torchcheck checkout, {from_checkout('server')} does the same)")
+
+
+def extra_hint(extra: str) -> str:
+    """How to get what the ``plugin`` or ``strategies`` extra adds, as :func:`server_hint` says it."""
+    requirements = {"plugin": PLUGIN_REQUIREMENTS, "strategies": STRATEGIES_REQUIREMENTS,
+                    "server": SERVER_REQUIREMENTS}[extra]
+    return (f"{pip_install(*requirements)} (what the `{extra}` extra adds; "
+            f"at the root of a torchcheck checkout, {from_checkout(extra)} does the same)")

@@ -178,7 +178,11 @@ def our_markers(item: pytest.Item) -> frozenset[str]:
 
 
 # -------------------------------------------------------------------- torch
-PLUGIN_EXTRA = 'pip install "pytest-torchcheck[plugin]" (from a checkout: pip install ".[plugin]")'
+def plugin_extra() -> str:
+    """The install command for the ``plugin`` extra's needs (one place: :mod:`lint_rules.install`)."""
+    from lint_rules.install import extra_hint
+
+    return extra_hint("plugin")
 
 
 def import_torch(user: str) -> Any:
@@ -195,7 +199,7 @@ def import_torch(user: str) -> Any:
         if missing.split(".")[0] != "torch":
             raise  # torch is there but broken (a module it imports is missing): its own error says more
         pytest.fail(f"{user} needs the module {missing!r}, which is not installed (torch is not part of the "
-                    f"linter-only install); install the pytest plugin's extra: {PLUGIN_EXTRA}", pytrace=False)
+                    f"linter-only install); install the pytest plugin's extra: {plugin_extra()}", pytrace=False)
     return torch
 
 

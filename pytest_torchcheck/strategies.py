@@ -21,10 +21,11 @@ try:
 except ModuleNotFoundError as e:  # the plugin extra leaves Hypothesis out: say which extra brings it
     if e.name != "hypothesis":
         raise
+    from lint_rules.install import extra_hint
+
     raise ModuleNotFoundError(
         "pytest_torchcheck.strategies needs Hypothesis, which is not installed; install the strategies extra: "
-        'pip install "pytest-torchcheck[strategies]" (from a checkout: pip install ".[strategies]")',
-        name="hypothesis") from None
+        + extra_hint("strategies"), name="hypothesis") from None
 
 from pytest_torchcheck.hypothesis_profile import register_profile
 

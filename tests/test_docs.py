@@ -61,14 +61,14 @@ def test_module_map_check_names_a_module_without_a_docstring_and_a_stale_map(tmp
     for package in ("lint_rules", "pytest_torchcheck"):
         shutil.copytree(ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copyfile(ROOT / "CONTRIBUTING.md", tmp_path / "CONTRIBUTING.md")
-    new = tmp_path / "lint_rules" / "commands" / "check.py"
+    new = tmp_path / "lint_rules" / "made_up" / "check.py"
     new.parent.mkdir()
     new.write_text("from __future__ import annotations\n")
     proc = _run(str(MODULE_MAP), "--check", "--root", str(tmp_path))
     assert proc.returncode == 1
-    assert "lint_rules/commands/check.py: no docstring" in proc.stdout
-    assert "lint_rules/commands/__init__.py" not in proc.stdout  # a namespace folder needs a FOLDERS line
-    assert "lint_rules/commands/ (a folder without __init__.py" in proc.stdout
+    assert "lint_rules/made_up/check.py: no docstring" in proc.stdout
+    assert "lint_rules/made_up/__init__.py" not in proc.stdout  # a namespace folder needs a FOLDERS line
+    assert "lint_rules/made_up/ (a folder without __init__.py" in proc.stdout
     assert MODULE_MAP_REGEN in proc.stdout
     (new.parent / "__init__.py").write_text('"""One module per command."""\n')
     new.write_text('"""``torchcheck check``: a made-up command.\n\nMore detail.\n"""\n')
@@ -77,7 +77,7 @@ def test_module_map_check_names_a_module_without_a_docstring_and_a_stale_map(tmp
     assert _run(str(MODULE_MAP), "--root", str(tmp_path)).returncode == 0
     assert _run(str(MODULE_MAP), "--check", "--root", str(tmp_path)).returncode == 0
     text = (tmp_path / "CONTRIBUTING.md").read_text(encoding="utf-8")
-    assert re.search(r"^  commands/ +One module per command\.\n    check\.py +``torchcheck check``: a made-up "
+    assert re.search(r"^  made_up/ +One module per command\.\n    check\.py +``torchcheck check``: a made-up "
                      r"command\.\n", text, re.M)
     assert "More detail" not in text  # the first paragraph only
 

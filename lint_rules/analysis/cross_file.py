@@ -108,8 +108,8 @@ class ProjectFacts:
         self._deps[("importers", self.path)] = (list(importers),)
         if len(importers) > MAX_CALLER_FILES:
             return None  # a module imported from many files is a library module: no parse of them all
-        needle = re.compile(rb"(?<![\w])" + re.escape(fn_name.encode()) + rb"(?![\w])")  # called or imported
-        callers = [(f, data) for f in importers if (data := _read(f)) is not None and needle.search(data)]
+        needle = fn_name.encode()
+        callers = [(f, data) for f in importers if (data := _read(f)) is not None and _names(data, needle)]
         if len(callers) > MAX_CALLER_FILES or not all(_SCRIPT.search(data) for _, data in callers):
             # Only scripts' calls are read: a library module that calls it has callers of its own,
             # and summarising it would parse much of the project for one parameter.
@@ -248,6 +248,22 @@ MAX_CALLER_FILES = 8  # a module imported from more files than this is a library
 
 
 _SCRIPT = re.compile(rb"""__name__\s*==\s*['"]__main__['"]""")
+
+
+def _names(data: bytes, name: bytes) -> bool:
+    """Whether ``name`` occurs in ``data`` as a whole word (called or imported). No regular expression:
+    one per function name would fill ``re``'s cache with patterns that are never used again."""
+    at = data.find(name)
+    while at >= 0:
+        end = at + len(name)
+        if (at == 0 or not _word_byte(data[at - 1])) and (end == len(data) or not _word_byte(data[end])):
+            return True
+        at = data.find(name, end)
+    return False
+
+
+def _word_byte(byte: int) -> bool:
+    return byte == 95 or 48 <= byte <= 57 or 65 <= byte <= 90 or 97 <= byte <= 122 or byte >= 128
 
 
 def _read(path: str) -> bytes | None:

@@ -36,7 +36,12 @@ def _without_pygls(tmp_path: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_server_requirements_are_the_server_extra() -> None:
-    assert list(install.SERVER_REQUIREMENTS) == PYPROJECT["project"]["optional-dependencies"]["server"]
+    extras = PYPROJECT["project"]["optional-dependencies"]
+    assert list(install.SERVER_REQUIREMENTS) == extras["server"]
+    assert list(install.PLUGIN_REQUIREMENTS) == extras["plugin"]
+    assert list(install.STRATEGIES_REQUIREMENTS) == extras["strategies"]
+    for extra in ("plugin", "strategies", "server"):
+        assert "pytest-torchcheck[" not in install.extra_hint(extra)  # on no index: never printed
 
 
 def test_without_pygls_the_server_prints_an_install_command_that_works(tmp_path: Path) -> None:

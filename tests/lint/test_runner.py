@@ -23,12 +23,13 @@ def test_files_that_never_mention_torch_are_still_decoded_and_checked_for_null_b
         "nul_in_comment.py": b"x = 1  # a\0b\n",
         "random.py": bytes(range(256)) * 4,
         "utf16.py": "import os\nprint(os.sep)\n".encode("utf-16"),
-        "bad_cookie.py": b"# -*- coding: no-such-codec -*-\nx = 1\n",
+        "bad_cookie.py": b"# -*- coding: no-such-codec -*-\n\xff = 1\n",  # an unknown codec, bytes not UTF-8
         "broken.ipynb": b'{"cells": [',
         # near misses: source that is fine and never mentions torch is skipped as before
         "plain.py": b"import os\nprint(os.sep)\n",
         "latin1.py": "# -*- coding: latin-1 -*-\nname = 'caf\xe9'\n".encode("latin-1"),
         "utf8.py": "name = 'caf\xe9'\n".encode("utf-8"),
+        "future_cookie.py": b"# -*- coding: future_fstrings -*-\nx = 1\n",  # an unknown codec, UTF-8 bytes
     }
     for name, data in files.items():
         (tmp_path / name).write_bytes(data)
@@ -41,7 +42,7 @@ def test_files_that_never_mention_torch_are_still_decoded_and_checked_for_null_b
     assert errors == ["bad_cookie.py", "random.py", "utf16.py"], r.stderr
     assert all(line.startswith("torchcheck: error: cannot decode ") for line in r.stderr.splitlines())
     text = lint(*files, cwd=tmp_path)
-    assert "Found 3 findings in 3 files (6 files checked); 3 files could not be checked (3 cannot be decoded)" \
+    assert "Found 3 findings in 3 files (7 files checked); 3 files could not be checked (3 cannot be decoded)" \
         in text.stdout
 
 

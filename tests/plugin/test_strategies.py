@@ -155,4 +155,5 @@ def test_strategies_without_hypothesis_name_the_extra(pytester):
     script = pytester.makepyfile(no_hypothesis=NO_HYPOTHESIS)
     result = pytester.runpython(script)
     result.stdout.fnmatch_lines(['hypothesis: pytest_torchcheck.strategies needs Hypothesis, which is not '
-                                 'installed; install the strategies extra: pip install "pytest-torchcheck[[]strategies[]]"*'])
+                                 'installed; install the strategies extra: *-m pip install *hypothesis* '
+                                 '(what the `strategies` extra adds; *python -m pip install ".[[]strategies[]]"*'])
