@@ -98,9 +98,8 @@ class MissingZeroGrad(Rule):
 
     def _clears(self, loop: cst.CSTNode, key: str | None, helpers: Summaries) -> bool:
         facts = self.model.training
-        for ev in facts.events:
-            if ev.kind == CLEAR and (ev.key == ANY or ev.key == key) \
-                    and self.model.is_inside(ev.node, loop):
+        for ev in facts.events_within(loop):
+            if ev.kind == CLEAR and (ev.key == ANY or ev.key == key):
                 return True
         # a helper's zero_grad() counts whatever it clears: its target's kind is out of sight
         return any(ev.kind == CLEAR for ev in helpers.helper_events(loop))
