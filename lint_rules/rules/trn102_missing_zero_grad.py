@@ -69,9 +69,10 @@ class MissingZeroGrad(Rule):
         helpers = self.model.fact(Summaries)
         direct = [ev for ev in facts.events if ev.kind == STEP]
         through_helpers = [ev for _, evs in helpers.helper_calls() for ev in evs if ev.kind == STEP]
+        direct_set = set(direct)  # events are equal by value, as in a list; a set finds them at once
         for ev in direct + through_helpers:
             loop = self._training_loop_of(ev, helpers)
-            if loop is None or (ev in direct and self._built_in(ev, loop)):
+            if loop is None or (ev in direct_set and self._built_in(ev, loop)):
                 continue
             if not self._clears(loop, ev.key, helpers):
                 self.report(ev.node)
