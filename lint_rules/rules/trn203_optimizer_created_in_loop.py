@@ -116,7 +116,8 @@ class OptimizerCreatedInLoop(Rule):
                 break
             func = node.func
             # `fns[0](x)`: a call of a subscript or of a call has no name (its .value is a node)
-            leaf = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+            leaf = func.attr.value if isinstance(func, cst.Attribute) else \
+                func.value if isinstance(func, cst.Name) else ""
             if leaf == "requires_grad_" or "freeze" in leaf.lower():
                 return True
         for node in model.within(cst.Assign, loop):
