@@ -118,6 +118,8 @@ class _Locator:
         self.top_offset: dict[int, int] = {}  # top-level statement index -> offset of its text
         self.top_length: dict[int, int] = {}  # top-level statement index -> length of its text
         self.generated: set[int] = set()  # top-level statements whose every node has its range
+        self.has_cr = "\r" in source
+        self.line_mark = (0, 1)  # a line start and its line: lines are counted on from the nearest
 
     def run(self, nodes: Iterable[cst.CSTNode]) -> tuple[dict[int, _Range], dict[int, _Range]]:
         module = self.module
@@ -214,7 +216,7 @@ class _Locator:
                 self.top_offset[index] = offset
             if offset is None:
                 continue  # the same text elsewhere too: try the enclosing statement
-            delta = _line_of(self.source, offset) - 1
+            delta = self._line_of(offset) - 1
             if delta:
                 self.ranges.update({key: (a + delta, b, c + delta, d) for key, (a, b, c, d) in state.ranges.items()})
                 self.extents.update({key: (a + delta, b, c + delta, d) for key, (a, b, c, d) in state.extents.items()})
@@ -223,6 +225,17 @@ class _Locator:
                 self.extents.update(state.extents)
             return True
         return False  # the module itself
+
+    def _line_of(self, offset: int) -> int:
+        """The 1-based line of ``offset`` (a line start), counting on from the last one asked for when
+        it comes before: statements are placed mostly in document order, and counting from the start
+        of the file for each would cost the file's length per statement."""
+        mark, line = self.line_mark
+        if offset < mark:
+            mark, line = 0, 1
+        line += _newlines(self.source, mark, offset, self.has_cr)
+        self.line_mark = (offset, line)
+        return line
 
     def _top_offset(self, index: int, code: str) -> int:
         """Where top-level statement ``index`` starts, whose text ``code`` starts several lines (or
@@ -266,11 +279,12 @@ def _line_starts(source: str, code: str, low: int, high: int, most: int) -> list
     return found
 
 
-def _line_of(source: str, offset: int) -> int:
-    """The 1-based line an offset is on, counting lines as LibCST does (a lone \\r ends one too)."""
-    if "\r" not in source:
-        return source.count("\n", 0, offset) + 1
-    return len(_NEWLINE.findall(source, 0, offset)) + 1
+def _newlines(source: str, start: int, end: int, has_cr: bool) -> int:
+    """Line ends in ``source[start:end]``, counted as LibCST does (a lone \\r ends one too); ``start``
+    is a line start, so no \\r\\n pair straddles it."""
+    if not has_cr:
+        return source.count("\n", start, end)
+    return len(_NEWLINE.findall(source, start, end))
 
 
 _FIELDS: dict[type, tuple[str, ...]] = {}

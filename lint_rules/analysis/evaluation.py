@@ -6,6 +6,7 @@ helpers), and where each model is trained. Shared by TRN601-TRN603.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from typing import TYPE_CHECKING, Iterator
 
 import libcst as cst
@@ -51,6 +52,9 @@ class FileFacts:
         self._helper_calls: dict[int, list[tuple[cst.Call, cst.Call]]] = {}
         self._fetches: dict[int, bool] = {}
         self._mode_calls: list[tuple[int, cst.Call, str]] | None = None
+        self._mode_indices: list[int] = []
+        self._mode_call_ids: set[int] = set()
+        self._modes_by_function: dict[int, list[tuple[int, cst.Call, str]]] = {}
         self._optimized: set[tuple[int, str]] | None = None
         self._draws: bool | None = None
         self._bodies: dict[int, list[cst.CSTNode]] = {}
@@ -316,44 +320,54 @@ class FileFacts:
         """
         if self._mode_calls is None:
             model = self.model
-            direct = [(model.order[id(c)], c, m) for c in model.nodes(cst.Call) if (m := mode_call(c)) is not None]
-            summaries: dict[int, str | None] = {}
+            direct: dict[int, str] = {}  # per function: its last own mode call's mode
+            for c in model.nodes(cst.Call):
+                m = mode_call(c)
+                if m is not None:
+                    direct[id(model.enclosing_function(c))] = m
             found = []
             for call in model.nodes(cst.Call):
                 mode = mode_call(call)
                 if mode is None and isinstance(call.func, (cst.Name, cst.Attribute)):
                     fn = local_function(model, call.func)
                     if fn is not None:
-                        if id(fn) not in summaries:
-                            # the mode the helper leaves behind: its last own mode call
-                            own = [m for _, c, m in direct if model.enclosing_function(c) is fn]
-                            summaries[id(fn)] = own[-1] if own else None
-                        mode = summaries[id(fn)]
+                        # the mode the helper leaves behind: its last own mode call
+                        mode = direct.get(id(fn))
                 if mode is not None:
                     found.append((model.order[id(call)], call, mode))
             self._mode_calls = found
+            self._mode_indices = [i for i, _, _ in found]
+            self._mode_call_ids = {id(call) for _, call, _ in found}
+            for entry in found:
+                self._modes_by_function.setdefault(id(model.enclosing_function(entry[1])), []).append(entry)
         return self._mode_calls
+
+    def mode_calls_within(self, container: cst.CSTNode) -> list[tuple[int, cst.Call, str]]:
+        """The :meth:`mode_calls` inside ``container``."""
+        found = self.mode_calls()
+        return self.model.sorted_within(found, self._mode_indices, container, _call_of)
 
     def last_mode_before(self, node: cst.CSTNode, region: cst.CSTNode | None) -> tuple[str, cst.Call] | None:
         """The last mode call before ``node`` in the body of ``region`` (a function, or
         None for module level), in document order, with the mode it sets."""
         model = self.model
         index = model.order[id(node)]
-        last = None
-        for i, call, mode in self.mode_calls():
-            if i >= index:
-                break
-            if model.enclosing_function(call) is region:
-                last = (mode, call)
-        return last
+        self.mode_calls()
+        own = self._modes_by_function.get(id(region), [])
+        i = bisect_left(own, index, key=_index_of)
+        if i == 0:
+            return None
+        _, call, mode = own[i - 1]
+        return mode, call
 
     def mode_set_for(self, loop: cst.For) -> bool:
         """A mode call sets the model's mode for ``loop``: one in its body, the last one before
         it in its function (``eval()``, or ``train()`` with no training between it and the
         loop: a deliberate train-mode pass), or one before a call of that function in a
         caller (two callers deep)."""
+        self.mode_calls()
         for inner in self.body_nodes(loop):
-            if isinstance(inner, cst.Call) and any(call is inner for _, call, _ in self.mode_calls()):
+            if isinstance(inner, cst.Call) and id(inner) in self._mode_call_ids:
                 return True
         fn = self.model.enclosing_function(loop)
         if self._set_before(loop, fn):
@@ -372,10 +386,10 @@ class FileFacts:
         model = self.model
         helper = local_function(model, call.func) if mode_call(call) is None else None
         start, end = model.order[id(call)], model.order[id(node)]
+        facts = model.training
         return mode == TRAIN and not any(
             e.kind in (BACKWARD, STEP)
-            and (start < e.index < end or helper is not None and model.is_inside(e.node, helper))
-            for e in model.training.events)
+            for e in (*facts.events_between(start, end), *(facts.events_within(helper) if helper is not None else ())))
 
     def _set_by_callers(self, fn: cst.FunctionDef, depth: int) -> bool:
         for site in self.call_sites(fn):
@@ -423,3 +437,11 @@ class FileFacts:
         # an event call around the model call (`step(loss(net(vx)))`) comes first in document order
         return any(e.kind == BACKWARD and (e.index > index or model.is_inside(node, e.node))
                    for e in (*model.training.loop_events.get(id(loop), ()), *helpers.helper_events(loop)))
+
+
+def _call_of(entry: tuple[int, cst.Call, str]) -> cst.CSTNode:
+    return entry[1]
+
+
+def _index_of(entry: tuple[int, cst.Call, str]) -> int:
+    return entry[0]

@@ -135,13 +135,13 @@ class GradMode:
         if not stacks:
             return False
         index = model.order.get(id(node), len(model.ordered))
-        for call in model.nodes(cst.Call):
+        for call in model.within(cst.Call, with_node.body):
             func = call.func
             if model.order[id(call)] >= index:
                 break
             if isinstance(func, cst.Attribute) and func.attr.value == "enter_context" \
                     and isinstance(func.value, cst.Name) and func.value.value in stacks and call.args \
-                    and model.is_inside(call, with_node.body) and self.disables(call.args[0].value):
+                    and self.disables(call.args[0].value):
                 return True
         return False
 
@@ -153,17 +153,15 @@ def enters_no_grad(model: "ScopeModel", fn: cst.FunctionDef, modes: GradMode | N
     for d in fn.decorators:
         if modes.of_expr(d.decorator) is False:
             return True
-    for node in model.nodes(cst.Call):
-        if model.is_inside(node, fn):
-            q = model.qualified_name(node.func)
-            if q in N.NO_GRAD_CONTEXTS or (isinstance(node.func, cst.Call)
-                                           and model.qualified_name(node.func.func) in N.NO_GRAD_CONTEXTS):
-                return True
-    for w in model.nodes(cst.With):
-        if model.is_inside(w, fn) and modes.of_with(w) is False:
+    for node in model.within(cst.Call, fn):
+        q = model.qualified_name(node.func)
+        if q in N.NO_GRAD_CONTEXTS or (isinstance(node.func, cst.Call)
+                                       and model.qualified_name(node.func.func) in N.NO_GRAD_CONTEXTS):
             return True
-    for inner in model.nodes(cst.FunctionDef):
-        if inner is not fn and model.is_inside(inner, fn) \
-                and any(modes.of_expr(d.decorator) is False for d in inner.decorators):
+    for w in model.within(cst.With, fn):
+        if modes.of_with(w) is False:
+            return True
+    for inner in model.within(cst.FunctionDef, fn):
+        if inner is not fn and any(modes.of_expr(d.decorator) is False for d in inner.decorators):
             return True
     return False

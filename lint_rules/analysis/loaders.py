@@ -12,6 +12,7 @@ Facts, not findings: built once per file with ``model.fact(LoaderFacts)``.
 
 from __future__ import annotations
 
+import heapq
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -62,7 +63,12 @@ class LoaderFacts:
         # own spelling: its path (`loaders['train']`) and root node stand in for it
         self._alias: dict[int, tuple[str, cst.CSTNode]] = {}
         self._assigns: list | None = None
+        self._assigns_by_var: dict[tuple, list[int]] = {}
         self._kept: list | None = None
+        self._kept_by_path: dict[str, list[int]] = {}
+        self._receivers: tuple | None = None
+        self._refs: dict[type, dict[str, list[cst.CSTNode]]] = {}
+        self._refs_by_var: dict[tuple, dict] = {}
         self.feeds: list[SamplerFeed] = []
         self.set_epoch_receivers: list[cst.CSTNode] = []
         calls = model.nodes(cst.Call)
@@ -74,16 +80,29 @@ class LoaderFacts:
         self.set_epoch_receivers = [
             c.func.value for c in calls
             if isinstance(c.func, cst.Attribute) and c.func.attr.value == "set_epoch"]
+        # each loader's sampler argument, by node and by variable: a sampler looks only at its own
+        sampler_args: list[cst.Arg | None] = []
+        by_node: dict[int, list[int]] = {}
+        by_var: dict[tuple, list[int]] = {}
+        for i, loader in enumerate(loaders):
+            arg = keyword_arg(loader, "sampler")
+            if arg is None:
+                positional = [a for a in loader.args if a.keyword is None]
+                arg = positional[3] if len(positional) > 3 else None
+            sampler_args.append(arg)
+            if arg is not None:
+                by_node.setdefault(id(arg.value), []).append(i)
+                key = self._var_key(arg.value)
+                if key is not None:
+                    by_var.setdefault(key, []).append(i)
         for sampler in samplers:
             sampler_var = self._assigned_to(sampler)
             loader_vars: list[cst.CSTNode] = []
-            for loader in loaders:
-                arg = keyword_arg(loader, "sampler")
-                if arg is None:
-                    positional = [a for a in loader.args if a.keyword is None]
-                    arg = positional[3] if len(positional) > 3 else None
-                if arg is None:
-                    continue
+            var_key = self._var_key(sampler_var) if sampler_var is not None else None
+            candidates = set(by_node.get(id(sampler), ()))
+            candidates.update(by_var.get(var_key, ()) if var_key is not None else ())
+            for i in sorted(candidates):
+                loader, arg = loaders[i], sampler_args[i]
                 if arg.value is sampler or (sampler_var is not None and self._same_var(arg.value, sampler_var)):
                     target = self._assigned_to(loader)
                     if target is not None:
@@ -94,8 +113,67 @@ class LoaderFacts:
 
     # ------------------------------------------------------------ queries
     def epoch_set(self, feed: SamplerFeed) -> bool:
-        """Whether some set_epoch() call of this file may be on ``feed``'s sampler."""
-        return self._epoch_set(self.set_epoch_receivers, feed.sampler, feed.variable, feed.loaders)
+        """Whether some set_epoch() call of this file may be on ``feed``'s sampler: ``sampler.set_epoch()``
+        or ``loader.sampler.set_epoch()`` on its variables (same binding, not the same name in
+        another function), or on a parameter that a call of this file binds to them. A
+        helper that no call of this file reaches may get them from anywhere: it counts.
+
+        Answered from an index of the file's receivers built once (see :meth:`_reached`), not
+        by following every receiver again for each sampler."""
+        if self._receivers is None:
+            self._receivers = self._index_receivers()
+        anywhere, plain_by_var, attr_by_var, holders = self._receivers
+        if anywhere:
+            return True
+        sampler, variable = feed.sampler, feed.variable
+        if variable is not None and self._var_key(variable) in plain_by_var:
+            return True
+        if id(sampler) in holders or any(id(a) in holders for a in self.model.ancestors(sampler)):
+            return True
+        return any(self._var_key(v) in attr_by_var for v in feed.loaders)
+
+    def _index_receivers(self) -> tuple[bool, set, set, set]:
+        anywhere = False
+        plain: set[tuple] = set()
+        attr: set[tuple] = set()
+        holders: set[int] = set()
+        for recv in self.set_epoch_receivers:
+            if isinstance(recv, cst.Attribute) and recv.attr.value == "sampler":
+                # `loader.sampler.set_epoch()`: on the loaders' variables, no sampler
+                anywhere = self._reached(recv.value, 0, attr, set()) or anywhere
+            else:
+                anywhere = self._reached(recv, 0, plain, holders) or anywhere
+        return anywhere, plain, attr, holders
+
+    def _reached(self, expr: cst.CSTNode, depth: int, compared: set[tuple], holders: set[int]) -> bool:
+        """Whether a set_epoch() on ``expr`` may be on any sampler at all (True); else records what
+        decides it for a given one: in ``compared`` the :meth:`_var_key` of the expressions that may
+        be one of its variables, in ``holders`` the assigned values that may hold it. Followed into the
+        arguments a call of this file binds to a parameter, three calls deep."""
+        model = self.model
+        if dotted(expr) is None:
+            return True  # get_sampler().set_epoch(): out of sight
+        key = self._var_key(expr)
+        if key is not None:  # None: the same variable as nothing
+            compared.add(key)
+        bindings = model.bindings_of(expr)
+        if not bindings:
+            return True  # bound elsewhere (a global set in another module)
+        for b in bindings:
+            if b.kind == ASSIGN and b.value is not None:
+                holders.add(id(b.value))
+            elif b.kind == PARAM and isinstance(b.value, cst.FunctionDef) and isinstance(expr, cst.Name):
+                helpers = model.fact(Summaries)
+                sites = helpers.call_sites(b.value)
+                if not sites or depth >= 3:
+                    return True
+                for site in sites:
+                    arg = helpers.bind(site, b.value).get(expr.value)
+                    if arg is None or self._reached(arg, depth + 1, compared, holders):
+                        return True
+            elif b.kind != ASSIGN:
+                return True  # a loop variable, a with target, ...: out of sight
+        return False
 
     def per_epoch_use(self, var: cst.CSTNode) -> cst.CSTNode | None:
         """A use of the loader held by ``var`` that runs every epoch (iterated inside an outer
@@ -118,10 +196,22 @@ class LoaderFacts:
         """The loader variables plus what an unknown call returns for them:
         ``loader = accelerator.prepare(loader)``, ``m, opt, dl = prepare(m, opt, loader)``."""
         out = list(loader_vars)
+        assigns = self._call_assigns()
+        by_var = self._assigns_by_var
         for _ in range(3):
             grown = False
             known = {self._path(v) for v in out}
-            for assign, call, args, arg_paths in self._call_assigns():
+            # Only an assignment with an argument that may be one of out's variables can take it:
+            # visit those, in order, adding those of a variable appended on the way.
+            pending = [i for v in out for i in by_var.get(self._var_key(v), ())]
+            heapq.heapify(pending)
+            done = -1
+            while pending:
+                position = heapq.heappop(pending)
+                if position <= done:
+                    continue
+                done = position
+                assign, call, args, arg_paths = assigns[position]
                 # The paths are a cheap necessary condition: _holds compares paths first.
                 hits = [i for i, a in enumerate(args)
                         if arg_paths[i] & known and any(self._holds(a, v) for v in out)]
@@ -141,6 +231,9 @@ class LoaderFacts:
                         if self._path(p) is not None and not any(p is v for v in out):
                             out.append(p)
                             grown = True
+                            for i in by_var.get(self._var_key(p), ()):
+                                if i > position:
+                                    heapq.heappush(pending, i)
             grown = self._through_constructors(out) or grown
             if not grown:
                 break
@@ -155,8 +248,19 @@ class LoaderFacts:
                 call = assign.value
                 if isinstance(call, cst.Call):
                     args = [a.value for a in call.args]
-                    self._assigns.append((assign, call, args, [self._paths_held(a) for a in args]))
+                    arg_paths = [self._paths_held(a) for a in args]
+                    keys = {key for a in args for key in self._keys_held(a)}
+                    for key in keys:
+                        self._assigns_by_var.setdefault(key, []).append(len(self._assigns))
+                    self._assigns.append((assign, call, args, arg_paths))
         return self._assigns
+
+    def _keys_held(self, arg: cst.CSTNode) -> list[tuple]:
+        """The :meth:`_var_key` of each variable ``arg`` may stand for, as :meth:`_holds` reads it."""
+        if isinstance(arg, cst.IfExp):
+            return self._keys_held(arg.body) + self._keys_held(arg.orelse)
+        key = self._var_key(arg)
+        return [] if key is None else [key]
 
     def _paths_held(self, arg: cst.CSTNode) -> frozenset:
         """The paths ``arg`` may stand for (both branches of a conditional), as ``_holds`` reads it."""
@@ -172,9 +276,23 @@ class LoaderFacts:
             helpers = self.model.fact(Summaries)
             self._kept = [pair for call in self.model.nodes(cst.Call) if isinstance(call.func, cst.Name)
                           for pair in helpers.constructor_attributes(call)]
+            for i, (_, arg) in enumerate(self._kept):
+                path = self._path(arg)
+                if path is not None:  # _suffix needs one
+                    self._kept_by_path.setdefault(path, []).append(i)
         known = {self._path(v) for v in out}
         grown = False
-        for attr, arg in self._kept:
+        # Only a pair whose argument's path starts one of out's paths can add to it: visit those,
+        # in order, adding the pairs a stand-in appended on the way makes candidates.
+        pending = [i for v in out for i in self._kept_after(self._path(v), -1)]
+        heapq.heapify(pending)
+        done = -1
+        while pending:
+            position = heapq.heappop(pending)
+            if position <= done:
+                continue
+            done = position
+            attr, arg = self._kept[position]
             for v in list(out):
                 suffix = self._suffix(arg, v)
                 if suffix is None or attr + suffix in known:
@@ -184,7 +302,17 @@ class LoaderFacts:
                 out.append(stand_in)
                 known.add(attr + suffix)
                 grown = True
+                for i in self._kept_after(attr + suffix, position):
+                    heapq.heappush(pending, i)
         return grown
+
+    def _kept_after(self, path: str | None, position: int) -> list[int]:
+        """Positions after ``position`` of the constructor pairs whose argument's path is ``path``
+        or a prefix of it that :meth:`_suffix` accepts (``loaders`` of ``loaders['train']``)."""
+        if path is None:
+            return []
+        ends = [k for k, ch in enumerate(path) if ch in "[."] + [len(path)]
+        return [i for k in ends for i in self._kept_by_path.get(path[:k], ()) if i > position]
 
     def _suffix(self, arg: cst.CSTNode, var: cst.CSTNode) -> str | None:
         """What ``var``'s path adds to ``arg``'s (`['train']` for `loaders` and `loaders['train']`)."""
@@ -253,6 +381,18 @@ class LoaderFacts:
         bb = self.model.bindings_of(b)
         return bool(ba) and bool(bb) and ba[0].scope is bb[0].scope
 
+    def _var_key(self, expr: cst.CSTNode) -> tuple | None:
+        """Equal (and not None) for two expressions exactly when :meth:`_same_var` holds for them:
+        their path, and the scope their root name is bound in (0 for a path without a root)."""
+        path = self._path(expr)
+        if path is None:
+            return None
+        root = self._root(expr)
+        if root is None:
+            return path, 0
+        bindings = self.model.bindings_of(root)
+        return (path, id(bindings[0].scope)) if bindings else None
+
     def _same_var(self, a: cst.CSTNode, b: cst.CSTNode) -> bool:
         ta, tb = self._path(a), self._path(b)
         if ta is None or ta != tb:
@@ -262,60 +402,19 @@ class LoaderFacts:
             return self._same_binding(ra, rb)
         return ra is None and rb is None
 
-    def _epoch_set(self, receivers: list[cst.CSTNode], sampler: cst.Call, sampler_var: cst.CSTNode | None,
-                   loader_vars: list[cst.CSTNode]) -> bool:
-        """Whether some set_epoch() call may be on this sampler: ``sampler.set_epoch()`` or
-        ``loader.sampler.set_epoch()`` on its variables (same binding, not the same name in
-        another function), or on a parameter that a call of this file binds to them. A
-        helper that no call of this file reaches may get them from anywhere: it counts."""
-        for recv in receivers:
-            if isinstance(recv, cst.Attribute) and recv.attr.value == "sampler":
-                if self._refers_to(recv.value, loader_vars, sampler=None):
-                    return True
-            elif self._refers_to(recv, [sampler_var] if sampler_var is not None else [], sampler):
-                return True
-        return False
-
-    def _refers_to(self, expr: cst.CSTNode, variables: list[cst.CSTNode], sampler: cst.Call | None,
-                   depth: int = 0) -> bool:
-        model = self.model
-        if dotted(expr) is None:
-            return True  # get_sampler().set_epoch(): out of sight
-        if any(self._same_var(expr, v) for v in variables):
-            return True
-        bindings = model.bindings_of(expr)
-        if not bindings:
-            return True  # bound elsewhere (a global set in another module)
-        for b in bindings:
-            if b.kind == ASSIGN and b.value is not None:
-                if sampler is not None and (b.value is sampler or model.is_inside(sampler, b.value)):
-                    return True
-            elif b.kind == PARAM and isinstance(b.value, cst.FunctionDef) and isinstance(expr, cst.Name):
-                helpers = model.fact(Summaries)
-                sites = helpers.call_sites(b.value)
-                if not sites or depth >= 3:
-                    return True
-                for site in sites:
-                    arg = helpers.bind(site, b.value).get(expr.value)
-                    if arg is None or self._refers_to(arg, variables, sampler, depth + 1):
-                        return True
-            elif b.kind != ASSIGN:
-                return True  # a loop variable, a with target, ...: out of sight
-        return False
-
     def _used_across_epochs(self, var: cst.CSTNode) -> cst.CSTNode | None:
         model = self.model
         text = self._path(var)
         if text is None:
             return None
         if "[" in text:
-            refs = [n for n in model.nodes(cst.Subscript) if self._path(n) == text]
+            refs = self._refs_spelled(cst.Subscript, text, self._path, var)
         elif "." in text:
-            refs = [n for n in model.nodes(cst.Attribute) if dotted(n) == text]
+            refs = self._refs_spelled(cst.Attribute, text, dotted, var)
         else:
-            refs = [n for n in model.nodes(cst.Name) if n.value == text and n is not var]
+            refs = self._refs_spelled(cst.Name, text, _name_value, var)
         for ref in refs:
-            if ref is var or not self._same_var(ref, var):
+            if ref is var:
                 continue
             loops = model.enclosing_loops(ref)
             if not loops or self._evaluated(ref, loops[0]):
@@ -326,6 +425,22 @@ class LoaderFacts:
             elif model.in_loop_body(ref, loops[0]):
                 return ref
         return None
+
+    def _refs_spelled(self, tp: type, text: str, spell, var: cst.CSTNode) -> list[cst.CSTNode]:
+        """The nodes of type ``tp`` that ``spell`` spells ``text`` and that are the same variable as
+        ``var`` (:meth:`_same_var`), in document order; indexed once per file and spelling."""
+        index = self._refs.get(tp)
+        if index is None:
+            index = self._refs[tp] = {}
+            for n in self.model.nodes(tp):
+                index.setdefault(spell(n), []).append(n)
+        by_var = self._refs_by_var.get((tp, text))
+        if by_var is None:
+            by_var = self._refs_by_var[(tp, text)] = {}
+            for n in index.get(text, ()):
+                by_var.setdefault(self._var_key(n), []).append(n)
+        key = self._var_key(var)
+        return by_var.get(key, []) if key is not None else []
 
     def _runs_per_epoch(self, loop: cst.CSTNode) -> bool:
         """The function holding ``loop`` is called inside a loop of this file
@@ -371,6 +486,10 @@ class LoaderFacts:
             return True
         return self.model.is_inside(ref, it) and isinstance(it, cst.Call) and \
             isinstance(it.func, cst.Name) and it.func.value in _WRAPPERS
+
+
+def _name_value(name: cst.Name) -> str:
+    return name.value
 
 
 def _constant_key(expr: cst.CSTNode) -> str | int | None:

@@ -137,14 +137,14 @@ class LossGraphs:
         bindings = model.bindings_of(holder) or ()
         if fn is None or here is None or not bindings:
             return False
-        for ev in model.training.events:
+        for ev in model.training.function_events(fn):
             call = ev.node
             if ev.kind != BACKWARD or not isinstance(call.func, cst.Attribute) \
                     or call.func.attr.value != "backward":
                 continue
             entry = call.func.value
             if not isinstance(entry, (cst.Subscript, cst.Attribute)) or not isinstance(entry.value, cst.Name) \
-                    or entry.value.value != holder.value or model.enclosing_function(call) is not fn:
+                    or entry.value.value != holder.value:
                 continue
             start = model.order.get(id(call))
             if start is None or start >= here:
@@ -158,9 +158,9 @@ class LossGraphs:
     def _entry_replaced(self, entry: cst.CSTNode, fn: cst.CSTNode, start: int, end: int) -> bool:
         model = self.model
         code = model.module.code_for_node(entry)
-        for assign in model.nodes(cst.Assign):
+        for assign in model.owned(cst.Assign, fn):
             pos = model.order.get(id(assign))
-            if pos is None or not start < pos < end or model.enclosing_function(assign) is not fn:
+            if pos is None or not start < pos < end:
                 continue
             if any(type(t.target) is type(entry) and model.module.code_for_node(t.target) == code
                    for t in assign.targets):

@@ -156,13 +156,11 @@ class ModuleFacts:
                     continue
             return None  # a base out of sight may hold any layer
         verdicts: list[bool | None] = []
-        for node in model.nodes(cst.Attribute):
+        for node in model.within(cst.Attribute, classdef):
             if node.attr.value == "training" and isinstance(node.value, cst.Name) \
-                    and node.value.value == "self" and model.is_inside(node, classdef):
+                    and node.value.value == "self":
                 return True
-        for call in model.nodes(cst.Call):
-            if not model.is_inside(call, classdef):
-                continue
+        for call in model.within(cst.Call, classdef):
             q = model.qualified_name(call.func)
             if q is not None:
                 if q.startswith("torch.nn.functional.") and "dropout" in q:

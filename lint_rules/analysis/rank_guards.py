@@ -40,6 +40,7 @@ class RankGuards:
 
     def __init__(self, model: "ScopeModel") -> None:
         self.model = model
+        self._calls_naming: dict[str, list[cst.Call]] | None = None
 
     def guard_of(self, node: cst.CSTNode, depth: int) -> str | None:
         """GLOBAL/LOCAL when only rank 0 (of the job / of each node) reaches ``node``, else None."""
@@ -107,7 +108,20 @@ class RankGuards:
         name = fn.name.value
         model = self.model
         out: list[cst.CSTNode] = []
-        for node in model.nodes(cst.Call):
+        naming = self._calls_naming
+        if naming is None:  # once per file: the calls that name each function, as callee or argument
+            naming = self._calls_naming = {}
+            for node in model.nodes(cst.Call):
+                seen: set[str] = set()
+                for expr in (node.func, *(a.value for a in node.args)):
+                    if isinstance(expr, cst.Name):
+                        seen.add(expr.value)
+                    elif isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) \
+                            and expr.value.value == "self":
+                        seen.add(expr.attr.value)
+                for text in seen:
+                    naming.setdefault(text, []).append(node)
+        for node in naming.get(name, ()):
             target = None
             for expr in (node.func, *(a.value for a in node.args)):
                 if isinstance(expr, cst.Name) and expr.value == name:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
+from bisect import bisect_left
 from typing import Callable, Iterator, TypeVar
 
 import libcst as cst
@@ -262,6 +263,9 @@ class ScopeModel:
         self._walk(interesting | self._always)
         self._facts: dict[Callable, object] = {}
         self._owner: dict[int, cst.CSTNode | None] = {}
+        self._span_end: dict[int, int] = {}
+        self._type_indices: dict[type, list[int]] = {}
+        self._owned: dict[type, dict[int, list[cst.CSTNode]]] = {}
         self._backward_names: set[tuple[int, str]] | None = None
         self._def_names: frozenset[str] | None = None
         self._call_sites: dict[int, list[cst.Call]] | None = None
@@ -565,6 +569,70 @@ class ScopeModel:
             child = a
         return False
 
+    # ------------------------------------------------------------ indexes
+    # Rules ask "which calls (events, assignments) are inside this loop / of this function" once
+    # per loop or function; scanning every node of the file for each would make a file's lint
+    # time grow with the square of its size. These answer from the document order instead.
+    def span(self, node: cst.CSTNode) -> tuple[int, int]:
+        """``(lo, hi)``: the nodes of ``ordered`` inside ``node`` (the module, or a node of
+        ``ordered``) are ``ordered[lo:hi]``: in a depth-first walk they form one run after it."""
+        ordered = self.ordered
+        if node is self.module:
+            return (1 if id(node) in self.order else 0), len(ordered)
+        start = self.order[id(node)] + 1
+        end = self._span_end.get(id(node))
+        if end is None:
+            lo, hi = start, len(ordered)
+            while lo < hi:  # the first node after the run: is_inside holds up to it, then never
+                mid = (lo + hi) // 2
+                if self.is_inside(ordered[mid], node):
+                    lo = mid + 1
+                else:
+                    hi = mid
+            end = self._span_end[id(node)] = lo
+        return start, end
+
+    def anchor(self, node: cst.CSTNode) -> cst.CSTNode:
+        """``node`` itself when it is in ``ordered`` (or the module), else its nearest such ancestor."""
+        order = self.order
+        cur: cst.CSTNode | None = node
+        while cur is not None and id(cur) not in order and cur is not self.module:
+            cur = self.parents.get(id(cur))
+        return self.module if cur is None else cur
+
+    def within(self, tp: type, container: cst.CSTNode) -> list[cst.CSTNode]:
+        """The nodes of type ``tp`` (one of the walk's types) inside ``container``, in document
+        order: the same as ``[n for n in self.nodes(tp) if self.is_inside(n, container)]``."""
+        nodes = self.by_type.get(tp)
+        if not nodes:
+            return []
+        indices = self._type_indices.get(tp)
+        if indices is None:
+            order = self.order
+            indices = self._type_indices[tp] = [order[id(n)] for n in nodes]
+        return self.sorted_within(nodes, indices, container, _same)
+
+    def sorted_within(self, items: list[_T], indices: list[int], container: cst.CSTNode,
+                      node_of: Callable[[_T], cst.CSTNode]) -> list[_T]:
+        """The items inside ``container``: ``items`` are in document order, ``indices`` their
+        nodes' indices in ``ordered`` and ``node_of(item)`` their node."""
+        anchor = self.anchor(container)
+        lo, hi = self.span(anchor)
+        found = items[bisect_left(indices, lo):bisect_left(indices, hi)]
+        if anchor is not container:  # a block, a test, an argument: not itself in ``ordered``
+            found = [item for item in found if self.is_inside(node_of(item), container)]
+        return found
+
+    def owned(self, tp: type, fn: cst.CSTNode | None) -> list[cst.CSTNode]:
+        """The nodes of type ``tp`` whose :meth:`enclosing_function` is ``fn`` (None: module level),
+        in document order."""
+        groups = self._owned.get(tp)
+        if groups is None:
+            groups = self._owned[tp] = {}
+            for n in self.by_type.get(tp, ()):
+                groups.setdefault(id(self.enclosing_function(n)), []).append(n)
+        return groups.get(id(fn), [])
+
     def scope_at(self, node: cst.CSTNode) -> Scope:
         if type(node) is cst.Name:
             scope = self.scope_of_name.get(id(node))
@@ -758,6 +826,10 @@ class ScopeModel:
 
     def nodes(self, tp: type) -> list[cst.CSTNode]:
         return self.by_type.get(tp, [])
+
+
+def _same(node: cst.CSTNode) -> cst.CSTNode:
+    return node
 
 
 def _attr_text(node: cst.CSTNode) -> str:

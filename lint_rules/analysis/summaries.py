@@ -26,6 +26,7 @@ deep); a parameter rebound first (``x = x.clone()``) is not written.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -130,6 +131,8 @@ class Summaries:
         self._building: set[int] = set()
         self._body: dict[int, list[cst.CSTNode]] = {}
         self._helper_events: list[tuple[cst.Call, list[Event]]] | None = None
+        self._helper_indices: list[int] = []
+        self._helper_owners: dict[int, list[tuple[cst.Call, list[Event]]]] | None = None
         self._writing: set[int] = set()
 
     # ------------------------------------------------------------ lookup
@@ -422,6 +425,7 @@ class Summaries:
                     found.append((call, [Event(e.kind, call, ANY if e.kind == CLEAR and e.target is None
                                                else e.target, index) for e in effects]))
             self._helper_events = found
+            self._helper_indices = [self.model.order[id(call)] for call, _ in found]
         return self._helper_events
 
     def helper_events(self, region: cst.CSTNode) -> list[Event]:
@@ -429,16 +433,24 @@ class Summaries:
         function's (or the module's) own body."""
         model = self.model
         out: list[Event] = []
+        calls = self.helper_calls()
+        if not calls:
+            return out
         if isinstance(region, (cst.For, cst.While)):
             owner = model.enclosing_function(region)
-            for call, events in self.helper_calls():
+            lo, hi = model.span(region)  # a call in the loop's body is inside the loop
+            indices = self._helper_indices
+            for call, events in calls[bisect_left(indices, lo):bisect_left(indices, hi)]:
                 if model.in_loop_body(call, region) and model.enclosing_function(call) is owner:
                     out.extend(events)
         else:
-            owner = None if region is model.module else region
-            for call, events in self.helper_calls():
-                if model.enclosing_function(call) is owner:
-                    out.extend(events)
+            owners = self._helper_owners
+            if owners is None:
+                owners = self._helper_owners = {}
+                for call, events in calls:
+                    owners.setdefault(id(model.enclosing_function(call)), []).append((call, events))
+            for call, events in owners.get(id(None if region is model.module else region), ()):
+                out.extend(events)
         return out
 
 

@@ -18,6 +18,7 @@ loop.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -68,6 +69,8 @@ class TrainingFacts:
                 self.events.append(ev)
         self._closures: set[int] | None = None
         self._step_functions: set[int] | None = None
+        self._indices = [ev.index for ev in self.events]  # ascending: events are in document order
+        self._by_function: dict[int, list[Event]] | None = None
         # Innermost loop (within the same function) of every event, and loop -> events.
         self.loop_events: dict[int, list[Event]] = {}
         self.direct_events: dict[int, list[Event]] = {}
@@ -166,6 +169,25 @@ class TrainingFacts:
         """The FunctionDef a Name or ``self.method`` refers to, when it is defined in this file."""
         return self.model.local_function(expr)
 
+    # ------------------------------------------------------------- indexes
+    def events_within(self, container: cst.CSTNode) -> list[Event]:
+        """Events inside ``container``, in document order (found by position, not by a scan)."""
+        return self.model.sorted_within(self.events, self._indices, container, _node_of)
+
+    def events_between(self, start: int, end: int) -> list[Event]:
+        """Events whose index is strictly between ``start`` and ``end``."""
+        indices = self._indices
+        return self.events[bisect_left(indices, start + 1):bisect_left(indices, end)]
+
+    def function_events(self, fn: cst.CSTNode | None) -> list[Event]:
+        """Events whose :meth:`~ScopeModel.enclosing_function` is ``fn`` (None: module level)."""
+        groups = self._by_function
+        if groups is None:
+            groups = self._by_function = {}
+            for ev in self.events:
+                groups.setdefault(id(self.model.enclosing_function(ev.node)), []).append(ev)
+        return groups.get(id(fn), [])
+
     # --------------------------------------------------------------- loops
     def is_training_loop(self, loop: cst.CSTNode) -> bool:
         return any(e.kind in (BACKWARD, STEP) for e in self.loop_events.get(id(loop), ()))
@@ -178,16 +200,15 @@ class TrainingFacts:
 
     def is_epoch_loop(self, loop: cst.CSTNode) -> bool:
         """A loop around a training loop."""
-        for other in self.training_loops():
-            if other is not loop and self.model.is_inside(other, loop):
-                return True
-        return False
+        model = self.model
+        return any(self.is_training_loop(other)
+                   for tp in (cst.For, cst.While) for other in model.within(tp, loop))
 
     def region_events(self, region: cst.CSTNode) -> list[Event]:
         """Events of one loop iteration, or of one function body, in statement order."""
         if isinstance(region, (cst.For, cst.While)):
             return sorted(self.loop_events.get(id(region), ()), key=lambda e: e.index)
-        return [e for e in self.events if self._region_of_function(e.node) is region]
+        return list(self.function_events(None if region is self.model.module else region))
 
     def _region_of_function(self, node: cst.CSTNode) -> cst.CSTNode:
         fn = self.model.enclosing_function(node)
@@ -219,6 +240,10 @@ def wiped_accumulations(model: "FileModel", events: list[Event], region: cst.CST
                 out.append(clear)
                 break
     return out
+
+
+def _node_of(event: Event) -> cst.CSTNode:
+    return event.node
 
 
 def _is_zero(expr: cst.CSTNode) -> bool:

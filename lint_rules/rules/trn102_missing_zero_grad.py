@@ -69,9 +69,10 @@ class MissingZeroGrad(Rule):
         helpers = self.model.fact(Summaries)
         direct = [ev for ev in facts.events if ev.kind == STEP]
         through_helpers = [ev for _, evs in helpers.helper_calls() for ev in evs if ev.kind == STEP]
+        direct_set = set(direct)  # events are equal by value, as in a list; a set finds them at once
         for ev in direct + through_helpers:
             loop = self._training_loop_of(ev, helpers)
-            if loop is None or (ev in direct and self._built_in(ev, loop)):
+            if loop is None or (ev in direct_set and self._built_in(ev, loop)):
                 continue
             if not self._clears(loop, ev.key, helpers):
                 self.report(ev.node)
@@ -98,9 +99,8 @@ class MissingZeroGrad(Rule):
 
     def _clears(self, loop: cst.CSTNode, key: str | None, helpers: Summaries) -> bool:
         facts = self.model.training
-        for ev in facts.events:
-            if ev.kind == CLEAR and (ev.key == ANY or ev.key == key) \
-                    and self.model.is_inside(ev.node, loop):
+        for ev in facts.events_within(loop):
+            if ev.kind == CLEAR and (ev.key == ANY or ev.key == key):
                 return True
         # a helper's zero_grad() counts whatever it clears: its target's kind is out of sight
         return any(ev.kind == CLEAR for ev in helpers.helper_events(loop))

@@ -129,12 +129,12 @@ class RetainGraphInTrainingLoop(Rule):
         """Another backward()/autograd.grad() after ``node`` in the same iteration."""
         model = self.model
         here = model.order[id(node)]
-        for ev in model.training.events:
+        for ev in model.training.events_within(region):
             if ev.kind == BACKWARD and ev.index > here and ev.node is not node \
-                    and model.is_inside(ev.node, region) and not model.mutually_exclusive(ev.node, node):
+                    and not model.mutually_exclusive(ev.node, node):
                 return True
-        for call in model.nodes(cst.Call):
-            if model.order[id(call)] <= here or not model.is_inside(call, region):
+        for call in model.within(cst.Call, region):
+            if model.order[id(call)] <= here:
                 continue
             func = call.func
             if isinstance(func, (cst.Attribute, cst.Name)) and _leaf(func) == "grad" \

@@ -130,6 +130,7 @@ class TensorDataAttribute(Rule):
     def __init__(self, model) -> None:
         super().__init__(model)
         self._statements: set[int] = set()
+        self._applied: set[str] | None = None
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if node.attr.value != "data":
@@ -231,14 +232,15 @@ class TensorDataAttribute(Rule):
         """``model.apply(fn)`` calls ``fn`` on every submodule: its argument is a module."""
         if not isinstance(fn, cst.FunctionDef):
             return False
-        name = fn.name.value
-        for call in self.model.nodes(cst.Call):
-            if call_method(call) == "apply" and len(call.args) == 1:
-                arg = call.args[0].value
-                text = dotted(arg)
-                if text is not None and text.rsplit(".", 1)[-1] == name:
-                    return True
-        return False
+        applied = self._applied
+        if applied is None:  # once per file: the last parts of what `<x>.apply(<fn>)` calls apply
+            applied = self._applied = set()
+            for call in self.model.nodes(cst.Call):
+                if call_method(call) == "apply" and len(call.args) == 1:
+                    text = dotted(call.args[0].value)
+                    if text is not None:
+                        applied.add(text.rsplit(".", 1)[-1])
+        return fn.name.value in applied
 
     def _isinstance_module(self, expr: cst.CSTNode) -> bool:
         """Inside ``if isinstance(m, nn.Linear):`` (or a tuple of torch.nn classes)."""
@@ -282,7 +284,6 @@ class TensorDataAttribute(Rule):
         if any(facts.is_training_loop(loop) for loop in model.enclosing_loops(node)):
             return True
         fn = model.enclosing_function(node)
-        if fn is not None and any(model.enclosing_function(ev.node) is fn for ev in facts.events
-                                  if ev.kind in (BACKWARD, STEP)):
+        if fn is not None and any(ev.kind in (BACKWARD, STEP) for ev in facts.function_events(fn)):
             return True
         return any(_reads_grad(v) for v in _written_values(model, node))

@@ -138,7 +138,7 @@ class HostDeviceSyncInTrainingLoop(Rule):
 
     def _holds_step(self, guard: cst.CSTNode) -> bool:
         """`if (i + 1) % accum == 0: opt.step()` marks the step boundary, not a logging interval."""
-        return any(e.kind == STEP and self.model.is_inside(e.node, guard) for e in self.model.training.events)
+        return any(e.kind == STEP for e in self.model.training.events_within(guard))
 
 
 

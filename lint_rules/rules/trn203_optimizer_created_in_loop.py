@@ -111,18 +111,20 @@ class OptimizerCreatedInLoop(Rule):
         body before ``call``: the set of trained parameters changes this iteration."""
         model = self.model
         index = model.order[id(call)]
-        for node in model.nodes(cst.Call):
+        for node in model.within(cst.Call, loop):
             if model.order[id(node)] >= index:
                 break
             func = node.func
-            leaf = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
-            if (leaf == "requires_grad_" or "freeze" in leaf.lower()) and model.is_inside(node, loop):
+            # `fns[0](x)`: a call of a subscript or of a call has no name (its .value is a node)
+            leaf = func.attr.value if isinstance(func, cst.Attribute) else \
+                func.value if isinstance(func, cst.Name) else ""
+            if leaf == "requires_grad_" or "freeze" in leaf.lower():
                 return True
-        for node in model.nodes(cst.Assign):
+        for node in model.within(cst.Assign, loop):
             if model.order[id(node)] >= index:
                 break
             if any(isinstance(t.target, cst.Attribute) and t.target.attr.value == "requires_grad"
-                   for t in node.targets) and model.is_inside(node, loop):
+                   for t in node.targets):
                 return True
         return False
 

@@ -80,7 +80,7 @@ class EvaluationWithoutNoGrad(Rule):
     def __init__(self, model: "FileModel") -> None:
         super().__init__(model)
         self._facts = model.fact(FileFacts)
-        self._grad_disabled_at: list[tuple[int, cst.CSTNode | None]] | None = None
+        self._grad_disabled_at: dict[int, int] | None = None
 
     def visit_For(self, node: cst.For) -> None:
         if any(not self._grad_managed(call, node) for call in self._facts.evaluation_calls(node)) \
@@ -122,13 +122,14 @@ class EvaluationWithoutNoGrad(Rule):
 
     def _grad_disabled_before(self, loop: cst.For, fn: cst.CSTNode | None) -> bool:
         """``torch.set_grad_enabled(False)`` as a statement earlier in the function or module."""
-        if self._grad_disabled_at is None:
-            found = []
+        if self._grad_disabled_at is None:  # the first such statement of each function (None: module level)
+            first: dict[int, int] = {}
             for call in self.model.nodes(cst.Call):
                 if call.args and not is_true(call.args[0].value) \
                         and isinstance(self.model.parent(call), cst.Expr) \
                         and self.model.qualified_name(call.func) == SET_GRAD_ENABLED:
-                    found.append((self.model.order[id(call)], self.model.enclosing_function(call)))
-            self._grad_disabled_at = found
+                    first.setdefault(id(self.model.enclosing_function(call)), self.model.order[id(call)])
+            self._grad_disabled_at = first
         index = self.model.order[id(loop)]
-        return any(i < index and (region is None or region is fn) for i, region in self._grad_disabled_at)
+        first = self._grad_disabled_at
+        return first.get(id(None), index) < index or (fn is not None and first.get(id(fn), index) < index)

@@ -120,8 +120,15 @@ class TrainModeNotRestored(Rule):
         """``if phase == "train": model.train() else: model.eval()``: the two branches are
         one per-pass choice of mode, not an eval() that follows a train()."""
         model = self.model
+        # only a call inside an `if` around ``node`` can be in its other branch: look inside the outermost
+        outermost = None
+        for a in model.ancestors(node):
+            if isinstance(a, (cst.If, cst.IfExp)):
+                outermost = a
+        if outermost is None:
+            return False
         return any(mode == TRAIN and model.mutually_exclusive(node, call)
-                   for _, call, mode in self._facts.mode_calls())
+                   for _, call, mode in self._facts.mode_calls_within(outermost))
 
     @staticmethod
     def _trains_before_restore(events: list[ModeEvent], i: int) -> bool:

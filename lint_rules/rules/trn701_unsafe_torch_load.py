@@ -144,8 +144,8 @@ class UnsafeTorchLoad(Rule):
                 handler = next((h for h in a.handlers if self.model.is_inside(node, h)), None)
                 if handler is None or not _catches_type_error(handler):
                     return False
-                return any(keyword_arg(c, "weights_only") is not None and self.model.is_inside(c, a.body)
-                           for c in self.model.nodes(cst.Call))
+                return any(keyword_arg(c, "weights_only") is not None
+                           for c in self.model.within(cst.Call, a.body))
         return False
 
 

@@ -81,6 +81,7 @@ class WholeModelSaved(Rule):
     def __init__(self, model) -> None:
         super().__init__(model)
         self._facts = facts(model)
+        self._stateful: set[str] | None = None
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
@@ -102,9 +103,12 @@ class WholeModelSaved(Rule):
         text = dotted(expr)
         if text is None:
             return False
-        return self.model.kind_of(expr) in (MODULE, OPTIMIZER) or any(
-            isinstance(c.func, cst.Attribute) and c.func.attr.value in _STATEFUL_METHODS
-            and dotted(c.func.value) == text for c in self.model.nodes(cst.Call))
+        if self.model.kind_of(expr) in (MODULE, OPTIMIZER):
+            return True
+        if self._stateful is None:  # once per file: the receivers of those methods
+            self._stateful = {dotted(c.func.value) for c in self.model.nodes(cst.Call)
+                              if isinstance(c.func, cst.Attribute) and c.func.attr.value in _STATEFUL_METHODS}
+        return text in self._stateful
 
     def _holds_module(self, obj: cst.CSTNode, depth: int = 0) -> bool:
         if depth > 3:

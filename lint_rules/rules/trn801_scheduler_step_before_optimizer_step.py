@@ -112,7 +112,10 @@ class SchedulerStepBeforeOptimizerStep(Rule):
         model = self.model
         facts = model.training
         out: list[cst.CSTNode] = []
-        for ev in facts.events:
+        # only nodes inside the region can be in it: a loop's, or its function's (the module's)
+        loop = isinstance(region, (cst.For, cst.While))
+        for ev in (facts.events_within(region) if loop else
+                   facts.function_events(None if region is model.module else region)):
             if ev.kind != STEP:
                 continue
             if optimizer is not None and ev.key is not None and ev.key != optimizer:
@@ -122,7 +125,8 @@ class SchedulerStepBeforeOptimizerStep(Rule):
         stepping = self._stepping_functions()
         project = getattr(model, "project_facts", None)
         if stepping or project is not None:
-            for call in model.nodes(cst.Call):
+            for call in (model.within(cst.Call, region) if loop else
+                         model.owned(cst.Call, None if region is model.module else region)):
                 if not isinstance(call.func, (cst.Name, cst.Attribute)):
                     continue
                 fn = facts.local_function(call.func)

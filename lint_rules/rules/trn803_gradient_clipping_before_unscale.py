@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from bisect import bisect_left
+
 import libcst as cst
 
 from lint_rules.analysis.kinds import SCALER
@@ -94,19 +96,20 @@ class GradientClippingBeforeUnscale(Rule):
             if ev.kind == BACKWARD:
                 marks.append((ev.index, SCALED if self._is_scaled(ev.node) else PLAIN, ev.node))
         marks.sort(key=lambda m: m[0])
+        by_function: dict[int, list[tuple[int, str, cst.Call]]] = {}  # each clip looks only at its own function's
+        for mark in marks:
+            by_function.setdefault(id(model.enclosing_function(mark[2])), []).append(mark)
         for clip in clips:
-            if self._last_mark(clip, marks) == SCALED:
+            if self._last_mark(clip, by_function.get(id(model.enclosing_function(clip)), [])) == SCALED:
                 self.report(clip)
 
     def _last_mark(self, clip: cst.Call, marks: list[tuple[int, str, cst.Call]]) -> str | None:
-        """The kind of the last backward/unscale_ before ``clip`` in its own function."""
+        """The kind of the last backward/unscale_ before ``clip`` among ``marks`` (those of its own
+        function, in document order)."""
         model = self.model
         index = model.order[id(clip)]
-        fn = model.enclosing_function(clip)
-        for order, kind, node in reversed(marks):
-            if order >= index:
-                continue
-            if model.enclosing_function(node) is not fn or model.mutually_exclusive(node, clip):
+        for order, kind, node in reversed(marks[:bisect_left(marks, index, key=lambda m: m[0])]):
+            if model.mutually_exclusive(node, clip):
                 continue
             return kind
         return None

@@ -85,8 +85,8 @@ class DdpModelMovedAfterWrap(Rule):
         fn = model.enclosing_function(move)
         index = model.order[id(move)]
         before = after = False
-        for ev in model.training.events:
-            if ev.kind == CLEAR or model.enclosing_function(ev.node) is not fn:
+        for ev in model.training.function_events(fn):
+            if ev.kind == CLEAR:
                 continue
             if ev.index < index:
                 before = True

@@ -231,6 +231,21 @@ def test_positions_of_places_repeated_text_exactly(monkeypatch):
     assert [ranges[id(c)] for c in calls] == [expected[id(c)] for c in calls]
 
 
+@pytest.mark.parametrize("name", ["crlf", "lone cr", "repeated statements", "compound statements"])
+def test_positions_of_many_nodes_in_any_order(name):
+    """Lines are counted on from the statement placed before (not from the top for each): asked
+    together, backwards or interleaved, every node still gets PositionProvider's range."""
+    source = TRICKY[name]
+    module = cst.parse_module(source)
+    expected = _expected(module)
+    parents = ScopeModel(module).parents
+    nodes = [n for n in _all_nodes(module) if isinstance(n, (cst.Name, cst.Call, cst.SimpleStatementLine))]
+    assert len(nodes) > 5
+    for order in (nodes[::-1], nodes[::2] + nodes[1::2], nodes[len(nodes) // 2:] + nodes[:len(nodes) // 2]):
+        ranges, _ = positions_of(module, source, parents, order)
+        assert [ranges[id(n)] for n in order] == [expected[id(n)] for n in order]
+
+
 def test_positions_of_outside_statements_is_the_whole_module():
     source = TRICKY["decorators and comments"]
     module = cst.parse_module(source)

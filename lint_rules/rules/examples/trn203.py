@@ -157,4 +157,17 @@ INVALID = [
             step += 1
         """
     ),
+    Invalid(
+        """
+        # a call of a subscript or of a call before the optimizer (its callee has no name)
+        import torch
+        for x, y in loader:
+            hooks[0](model)
+            make_callback()(x)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)  # BUG
+            opt.zero_grad()
+            criterion(model(x), y).backward()
+            opt.step()
+        """
+    ),
 ]
