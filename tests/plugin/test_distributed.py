@@ -456,7 +456,7 @@ REFERENCES = textwrap.dedent('''
 
 
     @pytest.mark.parametrize("path", {paths!r}, ids=["correct", "raises", "collective"])
-    @pytest.mark.distributed(world_size=2, timeout=6)
+    @pytest.mark.distributed(world_size=2, timeout=12)
     def test_evaluate(rank, world_size, path):
         mod = _load(path)
         accuracy = mod.evaluate(mod.build_model(), rank, world_size)
@@ -465,6 +465,8 @@ REFERENCES = textwrap.dedent('''
 
 
 def test_references_pass_and_twins_are_caught(inner, pytester) -> None:
+    # timeout=12 (a process-group timeout of 9 s): the deadline also covers starting the ranks, which
+    # took over 6 s on a busy 2-core machine (the suite's other xdist worker, other jobs).
     paths = [str(FIXTURES / "correct" / "ddp_metrics.py"),
              str(FIXTURES / "buggy" / "ddp_metrics__raises_on_rank_1.py"),
              str(FIXTURES / "buggy" / "ddp_metrics__collective_on_one_rank.py")]
@@ -625,13 +627,15 @@ def test_torchrun_mode_hang_prints_stacks_and_ends_the_job(inner, pytester: pyte
         import pytest
 
 
-        @pytest.mark.distributed(world_size=2, timeout=3)
+        @pytest.mark.distributed(world_size=2, timeout=10)
         def test_hang(rank):
             import time
 
             while True:
                 time.sleep(0.05)
     '''))
+    # timeout=10: in torchrun mode the ranks join the group within the process-group timeout (7.5 s
+    # here); with timeout=3 (1 s) a rank that started late on a busy machine failed to join.
     started = time.monotonic()
     logs = pytester.path / "logs"
     # Each rank's stderr goes to its own file, so the two stack dumps cannot interleave.
@@ -643,7 +647,7 @@ def test_torchrun_mode_hang_prints_stacks_and_ends_the_job(inner, pytester: pyte
     assert len(errs) == 2, (errs, result.stderr.str())
     for path in errs:  # each rank dumps its own stack, pointing into the test
         err = path.read_text()
-        assert "Timeout (0:00:03)!" in err, err
+        assert "Timeout (0:00:10)!" in err, err
         assert re.search(r'File ".*test_hang.py", line \d+ in test_hang', err), err
     assert result.ret != 0
     assert elapsed < 60, f"took {elapsed:.0f} s"
