@@ -2,7 +2,7 @@
 
 For every case of manifest.toml, writes the repository's tree at the parent and at the fix commit
 (every Python file, and the files that state the project's dependencies: pyproject.toml,
-setup.py, setup.cfg, requirements*.txt), with `git archive`, so that cross-file facts can be
+setup.py, setup.cfg, requirements*.txt), read from git (ls-tree and cat-file), so that cross-file facts can be
 resolved as in the project itself:
 
     <out>/<owner>+<repo>/<commit>/...          one tree per commit, shared by the cases at it
@@ -21,12 +21,10 @@ error with the reason), 2 on bad arguments or a malformed manifest.
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import re
 import subprocess
 import sys
-import tarfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -37,24 +35,52 @@ from cases import MANIFEST, MinedCase, load  # noqa: E402
 from fetch_cases import git_dir  # noqa: E402
 from realbugs_manifest import ManifestError  # noqa: E402
 
-# What a tree holds: the code, and what project_for reads for the torch bound.
-PATHSPECS = ("*.py", "*pyproject.toml", "*setup.py", "*setup.cfg", "*requirements*.txt")
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
 
+def _wanted(path: str) -> bool:
+    name = path.rsplit("/", 1)[-1]
+    return name.endswith(".py") or name in ("pyproject.toml", "setup.py", "setup.cfg") or \
+        (name.startswith("requirements") and name.endswith(".txt"))
+
+
 def write_tree(git: Path, commit: str, target: Path) -> None:
-    """Extract the tree of ``commit`` (the files of PATHSPECS) into ``target``; done once per commit."""
+    """Write the files of ``commit`` that a lint needs (see _wanted) under ``target``; once per commit.
+
+    The tree is listed with ``git ls-tree`` and the blobs read with one ``git cat-file --batch`` (as
+    ``git archive`` would, without failing on a pattern that matches nothing in an old commit).
+    """
     done_marker = target / ".materialised"
     if done_marker.is_file():
         return
-    archive = subprocess.run(["git", "--git-dir", str(git), "archive", "--format=tar", commit, "--", *PATHSPECS],
+    listing = subprocess.run(["git", "--git-dir", str(git), "ls-tree", "-r", "-z", commit],
                              capture_output=True)
-    if archive.returncode != 0:
-        raise RuntimeError(f"git archive {commit[:12]}: {archive.stderr.decode(errors='replace').strip()[:200]}")
+    if listing.returncode != 0:
+        raise RuntimeError(f"git ls-tree {commit[:12]}: {listing.stderr.decode(errors='replace').strip()[:200]}")
+    blobs = []
+    for entry in listing.stdout.split(b"\0"):
+        if not entry:
+            continue
+        meta, _, path = entry.partition(b"\t")
+        mode, kind, sha = meta.split()
+        name = path.decode("utf-8", "replace")
+        # Regular files only (no links out of the tree), and no path that climbs out of it.
+        if kind == b"blob" and mode in (b"100644", b"100755") and _wanted(name) and ".." not in name.split("/"):
+            blobs.append((sha.decode(), name))
+    batch = subprocess.run(["git", "--git-dir", str(git), "cat-file", "--batch"],
+                           input="".join(f"{sha}\n" for sha, _ in blobs).encode(), capture_output=True)
+    if batch.returncode != 0:
+        raise RuntimeError(f"git cat-file {commit[:12]}: {batch.stderr.decode(errors='replace').strip()[:200]}")
+    out, pos = batch.stdout, 0
+    for _, name in blobs:
+        header_end = out.index(b"\n", pos)
+        size = int(out[pos:header_end].split()[2])
+        data = out[header_end + 1:header_end + 1 + size]
+        pos = header_end + 1 + size + 1  # the blob is followed by a newline
+        dest = target / name
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(data)
     target.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
-        members = [m for m in tar.getmembers() if m.isfile() or m.isdir()]  # no links out of the tree
-        tar.extractall(target, members=members, filter="data")
     done_marker.write_text(commit + "\n")
 
 
@@ -80,7 +106,7 @@ def materialise(case: MinedCase, mirrors: Path, out: Path) -> str | None:
     try:
         for commit in (c.parent_commit, c.fix_commit):
             write_tree(git, commit, case.tree(out, commit))
-    except (RuntimeError, tarfile.TarError, OSError) as e:
+    except (RuntimeError, OSError, ValueError) as e:
         return str(e)
     for commit, path in ((c.parent_commit, c.path_before), (c.fix_commit, c.path)):
         if not (case.tree(out, commit) / path).is_file():
