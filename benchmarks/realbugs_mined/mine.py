@@ -141,7 +141,8 @@ FAMILIES: dict[str, tuple[str, str, object]] = {
     "no-grad-added": ("TRN601", "adds torch.no_grad()/inference_mode()",
                       lambda d: d.more(r"no_grad\(\)|inference_mode\(")),
     "eval-added": ("TRN602", "adds model.eval()", lambda d: d.more(r"\.eval\(\)")),
-    "train-added": ("TRN603", "adds model.train()", lambda d: d.more(r"\.train\(\)|\.train\(True\)|\.train\(mode=True\)")),
+    "train-added": ("TRN603", "adds model.train()",
+                    lambda d: d.more(r"\.train\(\)|\.train\(True\)|\.train\(mode=True\)")),
     "dropout-training-added": ("TRN604", "passes training=self.training to F.dropout",
                                lambda d: d.more(r"training\s*=\s*self\.training")),
     "weights-only-added": ("TRN701", "adds weights_only=True to torch.load",
@@ -166,9 +167,10 @@ KEYS = {
     "save-guarded-by-rank": r"rank|main_process|master", "module-list-added": r"Module|Parameter|\[\]",
     "register-buffer-added": r"register_buffer|self\.\w+\s*=", "forward-call-replaced": r"forward\(",
     "super-init-added": r"__init__", "softmax-before-cross-entropy": r"oftmax|cross_entropy|CrossEntropy",
-    "sigmoid-before-bce": r"sigmoid|BCE|binary_cross", "log-of-softmax": r"softmax|log", "nll-without-log-softmax":
-    r"softmax|nll|NLL", "no-grad-added": r"no_grad|inference_mode", "eval-added": r"\.eval\(", "train-added":
-    r"\.train\(", "dropout-training-added": r"dropout|training", "weights-only-added": r"weights_only|load\(",
+    "sigmoid-before-bce": r"sigmoid|BCE|binary_cross", "log-of-softmax": r"softmax|log",
+    "nll-without-log-softmax": r"softmax|nll|NLL", "no-grad-added": r"no_grad|inference_mode",
+    "eval-added": r"\.eval\(", "train-added": r"\.train\(", "dropout-training-added": r"dropout|training",
+    "weights-only-added": r"weights_only|load\(",
     "state-dict-saved": r"save\(|state_dict", "scheduler-step-moved": r"\.step\(|zero_grad|backward",
     "amp-api-migrated": r"amp|autocast|GradScaler", "unscale-added": r"unscale_|clip_grad",
 }
@@ -353,7 +355,8 @@ def cmd_scan(args) -> int:
     with open(args.repositories, "w", encoding="utf-8") as fh:
         fh.write("# Repositories scanned by mine.py (the HEAD of each snapshot) and their half (split.py).\n"
                  f"# Scanned: the {args.max_commits} most recent non-merge commits of each; a commit changing more\n"
-                 f"# than {args.max_lines} lines of Python, and a file adding more than {args.max_file_lines} lines or a\n"
+                 f"# than {args.max_lines} lines of Python, and a file adding more than {args.max_file_lines} "
+                 "lines or a\n"
                  "# def/class, are skipped.\n")
         for repository, head, h, n in rows:
             fh.write(f'\n[[repo]]\nname = "{repository}"\ncommit = "{head}"\nhalf = "{h}"\ncandidates = {n}\n')
@@ -411,7 +414,8 @@ def cmd_show(args) -> int:
             print(f"mine.py: error: no candidate {cid!r} in {args.candidates}", file=sys.stderr)
             return 2
         git = _mirror_of(c["repository"], args.mirrors)
-        print(f"=== {cid}  [{c['family']} {c['expected']}]  {c['repository']} {c['fix_commit'][:10]}\n"
+        print(f"=== {cid}  [{c['family']} {c['expected']}]  {c['repository']} "
+              f"{c['fix_commit'][:10]}\n"
               f"    {c['subject']}\n    {c['path']}  +{c['added']} -{c['removed']} (commit {c['commit_lines']})")
         diff = _git(git, "show", f"-U{args.context}", "--format=", c["fix_commit"], "--", c["path"])
         print((_hunks_matching(diff, KEYS[c["family"]]) or diff)[:args.limit])

@@ -118,7 +118,8 @@ def test_verified_candidate_is_materialised_and_scored(tmp_path, mirrors):
     verdicts = tmp_path / "verdicts.csv"
     verdicts.write_text(f"id,verdict,shape,reason,expected\n{cid},verified,direct,The loop never clears gradients.,\n")
     manifest = tmp_path / "manifest.toml"
-    made = _run("mine.py", "--candidates", str(out), "--verdicts", str(verdicts), "manifest", "--manifest", str(manifest))
+    made = _run("mine.py", "--candidates", str(out), "--verdicts", str(verdicts),
+                "manifest", "--manifest", str(manifest))
     assert made.returncode == 0, made.stderr
     assert "1 verified cases" in made.stdout
 
