@@ -76,10 +76,10 @@ def _half(name: str) -> str:
 def mirrors(tmp_path):
     mirrors = tmp_path / "mirrors"
     shas = _repo(mirrors, "acme/widgets", [
-        {"train.py": BUGGY, "README.md": "x"},
+        {"train.py": BUGGY, "README.md": "x", "tests/test_train.py": BUGGY},
         {"train.py": FIXED},
         {"train.py": FEATURE},
-        {"tests/test_train.py": FIXED},  # a test file is never a case
+        {"tests/test_train.py": FIXED},  # the same fix in a test file is never a case
     ])
     # A reserved repository (benchmarks/precision/README.md) with the same fix is never scanned.
     _repo(mirrors, "facebookresearch/fairseq", [{"train.py": BUGGY}, {"train.py": FIXED}])
