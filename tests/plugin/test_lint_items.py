@@ -39,11 +39,14 @@ def test_results_are_cached_and_torch_is_not_imported(pytester, inner):
         "def pytest_sessionfinish(session):\n"
         "    open('torch_loaded.txt', 'w').write(str('torch' in sys.modules))\n"))
     inner.run("--torchcheck-lint").assert_outcomes(passed=1, failed=1)  # conftest.py is clean
-    entries = {json.loads(e.read_text())["path"]: e for e in (pytester.path / ".torchcheck_cache").rglob("*.json")}
+    from lint_rules.cache import _seal  # an entry is sealed with its digest: a merely edited one is a miss
+
+    entries = {json.loads(e.read_text())["entry"]["path"]: e
+               for e in (pytester.path / ".torchcheck_cache").rglob("*.json")}
     assert set(entries) == {"helper.py", "conftest.py"}
-    data = json.loads(entries["helper.py"].read_text())
+    data = json.loads(entries["helper.py"].read_text())["entry"]
     assert [f["code"] for f in data["findings"]] == ["TRN301"]
     data["findings"] = []  # a run served from the cache now passes
-    entries["helper.py"].write_text(json.dumps(data))
+    entries["helper.py"].write_text(_seal(json.dumps(data)))
     inner.run("--torchcheck-lint").assert_outcomes(passed=2)
     assert (pytester.path / "torch_loaded.txt").read_text() == "False"
