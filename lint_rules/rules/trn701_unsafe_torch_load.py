@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import os
+
 import libcst as cst
 
 from lint_rules.analysis.context import in_test
@@ -28,8 +30,8 @@ class UnsafeTorchLoad(Rule):
 
     - `torch>=2.6` or newer: a bare `torch.load(path)` is safe, nothing is reported;
     - a lower bound from 1.13 to below 2.6 (`torch>=2.0`): reported as an error;
-    - a lower bound below 1.13: nothing is reported for a bare load (the keyword
-      does not exist there);
+    - a lower bound below 1.13: reported as a warning that asks to raise the floor,
+      without a fix (the keyword does not exist there);
     - no lower bound on torch in those files: reported as a warning.
 
     Loads in tests (`def test_*`, `unittest.TestCase` methods) are not reported:
@@ -68,9 +70,9 @@ class UnsafeTorchLoad(Rule):
     bound is read from `pyproject.toml`, `setup.cfg`, a literal `install_requires`
     in `setup.py`, `requirements*.txt` and `environment.yml`; a bound computed at
     install time is not seen, so a bare `torch.load` there is reported as a warning.
-    A project that supports torch older than 1.13 gets no finding for a bare
-    `torch.load`: `weights_only=` raises `TypeError` there, so the advice could not
-    be followed without dropping those versions. Other
+    In a project that supports torch older than 1.13, `weights_only=` raises
+    `TypeError`, so a bare `torch.load` there gets a warning asking to raise the
+    floor, and no fix. Other
     loaders that unpickle (`torch.hub.load_state_dict_from_url`, `pickle.load`)
     are not checked.
 
@@ -123,7 +125,12 @@ class UnsafeTorchLoad(Rule):
             self.report(node, "torch.load without weights_only unpickles the file on torch < 2.6 (the default "
                               "is weights_only=False there): declare torch>=2.6 or pass weights_only=True",
                         severity=WARNING, fix=fix)
-        elif _HAS_WEIGHTS_ONLY <= floor < _SAFE_DEFAULT:
+        elif floor < _HAS_WEIGHTS_ONLY:
+            source = os.path.basename(getattr(project, "source", None) or "") or "the project's requirements"
+            self.report(node, f"torch.load without weights_only unpickles the file; weights_only=True needs torch "
+                              f"1.13, newer than the torch>={floor[0]}.{floor[1]} this project declares ({source}): "
+                              f"raise that floor and pass weights_only=True", severity=WARNING)
+        elif floor < _SAFE_DEFAULT:
             self.report(node, f"torch.load without weights_only unpickles the file on torch < 2.6, which this "
                               f"project supports (torch>={floor[0]}.{floor[1]}): pass weights_only=True", fix=fix)
 

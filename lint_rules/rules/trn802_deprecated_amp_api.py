@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import re
 
 import libcst as cst
@@ -67,11 +68,12 @@ class DeprecatedAmpApi(Rule):
     ```
 
     ## Known problems
-    `torch.amp.GradScaler` appeared in torch 2.3 and `torch.autocast` in 1.10, so
-    `torch.cuda.amp.GradScaler` (and, before 1.10, `autocast`) is not flagged in a
+    `torch.amp.GradScaler` appeared in torch 2.3 and `torch.autocast` in 1.10. In a
     project that declares support for an older torch (`torch>=2.0` in
     `pyproject.toml`, `setup.cfg`, `setup.py`, `requirements*.txt` or
-    `environment.yml`); without a declaration it is flagged. Uses in an
+    `environment.yml`), the finding says so and asks to raise the floor, without a
+    fix: the replacement would break the older versions the project claims to
+    support (declared floors are often stale, and projects do move on). Uses in an
     `except (ImportError, AttributeError, TypeError):` fallback or under a torch
     version test (`if TORCH_VERSION < (2, 4):`, `hasattr(torch.amp, "GradScaler")`)
     are taken as deliberate support for old torch and stay quiet (no finding, so no
@@ -120,16 +122,22 @@ class DeprecatedAmpApi(Rule):
         project = getattr(model, "project", None)
         oldest = getattr(project, "torch_min_version", None)
         self._changes_defaults: bool | None = None  # the file calls torch.set_autocast_*: read on demand
-        # Advice never names an API the oldest supported torch lacks.
-        self._flags = frozenset(q for q in _REPLACEMENTS
-                                if oldest is None or oldest >= _INTRODUCED[_REPLACEMENTS[q].split("(")[0]])
+        self._flags = frozenset(_REPLACEMENTS)
+        # Advice never names an API the oldest supported torch lacks without saying so: such a finding
+        # asks to raise the floor instead, and carries no fix.
+        self._floor = oldest
+        self._source = os.path.basename(getattr(project, "source", None) or "") or "the project's requirements"
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if node.attr.value not in _LEAVES:
             return
         q = self.model.qualified_name(node)
         if q in self._flags and not self._only_referenced(node) and not self._compatibility_fallback(node):
-            self.report(node, _message(q), fix=self._fix(node, q))
+            needs = _INTRODUCED[_REPLACEMENTS[q].split("(")[0]]
+            if self._floor is not None and self._floor < needs:
+                self.report(node, _below_floor(q, needs, self._floor, self._source))
+            else:
+                self.report(node, _message(q), fix=self._fix(node, q))
 
     def _fix(self, node: cst.Attribute, q: str) -> RuleFix | None:
         call = self.model.parent(node)
@@ -180,7 +188,11 @@ class DeprecatedAmpApi(Rule):
         names = [f"{module}.{_text(alias.name)}" for alias in node.names]
         deprecated = [q for q in names if q in self._flags]
         if deprecated and not self._compatibility_fallback(node):
-            self.report(node, _message(*deprecated))
+            needs = max(_INTRODUCED[_REPLACEMENTS[q].split("(")[0]] for q in deprecated)
+            if self._floor is not None and self._floor < needs:
+                self.report(node, _below_floor(deprecated[0], needs, self._floor, self._source))
+            else:
+                self.report(node, _message(*deprecated))
 
     def _after_version_return(self, block: cst.CSTNode, stmt: cst.CSTNode) -> bool:
         """``stmt`` follows, in the same block, an ``if <torch version test>:`` that returns: the old
@@ -224,6 +236,13 @@ def _message(*names: str) -> str:
     old = ", ".join(f"`{q.replace('.grad_scaler', '').replace('.autocast_mode', '')}`" for q in names)
     new = ", ".join(dict.fromkeys(f"`{_REPLACEMENTS[q]}`" for q in names))
     return f"{old} {'is' if len(names) == 1 else 'are'} deprecated: use {new}"
+
+
+def _below_floor(q: str, needs: tuple[int, int], floor: tuple[int, int], source: str) -> str:
+    old = q.replace(".grad_scaler", "").replace(".autocast_mode", "")
+    return (f"`{old}` is deprecated; its replacement `{_REPLACEMENTS[q]}` needs torch {needs[0]}.{needs[1]}, "
+            f"newer than the torch>={floor[0]}.{floor[1]} this project declares ({source}): raise that floor "
+            f"to move to it")
 
 
 def _text(node: cst.CSTNode) -> str:

@@ -92,16 +92,22 @@ with torch.cuda.amp.autocast():
 """
 
 
-@pytest.mark.parametrize(("floor", "flagged_lines"), [
-    (None, {2, 3}),  # nothing declared: both are deprecated
-    ((2, 3), {2, 3}),
-    ((2, 0), {3}),  # torch.amp.GradScaler needs 2.3
-    ((1, 8), set()),  # torch.autocast needs 1.10
+@pytest.mark.parametrize(("floor", "below_floor"), [
+    (None, set()),  # nothing declared: both get the replacement and its fix
+    ((2, 3), set()),
+    ((2, 0), {2}),  # torch.amp.GradScaler needs 2.3
+    ((1, 8), {2, 3}),  # torch.autocast needs 1.10
 ])
-def test_deprecated_amp_advice_never_names_an_api_the_floor_lacks(floor, flagged_lines):
+def test_deprecated_amp_advice_never_names_an_api_the_floor_lacks(floor, below_floor):
     from lint_rules.api import Settings, lint_text
     from lint_rules.project import ProjectInfo
 
-    settings = Settings.resolve(isolated=True, select=["TRN802"], project=ProjectInfo(floor, "pyproject.toml"))
-    found = {f.line for f in lint_text(AMP, "train.py", settings).findings}
-    assert found == flagged_lines
+    settings = Settings.resolve(isolated=True, select=["TRN802"], project=ProjectInfo(floor, "/p/setup.py"))
+    findings = {f.line: f for f in lint_text(AMP, "train.py", settings).findings}
+    assert set(findings) == {2, 3}  # deprecated either way: projects with stale floors do move on
+    for line, f in findings.items():
+        if line in below_floor:  # the advice says what the move needs, and there is no fix
+            assert f.fix is None and "raise that floor" in f.message and "(setup.py)" in f.message
+            assert f"torch>={floor[0]}.{floor[1]}" in f.message
+        else:
+            assert f.fix is not None and "raise that floor" not in f.message

@@ -47,7 +47,7 @@ def write_project(root: Path, dependencies: list[str] | None) -> None:
     (["torch>=2.7,<3", "numpy"], None),
     (["torch>=2.0"], "error"),  # torch 2.0-2.5 unpickle by default
     (["torch==1.13.1"], "error"),
-    (["torch>=1.8"], None),  # weights_only= raises TypeError before 1.13: the advice cannot be followed
+    (["torch>=1.8"], "warning"),  # weights_only= raises TypeError before 1.13: raise the floor, no fix
     (["numpy"], "warning"),  # no torch bound: cannot tell
     (None, "warning"),  # no pyproject.toml at all
 ])
@@ -67,10 +67,10 @@ def test_bare_torch_load_follows_the_declared_torch(tmp_path: Path, dependencies
 @pytest.mark.parametrize(("name", "text", "bare_load"), [
     ("setup.py", "from setuptools import setup\nsetup(name='p', install_requires=['torch>=2.0'])\n", "error"),
     ("setup.py", "from setuptools import setup\nsetup(name='p', install_requires=['torch>=2.6'])\n", None),
-    ("setup.py", "from setuptools import setup\nsetup(name='p', install_requires=['torch>=1.8'])\n", None),
+    ("setup.py", "from setuptools import setup\nsetup(name='p', install_requires=['torch>=1.8'])\n", "warning"),
     ("setup.cfg", "[options]\ninstall_requires =\n    numpy\n    torch>=2.6\n", None),
     ("setup.cfg", "[options]\ninstall_requires =\n    torch>=2.1\n", "error"),
-    ("environment.yml", "dependencies:\n  - python=3.9\n  - pytorch=1.10\n", None),
+    ("environment.yml", "dependencies:\n  - python=3.9\n  - pytorch=1.10\n", "warning"),
 ])
 def test_bare_torch_load_follows_the_bound_in_other_project_files(tmp_path: Path, name, text, bare_load) -> None:
     (tmp_path / "train.py").write_text(SOURCE)
@@ -80,3 +80,7 @@ def test_bare_torch_load_follows_the_bound_in_other_project_files(tmp_path: Path
         assert 2 not in by_line, by_line
     else:
         assert by_line[2]["severity"] == bare_load, by_line
+        below = "torch>=1.8" in text or "pytorch=1.10" in text  # older than weights_only= (torch 1.13)
+        assert ("1.13, newer than" in by_line[2]["message"]) is below, by_line[2]
+        if below:  # raise the floor: no fix, and the file that declares it is named
+            assert by_line[2]["fix"] is None and f"({name})" in by_line[2]["message"]
