@@ -271,7 +271,7 @@ def test_a_burst_of_changes_ends_on_the_newest_text_and_a_save_does_not_relint(t
 def test_save_relints_when_the_project_configuration_changed(tmp_path: Path) -> None:
     """The same text, saved after pyproject.toml changed: its selection and its torch bound apply."""
     path = tmp_path / "train.py"
-    text = "import torch\nscaler = torch.cuda.amp.GradScaler()\n"  # flagged unless torch < 2.3 is supported
+    text = "import torch\nscaler = torch.cuda.amp.GradScaler()\n"  # below a torch 2.3 floor: "raise that floor"
     uri = path.as_uri()
 
     def save(s: Session) -> None:
@@ -279,14 +279,17 @@ def test_save_relints_when_the_project_configuration_changed(tmp_path: Path) -> 
 
     async def go() -> None:
         async with session(tmp_path) as s:
-            assert [d.code for d in await s.open(path, text)] == ["TRN802"]
+            first = await s.open(path, text)
+            assert [d.code for d in first] == ["TRN802"] and "raise that floor" not in first[0].message
             (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\ndependencies = ["torch>=2.1"]\n')
             save(s)
-            assert await s.diagnostics(uri) == []  # the torch bound, read again
+            below = await s.diagnostics(uri)  # the torch bound, read again: the advice names it
+            assert [d.code for d in below] == ["TRN802"] and "torch>=2.1" in below[0].message
             (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\ndependencies = ["torch>=2.4"]\n'
                                                      '[tool.torchcheck]\nignore = ["TRN101"]\n')
             save(s)
-            assert [d.code for d in await s.diagnostics(uri)] == ["TRN802"]
+            above = await s.diagnostics(uri)
+            assert [d.code for d in above] == ["TRN802"] and "raise that floor" not in above[0].message
             (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\ndependencies = ["torch>=2.4"]\n'
                                                      '[tool.torchcheck]\nignore = ["TRN802"]\n')
             save(s)
