@@ -32,6 +32,7 @@ class GradMode:
     def __init__(self, model: "ScopeModel") -> None:
         self.model = model
         self._disables: dict[int, bool] = {}
+        self._set_at: dict[int, int] | None = None
 
     # ------------------------------------------------------------ expressions
     def of_expr(self, expr: cst.CSTNode) -> bool | None:
@@ -80,6 +81,34 @@ class GradMode:
         if found is None:
             found = self._disables[key] = enters_no_grad(model, fn, self)
         return found
+
+    # ------------------------------------------------------- set_grad_enabled
+    def managed(self, node: cst.CSTNode) -> bool:
+        """Inside ``with torch.set_grad_enabled(<anything>):`` in its own function: the author decides
+        the mode there (``set_grad_enabled(phase == "train")``), so no rule second-guesses it."""
+        for a in self.model.ancestors(node):
+            if isinstance(a, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                return False
+            if isinstance(a, cst.With) and any(
+                    isinstance(item.item, cst.Call)
+                    and self.model.qualified_name(item.item.func) == N.SET_GRAD_ENABLED for item in a.items):
+                return True
+        return False
+
+    def set_before(self, node: cst.CSTNode) -> bool:
+        """A ``torch.set_grad_enabled(<not True>)`` statement runs before ``node``, earlier in its
+        function or at module level: the global grad mode was switched off (or handed to a flag)."""
+        model = self.model
+        first = self._set_at
+        if first is None:  # the first such statement of each function (id(None): module level)
+            first = self._set_at = {}
+            for call in model.nodes(cst.Call):
+                if call.args and not is_true(call.args[0].value) and isinstance(model.parent(call), cst.Expr) \
+                        and model.qualified_name(call.func) == N.SET_GRAD_ENABLED:
+                    first.setdefault(id(model.enclosing_function(call)), model.order[id(call)])
+        index = model.order[id(node)]
+        fn = model.enclosing_function(node)
+        return first.get(id(None), index) < index or (fn is not None and first.get(id(fn), index) < index)
 
     # ----------------------------------------------------------------- points
     def lexically_disabled(self, node: cst.CSTNode) -> bool:

@@ -4,10 +4,9 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from lint_rules.analysis.model import is_true
+from lint_rules.analysis.evaluation import FileFacts
+from lint_rules.analysis.grad_mode import GradMode
 from lint_rules.analysis.summaries import Summaries
-from lint_rules.analysis.names import SET_GRAD_ENABLED
-from lint_rules.analysis.evaluation import FileFacts, FUNCTION_SCOPES
 from lint_rules.rule import WARNING, Rule
 from lint_rules.rules.examples import trn601 as examples
 
@@ -80,7 +79,6 @@ class EvaluationWithoutNoGrad(Rule):
     def __init__(self, model: "FileModel") -> None:
         super().__init__(model)
         self._facts = model.fact(FileFacts)
-        self._grad_disabled_at: dict[int, int] | None = None
 
     def visit_For(self, node: cst.For) -> None:
         if any(not self._grad_managed(call, node) for call in self._facts.evaluation_calls(node)) \
@@ -92,44 +90,15 @@ class EvaluationWithoutNoGrad(Rule):
         """The model call in a helper: grad is off around the helper's call, or inside it."""
         model = self.model
         helper = model.enclosing_function(inner)
-        return self._grad_managed(site, loop) or model.in_no_grad(inner) \
-            or self._under_set_grad_enabled(inner) \
+        return self._grad_managed(site, loop) or model.in_no_grad(inner) or model.fact(GradMode).managed(inner) \
             or isinstance(helper, cst.FunctionDef) and model.fact(Summaries).of(helper).no_grad
 
     def _grad_managed(self, call: cst.Call, loop: cst.For) -> bool:
         model = self.model
-        if model.in_no_grad(call) or self._under_set_grad_enabled(call):
+        modes = model.fact(GradMode)
+        if model.in_no_grad(call) or modes.managed(call) or modes.set_before(loop):
             return True
         fn = model.enclosing_function(loop)
-        if self._grad_disabled_before(loop, fn):
-            return True
         if isinstance(fn, cst.FunctionDef):
-            return any(model.in_no_grad(site) or self._under_set_grad_enabled(site)
-                       for site in self._facts.call_sites(fn))
+            return any(model.in_no_grad(site) or modes.managed(site) for site in self._facts.call_sites(fn))
         return False
-
-    def _under_set_grad_enabled(self, node: cst.CSTNode) -> bool:
-        """Inside ``with torch.set_grad_enabled(<anything>)``: the author manages grad mode."""
-        for a in self.model.ancestors(node):
-            if isinstance(a, FUNCTION_SCOPES):
-                return False
-            if isinstance(a, cst.With):
-                for item in a.items:
-                    expr = item.item
-                    if isinstance(expr, cst.Call) and self.model.qualified_name(expr.func) == SET_GRAD_ENABLED:
-                        return True
-        return False
-
-    def _grad_disabled_before(self, loop: cst.For, fn: cst.CSTNode | None) -> bool:
-        """``torch.set_grad_enabled(False)`` as a statement earlier in the function or module."""
-        if self._grad_disabled_at is None:  # the first such statement of each function (None: module level)
-            first: dict[int, int] = {}
-            for call in self.model.nodes(cst.Call):
-                if call.args and not is_true(call.args[0].value) \
-                        and isinstance(self.model.parent(call), cst.Expr) \
-                        and self.model.qualified_name(call.func) == SET_GRAD_ENABLED:
-                    first.setdefault(id(self.model.enclosing_function(call)), self.model.order[id(call)])
-            self._grad_disabled_at = first
-        index = self.model.order[id(loop)]
-        first = self._grad_disabled_at
-        return first.get(id(None), index) < index or (fn is not None and first.get(id(fn), index) < index)

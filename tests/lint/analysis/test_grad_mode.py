@@ -150,3 +150,25 @@ def test_summary_lists_the_functions_that_turn_grad_off() -> None:
             return model(x)
         """))
     assert summary["no_grad"] == ["inference", "predict"]
+
+
+def test_set_grad_enabled_managed_and_switched_off_before() -> None:
+    model = _model("""
+        import torch
+        def run(phase, model, x):
+            with torch.set_grad_enabled(phase == "train"):
+                f(1)
+            f(2)
+        def frozen(model, x):
+            f(3)
+            torch.set_grad_enabled(False)
+            f(4)
+        def other():
+            f(5)
+        """)
+    modes = GradMode(model)
+    calls = [_calls(model, f"f({i})")[0] for i in range(1, 6)]
+    assert [modes.managed(c) for c in calls] == [True, False, False, False, False]
+    assert [modes.set_before(c) for c in calls] == [False, False, False, True, False]
+    late = _model("import torch\nf(1)\ntorch.set_grad_enabled(False)\nf(2)\n")
+    assert [GradMode(late).set_before(_calls(late, f"f({i})")[0]) for i in (1, 2)] == [False, True]
