@@ -2,7 +2,8 @@
 
 - ``assert_ddp_matches_single_process``: N ranks training on shards of B samples end
   with the parameters of one process trained on the global batch of N*B (the DDP invariant).
-- ``assert_replicas_in_sync``: every rank holds the same parameters and buffers.
+- ``assert_replicas_in_sync``: every rank holds the same parameters and buffers (except
+  the buffers that DDP broadcasts from rank 0 at the start of every forward).
 - ``assert_sampler_reshuffles``: the sampler reshuffles every epoch, and the ranks'
   shards are disjoint and cover the dataset.
 
@@ -82,7 +83,62 @@ def _fmt(x: float) -> str:
 
 
 # ---------------------------------------------------------- replicas in sync
-def assert_replicas_in_sync(model: "torch.nn.Module", *, atol: float = 0.0) -> None:
+def _broadcast_buffers(model: Any) -> set[str]:
+    """Names (without ``module.``) of the buffers DDP overwrites with rank 0's at the start of each forward.
+
+    Empty unless ``model`` is a ``DistributedDataParallel`` with ``broadcast_buffers=True``
+    (the default; ``forward_sync_buffers`` from torch 2.13, of which ``broadcast_buffers``
+    is an alias); buffers listed in ``_ddp_params_and_buffers_to_ignore`` are never broadcast.
+    """
+    from torch.nn.parallel import DistributedDataParallel
+
+    if not isinstance(model, DistributedDataParallel) or not getattr(model, "broadcast_buffers", True):
+        return set()
+    ignored = getattr(model, "parameters_to_ignore", set())
+    return {n for n, _ in model.module.named_buffers() if n not in ignored}
+
+
+def _syncbn_works(t: "torch.Tensor", dist: Any) -> bool:
+    """SyncBatchNorm is worth suggesting: CUDA tensors in a group with NCCL (on CPU/gloo it raises)."""
+    return t.device.type == "cuda" and "nccl" in str(dist.get_backend()).lower()
+
+
+def _buffer_advice(model: Any, module: Any, name: str, t: "torch.Tensor", dist: Any, broadcast: set[str],
+                   buffers: bool | None) -> str:
+    """Why buffer ``name`` differs between ranks, and only fixes that work on this device and backend."""
+    import torch
+    from torch.nn.parallel import DistributedDataParallel
+
+    owner_name = name.rpartition(".")[0]
+    owner = module.get_submodule(owner_name) if owner_name else module
+    bn = isinstance(owner, torch.nn.modules.batchnorm._BatchNorm)
+    what = (f"{type(owner).__name__} running statistics are updated from each rank's own batch" if bn
+            else "the buffer is updated or set per rank")
+    explicit = ("synchronise the buffers yourself before comparing or evaluating: dist.broadcast(buffer, "
+                "src=0) for each buffer, or dist.all_reduce(buffer) / world_size to average the statistics")
+    if name in broadcast:  # only with buffers=True
+        cause = (f"{what}; DDP (broadcast_buffers=True) overwrites every rank's buffers with rank 0's at the "
+                 f"start of each forward, so between a step and the next forward this is expected")
+        fix = "leave buffers=None to skip the buffers DDP broadcasts, or " + explicit
+    elif isinstance(model, DistributedDataParallel) and getattr(model, "broadcast_buffers", True):
+        cause = f"{what}, and DDP does not broadcast it: it is listed in _ddp_params_and_buffers_to_ignore"
+        fix = explicit
+    elif isinstance(model, DistributedDataParallel):
+        cause = f"{what}, and DDP(broadcast_buffers=False) never broadcasts buffers"
+        fix = ("keep DDP's default broadcast_buffers=True (rank 0's buffers are broadcast at the start of each "
+               "forward), or " + explicit)
+    else:
+        cause = (f"{what} (or written outside forward()), and the model is not a DistributedDataParallel, which "
+                 f"broadcasts rank 0's buffers at the start of each forward")
+        fix = ("pass the DDP-wrapped model (DDP broadcasts buffers by default, broadcast_buffers=True), or "
+               + explicit)
+    if bn and _syncbn_works(t, dist):
+        fix += ("; or compute the statistics over all ranks with "
+                "torch.nn.SyncBatchNorm.convert_sync_batchnorm(model) before the DDP wrap")
+    return f"likely cause: {cause}\n  fix: {fix}"
+
+
+def assert_replicas_in_sync(model: "torch.nn.Module", *, atol: float = 0.0, buffers: bool | None = None) -> None:
     """Every rank holds the same parameters and buffers as rank 0.
 
     ``model`` is an ``nn.Module`` or a ``DistributedDataParallel`` wrapping one
@@ -91,6 +147,15 @@ def assert_replicas_in_sync(model: "torch.nn.Module", *, atol: float = 0.0) -> N
     default check is bitwise (``atol=0``): DDP applies the same averaged
     gradients to the same weights, so healthy replicas are identical. With
     ``atol > 0`` tensors whose hashes differ are gathered and compared elementwise.
+
+    Parameters are always compared. ``buffers`` picks the buffers:
+
+    - ``None`` (default): every buffer, except those a DDP with ``broadcast_buffers=True``
+      (its default) broadcasts. DDP overwrites them with rank 0's at the start of
+      every forward, so after a step they legitimately hold each rank's own
+      statistics (BatchNorm's running mean and variance) until the next forward.
+    - ``True``: every buffer, e.g. after you synchronised them yourself.
+    - ``False``: no buffer.
     """
     __tracebackhide__ = True
     check = "assert_replicas_in_sync"
@@ -100,11 +165,17 @@ def assert_replicas_in_sync(model: "torch.nn.Module", *, atol: float = 0.0) -> N
         raise TorchcheckUsageError(f"{check}: model must be a torch.nn.Module or a DistributedDataParallel, "
                                    f"got {type(model).__name__}")
     atol = _number(check, "atol", atol)
+    if not (buffers is None or isinstance(buffers, bool)):
+        raise TorchcheckUsageError(f"{check}: buffers must be None (skip the buffers DDP broadcasts), True or "
+                                   f"False, got {buffers!r:.80}")
     dist = _require_group(check)
     rank, world = dist.get_rank(), dist.get_world_size()
     module = _unwrap(model)
+    broadcast = _broadcast_buffers(model)
+    skip = broadcast if buffers is None else set()
     tensors = [("parameter", n, p) for n, p in module.named_parameters()] + \
-              [("buffer", n, b) for n, b in module.named_buffers()]
+              ([("buffer", n, b) for n, b in module.named_buffers() if n not in skip] if buffers is not False
+               else [])
     local = [(kind, n, tuple(t.shape), str(t.dtype), _digest(t), float(t.detach().double().sum()),
               float(t.detach().double().norm())) for kind, n, t in tensors]
     gathered: list[Any] = [None] * world
@@ -152,18 +223,17 @@ def assert_replicas_in_sync(model: "torch.nn.Module", *, atol: float = 0.0) -> N
         names = ", ".join(f"{d[1]}" for d in differing[:8]) + (", ..." if len(differing) > 8 else "")
         more = f"\n  {len(differing)} of {len(local)} parameters and buffers differ: {names}"
     if kind == "buffer":
-        cause = ("buffers are updated per rank and not broadcast: DDP(broadcast_buffers=False), a buffer written "
-                 "outside forward(), or BatchNorm running statistics without SyncBatchNorm")
+        advice = _buffer_advice(model, module, name, tensors[i][2], dist, broadcast, buffers)
     else:
-        cause = (f"the weights changed outside DDP's synchronised step: {_CAST_HINT}; rank-dependent "
-                 f"initialisation or a checkpoint loaded after the wrap (DDP broadcasts rank 0's weights only "
-                 f"once, when it wraps the model); or the model was never wrapped in DDP")
+        advice = (f"likely cause: the weights changed outside DDP's synchronised step: {_CAST_HINT}; "
+                  f"rank-dependent initialisation or a checkpoint loaded after the wrap (DDP broadcasts rank 0's "
+                  f"weights only once, when it wraps the model); or the model was never wrapped in DDP")
     tol = "bitwise (atol=0)" if atol == 0 else f"atol={atol:g}"
     raise TorchcheckFailure(
         f"{check}: {kind} '{name}' {shape} differs between ranks ({tol}): {_ranks(odd)} disagree"
         f"{'s' if len(odd) == 1 else ''} with rank 0 (seen from rank {rank} of {world})\n"
         f"  values: {holders}{more}\n"
-        f"  likely cause: {cause}", check)
+        f"  {advice}", check)
 
 
 # ------------------------------------------------------- sampler reshuffles

@@ -188,6 +188,8 @@ def test_bad_arguments(rank):
         assert_sampler_reshuffles([1, 2, 3])
     with pytest.raises(TorchcheckUsageError, match=r"model must be a torch.nn.Module"):
         assert_replicas_in_sync({"w": torch.ones(2)})
+    with pytest.raises(TorchcheckUsageError, match=r"buffers must be None .*, True or False, got 'yes'"):
+        assert_replicas_in_sync(nn.Linear(2, 2), buffers="yes")
     loader = DataLoader(range(8), sampler=DistributedSampler(range(8)))
     with pytest.raises(TorchcheckUsageError, match=r"run\\(\\) drew 1 pass\\(es\\) over the DistributedSampler "
                                                    r"on rank 0, expected at least epochs=2"):
@@ -217,6 +219,48 @@ def test_ddp_wrapped_and_tolerance(rank):
     assert_replicas_in_sync(model, atol=1e-5)
     with pytest.raises(TorchcheckFailure, match=r"parameter 'lin.bias' \\(3,\\) differs between ranks"):
         assert_replicas_in_sync(model)
+
+
+def train_bn_step(rank, **ddp_kwargs):
+    """A textbook DDP step: BatchNorm, each rank on its own data."""
+    torch.manual_seed(0)
+    model = nn.parallel.DistributedDataParallel(
+        nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 3)), **ddp_kwargs)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    g = torch.Generator().manual_seed(10 + rank)
+    x, y = torch.randn(16, 4, generator=g) + rank, torch.randn(16, 3, generator=g)
+    opt.zero_grad()
+    mse(model(x), y).backward()
+    opt.step()
+    means = [torch.empty(8) for _ in range(2)]
+    dist.all_gather(means, model.module[1].running_mean.detach().clone())
+    assert not torch.equal(means[0], means[1])  # the ranks' statistics did diverge
+    return model
+
+
+@pytest.mark.distributed(world_size=2)
+def test_batchnorm_broadcast_buffers(rank):
+    # DDP broadcasts rank 0's buffers at the next forward: the ranks are in sync where it matters
+    model = train_bn_step(rank)
+    assert_replicas_in_sync(model)
+    with pytest.raises(TorchcheckFailure, match=r"buffer '1.running_mean' \\(8,\\) differs between ranks") as info:
+        assert_replicas_in_sync(model, buffers=True)
+    assert "leave buffers=None" in str(info.value) and "SyncBatchNorm" not in str(info.value)
+
+
+@pytest.mark.distributed(world_size=2)
+def test_batchnorm_without_broadcast_buffers(rank):
+    model = train_bn_step(rank, broadcast_buffers=False)
+    assert_replicas_in_sync(model, buffers=False)
+    assert_replicas_in_sync(model)
+
+
+@pytest.mark.distributed(world_size=2)
+def test_batchnorm_parameter_desync(rank):
+    model = train_bn_step(rank)
+    with torch.no_grad():
+        model.module[0].weight.add_(0.01 * rank)  # outside DDP: nothing syncs it
+    assert_replicas_in_sync(model)
 
 
 # ------------------------------------------------------------ sampler
@@ -271,6 +315,8 @@ def test_assertions_catch_divergence_desync_and_bad_samplers(inner: Inner) -> No
         "test_mean_loss_matches": "PASSED", "test_summed_loss": "FAILED", "test_batchnorm": "FAILED",
         "test_rank_dependent_batches": "FAILED", "test_bad_arguments": "PASSED",
         "test_rank_dependent_buffer": "FAILED", "test_ddp_wrapped_and_tolerance": "PASSED",
+        "test_batchnorm_broadcast_buffers": "PASSED", "test_batchnorm_without_broadcast_buffers": "FAILED",
+        "test_batchnorm_parameter_desync": "FAILED",
         "test_sampler_padding_and_drop_last": "PASSED", "test_sampler_no_shuffle": "FAILED",
         "test_sampler_every_rank_shuffles_everything": "FAILED", "test_sampler_seed_per_rank": "FAILED",
         "test_sampler_wrong_num_replicas": "FAILED", "test_outside_a_distributed_test": "PASSED",
@@ -300,7 +346,23 @@ def test_assertions_catch_divergence_desync_and_bad_samplers(inner: Inner) -> No
             "*TorchcheckFailure: assert_replicas_in_sync: buffer 'scale' (3,) differs between ranks (bitwise "
             "(atol=0)): rank 1 disagrees with rank 0 (seen from rank ? of 2)",
             "*values: rank 0: sum 0, norm 0; rank 1: sum 3, norm 1.73205",
-            "*likely cause: buffers are updated per rank and not broadcast: DDP(broadcast_buffers=False)*",
+            "*likely cause: the buffer is updated or set per rank (or written outside forward()), and the model "
+            "is not a DistributedDataParallel*",
+            "*fix: pass the DDP-wrapped model (DDP broadcasts buffers by default, broadcast_buffers=True), or "
+            "synchronise the buffers yourself*dist.broadcast(buffer, src=0)*",
+        ],
+        "test_batchnorm_without_broadcast_buffers": [
+            "*TorchcheckFailure: assert_replicas_in_sync: buffer '1.running_mean' (8,) differs between ranks "
+            "(bitwise (atol=0)): rank 1 disagrees with rank 0 (seen from rank ? of 2)",
+            "*2 of 9 parameters and buffers differ: 1.running_mean, 1.running_var",
+            "*likely cause: BatchNorm1d running statistics are updated from each rank's own batch, and "
+            "DDP(broadcast_buffers=False) never broadcasts buffers",
+            "*fix: keep DDP's default broadcast_buffers=True*, or synchronise the buffers yourself*",
+        ],
+        "test_batchnorm_parameter_desync": [
+            "*TorchcheckFailure: assert_replicas_in_sync: parameter '0.weight' (8, 4) differs between ranks "
+            "(bitwise (atol=0)): rank 1 disagrees with rank 0 (seen from rank ? of 2)",
+            "*likely cause: the weights changed outside DDP's synchronised step*",
         ],
         "test_sampler_no_shuffle": [
             "*assert_sampler_reshuffles: epoch 1 repeats the order of epoch 0 on ranks 0, 1 of 2: the same 5 "
@@ -325,6 +387,8 @@ def test_assertions_catch_divergence_desync_and_bad_samplers(inner: Inner) -> No
     }
     for test, lines in messages.items():
         inner.message(result, test).fnmatch_lines(lines)
+    # on CPU/gloo SyncBatchNorm raises, so the advice must not send users there
+    inner.message(result, "test_batchnorm_without_broadcast_buffers").no_fnmatch_line("*SyncBatchNorm*")
 
 
 def test_the_module_imports_no_torch(pytester: pytest.Pytester) -> None:
