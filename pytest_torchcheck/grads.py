@@ -152,6 +152,8 @@ def assert_step_gradients(model: "torch.nn.Module", optimizer: "torch.optim.Opti
                         _set_rng_state(replay[i])
                     try:
                         loss = loss_fn(model, batch)
+                    except (TorchcheckFailure, TorchcheckUsageError):
+                        raise  # another check (a NaN guard) that fired inside loss_fn speaks for itself
                     except Exception as error:
                         raise TorchcheckUsageError(
                             f"{check}: loss_fn={describe(loss_fn)} raised {type(error).__name__}: {error} when "
@@ -234,7 +236,7 @@ def assert_step_gradients(model: "torch.nn.Module", optimizer: "torch.optim.Opti
             cause = ("the forward is random (two re-runs of loss_fn on the same batch give different gradients) and "
                      "replaying the RNG state saved when the batch was drawn did not reproduce the loop's: the loop "
                      "draws random numbers between drawing a batch and its forward (augmentation, a random crop), "
-                     "draws its batches ahead of the forward, or uses Python's or NumPy's RNG; seed the randomness "
+                     "draws its batches ahead of the forward, or uses Python's or NumPy's RNG; draw the randomness "
                      "inside forward from torch's RNG, or turn it off for this test (dropout p=0, model.eval())")
         else:
             cause = ("the gradient in .grad is not the one of the loss over these batches: a hook that edits "
@@ -254,9 +256,10 @@ def assert_step_gradients(model: "torch.nn.Module", optimizer: "torch.optim.Opti
         saved = _rng_state()
         try:
             # a different stream, restored below (torch.manual_seed would queue a seed for CUDA's later start)
-            torch.default_generator.manual_seed(torch.initial_seed() + 1)
+            other = (torch.initial_seed() + 1) % 2 ** 63
+            torch.default_generator.manual_seed(other)
             if torch.cuda.is_initialized():
-                torch.cuda.manual_seed_all(torch.initial_seed() + 1)
+                torch.cuda.manual_seed_all(other)
             second = expected_grads(micro, None)
         finally:
             _set_rng_state(saved)
