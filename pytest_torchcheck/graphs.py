@@ -63,7 +63,8 @@ def _numbers(fns: list[Any]) -> frozenset[int]:
 
 def _attributes(obj: Any) -> dict[str, Any]:
     """``obj``'s instance attributes, or nothing for objects (frames, modules, containers) that have none to name."""
-    if isinstance(obj, (dict, list, tuple, set, types.FrameType, types.ModuleType, types.FunctionType)):
+    # type(), not isinstance(), on the objects gc hands back: isinstance reads __class__ (lazy modules warn).
+    if issubclass(type(obj), (dict, list, tuple, set, types.FrameType, types.ModuleType, types.FunctionType)):
         return {}
     try:
         attributes = object.__getattribute__(obj, "__dict__")  # not getattr: no user __getattr__ runs
@@ -81,14 +82,14 @@ def _via(container: Any, local_vars: list[tuple[str, Any, str]], skip: set[int])
     for ref in gc.get_referrers(container):
         if id(ref) in skip:
             continue
-        if isinstance(ref, types.ModuleType):
+        if issubclass(type(ref), types.ModuleType):
             continue
         name = next((k for k, v in _attributes(ref).items() if v is container), None)
         if name is not None:
             return f", attribute '{name}' of a {type(ref).__name__} object"
         if type(ref) is dict:
             module = next((m for m in gc.get_referrers(ref)
-                           if isinstance(m, types.ModuleType) and m.__dict__ is ref), None)
+                           if issubclass(type(m), types.ModuleType) and m.__dict__ is ref), None)
             key = next((k for k, v in ref.items() if v is container and isinstance(k, str)), None)
             if module is not None and key is not None:
                 return f", global '{key}' of module {module.__name__}"
@@ -108,15 +109,15 @@ def _holders(tensor: Any, frame: Any, skip: set[int]) -> list[str]:
     skip.add(id(local_vars))
     names = [f"variable '{var}' of {where}" for var, value, where in local_vars if value is tensor]
     for ref in gc.get_referrers(tensor):
-        if id(ref) in skip or isinstance(ref, types.FrameType):
+        if id(ref) in skip or issubclass(type(ref), types.FrameType):
             continue
-        if isinstance(ref, list):
+        if issubclass(type(ref), list):
             names.append(f"a list of {len(ref)} items{_via(ref, local_vars, skip)}")
-        elif isinstance(ref, dict):
+        elif issubclass(type(ref), dict):
             keys = [k for k, v in ref.items() if v is tensor and isinstance(k, str)]
-            owner = next((o for o in gc.get_referrers(ref) if id(o) not in skip and not isinstance(o, dict)
-                          and (isinstance(o, types.ModuleType) or _attributes(o) is ref)), None)
-            if isinstance(owner, types.ModuleType):
+            owner = next((o for o in gc.get_referrers(ref) if id(o) not in skip and not issubclass(type(o), dict)
+                          and (issubclass(type(o), types.ModuleType) or _attributes(o) is ref)), None)
+            if issubclass(type(owner), types.ModuleType):
                 names.extend(f"global '{k}' of module {owner.__name__}" for k in keys)
             elif owner is not None:
                 names.extend(f"attribute '{k}' of a {type(owner).__name__} object{_via(owner, local_vars, skip)}"
