@@ -79,16 +79,21 @@ def _check_ignore(check: str, ignore: Any) -> tuple[str, ...]:
 
 
 def assert_eval_mode(model: "torch.nn.Module", evaluate: Callable[..., Any], *args: Any,
-                     ignore: tuple[str, ...] | list[str] = (), **kwargs: Any) -> Any:
+                     ignore: tuple[str, ...] | list[str] = (), require_no_grad: bool = True, **kwargs: Any) -> Any:
     """Run ``evaluate(*args, **kwargs)``: every module of ``model`` it calls is in eval mode, under no-grad.
 
     Returns what ``evaluate`` returns. Fails at the first call of the model (or of any of
     its submodules) made in training mode or with autograd recording, so the traceback
-    ends at that line of ``evaluate``; the message names every module about to run in
-    training mode. ``ignore`` takes glob patterns of qualified module names that are exempt.
+    ends at that line of ``evaluate``; the message says which of the two failed and names
+    every module about to run in training mode. ``ignore`` takes glob patterns of qualified
+    module names that are exempt. ``require_no_grad=False`` checks the mode alone, for an
+    evaluation that records autograd on purpose (or whose no-grad is checked elsewhere).
     """
     __tracebackhide__ = True
     ignore = _check_ignore("assert_eval_mode", ignore)
+    if not isinstance(require_no_grad, bool):
+        raise TorchcheckUsageError(f"assert_eval_mode: require_no_grad must be True (eval mode and no-grad) or False "
+                                   f"(eval mode only), got {require_no_grad!r}")
     check_module("assert_eval_mode", "model", model)
     check_callable("assert_eval_mode", "evaluate", evaluate, args, kwargs, call=call_of("evaluate", args, kwargs),
                    expected="your evaluation, called with the arguments given after it")
@@ -98,6 +103,7 @@ def assert_eval_mode(model: "torch.nn.Module", evaluate: Callable[..., Any], *ar
         __tracebackhide__ = True
         training = [(watch.shown(q), type(m).__name__) for q, m in _subtree(module, name)
                     if m.training and not watch.ignored(q)]
+        grad = grad and require_no_grad
         if not training and not grad:
             return
         problems = []
@@ -112,8 +118,9 @@ def assert_eval_mode(model: "torch.nn.Module", evaluate: Callable[..., Any], *ar
             problems.append("  autograd is recording: the call is outside torch.no_grad() / torch.inference_mode()\n"
                             "    likely cause: evaluation without no-grad keeps every activation for a backward "
                             "that never comes (memory, and time)")
+        failed = " and ".join(["in training mode"] * bool(training) + ["with autograd recording"] * grad)
         raise TorchcheckFailure(f"assert_eval_mode: {what} called '{watch.shown(name)}' "
-                                f"({type(module).__name__}) outside evaluation mode\n" + "\n".join(problems),
+                                f"({type(module).__name__}) outside evaluation mode: {failed}\n" + "\n".join(problems),
                                 "assert_eval_mode")
 
     with _ModuleCalls(model, ignore, check) as watch:

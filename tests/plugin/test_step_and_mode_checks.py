@@ -165,13 +165,14 @@ def test_step_gradient_and_mode_checks(pytester: pytest.Pytester, inner) -> None
         "  likely cause: only the last micro-batch's gradient is left: zero_grad() runs inside the accumulation "
         "window*"])
     message_of(result, "test_eval_mode[no_eval]").fnmatch_lines([
-        "*assert_eval_mode: evaluate called 'Sequential' (Sequential) outside evaluation mode",
+        "*assert_eval_mode: evaluate called 'Sequential' (Sequential) outside evaluation mode: in training mode",
         "  5 module(s) in training mode: Sequential, Sequential.0, Sequential.1, Sequential.2, Sequential.3 "
         "(BatchNorm1d, Dropout, Linear, Sequential)",
         "    likely cause: model.eval() is not called before evaluating*"], consecutive=True)
     message = message_of(result, "test_eval_mode[no_no_grad]")
-    message.fnmatch_lines(["*outside evaluation mode", "  autograd is recording: the call is outside "
-                           "torch.no_grad() / torch.inference_mode()", "*"], consecutive=True)
+    message.fnmatch_lines(["*outside evaluation mode: with autograd recording",
+                           "  autograd is recording: the call is outside torch.no_grad() / torch.inference_mode()",
+                           "*"], consecutive=True)
     assert "training mode" not in str(message.lines)
     message_of(result, "test_train_mode[False]").fnmatch_lines([
         "*assert_train_mode: optimizer step 3 trained Sequential with 5 module(s) in eval mode: Sequential, "

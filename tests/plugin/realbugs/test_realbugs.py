@@ -333,7 +333,8 @@ CASES = {
         r"optimizer step 3 trained Sequential with 6 module\(s\) in eval mode"),
     "evaluation_in_train_mode": Case(
         "https://github.com/wolny/pytorch-3dunet/issues/53", "assert_eval_mode", evaluation_in_train_mode,
-        r"accuracy called 'Sequential' \(Sequential\) outside evaluation mode\n  6 module\(s\) in training mode"),
+        r"accuracy called 'Sequential' \(Sequential\) outside evaluation mode: in training mode\n"
+        r"  6 module\(s\) in training mode"),
     "functional_dropout_left_on_in_eval": Case(
         "https://github.com/pytorch/pytorch/issues/26338", "assert_deterministic", dropout_left_on_in_eval,
         r"run 1 seeded with 0, run 2 with 1 .*likely cause: randomness that ignores the module mode: F\.dropout"),
