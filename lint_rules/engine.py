@@ -294,7 +294,7 @@ def _suppression_findings(path: str, source: str, found: list[Finding], enabled:
             if not c.startswith("TRN"):
                 continue  # another tool's code
             if not _TRN_CODE.match(c) or c not in known:
-                add(line, col, f"Unknown torchcheck code {c} in a suppression comment")
+                add(line, col, f"Unknown torchcheck code {c} in a suppression comment{registry.suggestion(c)}")
             elif c in enabled and c not in on_line.get(line, ()):
                 add(line, col, f"Unused suppression: no {c} finding on this line")
     return out

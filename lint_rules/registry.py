@@ -218,7 +218,7 @@ def expand(selectors: list[str] | tuple[str, ...], source: str, preview: bool = 
             bad.append(raw)
         out.update(c for c in matched if c == sel or c not in hidden)
     if bad:
-        listing = ", ".join(repr(b) + _suggestion(b) for b in bad)
+        listing = ", ".join(repr(b) + suggestion(b) for b in bad)
         raise UsageError(
             f"unknown rule code or prefix {listing} in {source}; "
             f"use ALL, a prefix such as TRN1, or one of: {', '.join(known_codes())}"
@@ -226,7 +226,7 @@ def expand(selectors: list[str] | tuple[str, ...], source: str, preview: bool = 
     return out
 
 
-def _suggestion(selector: str) -> str:
+def suggestion(selector: str) -> str:
     """The code a bad selector was probably meant to be: a near code, or the code of a (near) rule name."""
     from lint_rules.errors import did_you_mean
 

@@ -643,7 +643,7 @@ def test_unused_and_unknown_suppressions_are_opt_in(tmp_path):
     got = [(f["line"], f["code"], f["message"]) for f in json.loads(r.stdout)]
     assert got == [
         (3, "TRN002", "Unused suppression: no TRN301 finding on this line"),
-        (4, "TRN002", "Unknown torchcheck code TRN10 in a suppression comment"),
+        (4, "TRN002", "Unknown torchcheck code TRN10 in a suppression comment (did you mean 'TRN109'?)"),
         (5, "TRN002", "`# torchcheck: ignore` suppresses nothing on this line"),
         (7, "TRN002", "Unused suppression: no TRN201 finding on this line"),
     ], got
