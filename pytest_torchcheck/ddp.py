@@ -593,9 +593,15 @@ def assert_ddp_matches_single_process(
                           f"summed (reduction='sum'); DDP averages gradients over ranks, so use a mean-reduced "
                           f"loss (or multiply the loss by world_size)")
         bn = [m for m in replica.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
-        if bn:
+        if bn and _syncbn_works(next(replica.parameters()), dist):
             causes.append(f"{type(bn[0]).__name__} normalises with per-rank batch statistics; convert the model "
                           f"with torch.nn.SyncBatchNorm.convert_sync_batchnorm")
+        elif bn:  # SyncBatchNorm raises on CPU tensors and with gloo: never send users there
+            causes.append(f"{type(bn[0]).__name__} normalises with per-rank batch statistics, which a shard of "
+                          f"the global batch cannot match; on this device and backend "
+                          f"({next(replica.parameters()).device.type}, {dist.get_backend()}) compare a model with "
+                          f"per-sample normalisation (LayerNorm, GroupNorm) or batch norm in eval mode (SyncBatchNorm "
+                          f"needs CUDA tensors and NCCL)")
         if any(isinstance(m, torch.nn.modules.dropout._DropoutNd) for m in replica.modules()):
             causes.append("dropout draws different masks for a shard than for the global batch; test without it")
         if not causes:

@@ -335,8 +335,9 @@ def test_assertions_catch_divergence_desync_and_bad_samplers(inner: Inner) -> No
         ],
         "test_batchnorm": [
             "*assert_ddp_matches_single_process: after step 1 of 3, parameter '0.weight' (6, 4) differs*",
-            "*likely cause: BatchNorm1d normalises with per-rank batch statistics; convert the model with "
-            "torch.nn.SyncBatchNorm.convert_sync_batchnorm*",
+            "*likely cause: BatchNorm1d normalises with per-rank batch statistics, which a shard of the global "
+            "batch cannot match; on this device and backend (cpu, gloo) compare a model with per-sample "
+            "normalisation (LayerNorm, GroupNorm) or batch norm in eval mode*",
         ],
         "test_rank_dependent_batches": [
             "*TorchcheckUsageError: assert_ddp_matches_single_process: batches[[]0] differs between rank 0 and "
