@@ -34,6 +34,8 @@ class ProjectFacts:
         self.index = index
         self.path = os.path.abspath(path)
         self._deps: dict[tuple, tuple] = {}
+        self._call_kinds: dict[str, list[tuple[list, dict]] | None] = {}  # per function: asked per parameter
+        self._texts: dict[str, bytes | None] = {}  # importers' bytes, read once for every function
 
     @property
     def deps(self) -> list:
@@ -101,6 +103,11 @@ class ProjectFacts:
         the module (a library module, whose callers vary and would each have to be parsed) or
         call the function, a caller is not a script (no ``if __name__ == "__main__":``; a
         library that calls it has callers of its own), or the project is too large to read."""
+        if fn_name not in self._call_kinds:
+            self._call_kinds[fn_name] = self._find_call_kinds(fn_name)
+        return self._call_kinds[fn_name]
+
+    def _find_call_kinds(self, fn_name: str) -> list[tuple[list, dict]] | None:
         importers = self.index.importers(self.path)
         if importers is None:
             self._deps[("importers", self.path)] = (None,)
@@ -109,7 +116,11 @@ class ProjectFacts:
         if len(importers) > MAX_CALLER_FILES:
             return None  # a module imported from many files is a library module: no parse of them all
         needle = fn_name.encode()
-        callers = [(f, data) for f in importers if (data := _read(f)) is not None and _names(data, needle)]
+        texts = self._texts
+        for f in importers:
+            if f not in texts:
+                texts[f] = _read(f)
+        callers = [(f, data) for f in importers if (data := texts[f]) is not None and _names(data, needle)]
         if len(callers) > MAX_CALLER_FILES or not all(_SCRIPT.search(data) for _, data in callers):
             # Only scripts' calls are read: a library module that calls it has callers of its own,
             # and summarising it would parse much of the project for one parameter.

@@ -25,6 +25,8 @@ from lint_rules.analysis.scopes import ASSIGN, PARAM, dotted, is_false, keyword_
 from lint_rules.analysis.summaries import BACKWARD, CLEAR, STEP, Summaries
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from lint_rules.analysis.model import FileModel
 
 _WRAPPERS = frozenset({"enumerate", "iter", "tqdm", "zip", "trange", "islice", "cycle"})
@@ -204,13 +206,7 @@ class LoaderFacts:
             # Only an assignment with an argument that may be one of out's variables can take it:
             # visit those, in order, adding those of a variable appended on the way.
             pending = [i for v in out for i in by_var.get(self._var_key(v), ())]
-            heapq.heapify(pending)
-            done = -1
-            while pending:
-                position = heapq.heappop(pending)
-                if position <= done:
-                    continue
-                done = position
+            for position in _ascending(pending):
                 assign, call, args, arg_paths = assigns[position]
                 # The paths are a cheap necessary condition: _holds compares paths first.
                 hits = [i for i, a in enumerate(args)
@@ -285,13 +281,7 @@ class LoaderFacts:
         # Only a pair whose argument's path starts one of out's paths can add to it: visit those,
         # in order, adding the pairs a stand-in appended on the way makes candidates.
         pending = [i for v in out for i in self._kept_after(self._path(v), -1)]
-        heapq.heapify(pending)
-        done = -1
-        while pending:
-            position = heapq.heappop(pending)
-            if position <= done:
-                continue
-            done = position
+        for position in _ascending(pending):
             attr, arg = self._kept[position]
             for v in list(out):
                 suffix = self._suffix(arg, v)
@@ -507,3 +497,15 @@ def _no_shuffle(call: cst.Call) -> bool:
         positional = [a for a in call.args if a.keyword is None]
         arg = positional[3] if len(positional) > 3 else None
     return arg is not None and is_false(arg.value)
+
+
+def _ascending(pending: list[int]) -> Iterator[int]:
+    """The positions in ``pending`` in ascending order, each once; the caller may ``heapq.heappush``
+    later positions onto ``pending`` while iterating (a worklist visited in document order)."""
+    heapq.heapify(pending)
+    done = -1
+    while pending:
+        position = heapq.heappop(pending)
+        if position > done:
+            done = position
+            yield position
