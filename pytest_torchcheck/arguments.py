@@ -9,6 +9,7 @@ callable as it was defined (its signature and where), and the call the check mak
 from __future__ import annotations
 
 import inspect
+import math
 from typing import Any
 
 from pytest_torchcheck.errors import TorchcheckUsageError
@@ -68,6 +69,17 @@ def what(value: Any) -> str:
     if hasattr(value, "shape") and hasattr(value, "requires_grad"):
         return f"a tensor of shape {tuple(value.shape)}"
     return f"{type(value).__name__} {_short(value)}"
+
+
+def check_number(check: str, name: str, value: Any, *, positive: bool = False) -> float:
+    """``value`` as a float when it is a finite number (positive, or non-negative); a usage error naming it else."""
+    __tracebackhide__ = True
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and \
+        (value > 0 if positive else value >= 0)
+    if not ok:
+        raise TorchcheckUsageError(f"{check}: {name} must be a {'positive' if positive else 'non-negative'} "
+                                   f"finite number, got {value!r}")
+    return float(value)
 
 
 def check_module(check: str, argument: str, value: Any) -> None:

@@ -19,6 +19,7 @@ import math
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
+from pytest_torchcheck.arguments import check_number
 from pytest_torchcheck.errors import TorchcheckFailure, TorchcheckUsageError
 
 if TYPE_CHECKING:
@@ -40,16 +41,6 @@ def _require_group(check: str) -> Any:
             f"ranks, so call it inside the ranks of a distributed test: mark the test with "
             f"@pytest.mark.distributed(world_size=2) (or launch it with torchrun)")
     return dist
-
-
-def _number(check: str, name: str, value: Any, *, positive: bool = False) -> float:
-    __tracebackhide__ = True
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and \
-        (value > 0 if positive else value >= 0)
-    if not ok:
-        raise TorchcheckUsageError(f"{check}: {name} must be a {'positive' if positive else 'non-negative'} "
-                                   f"finite number, got {value!r}")
-    return float(value)
 
 
 def _callable(check: str, name: str, value: Any, expected: str) -> None:
@@ -164,7 +155,7 @@ def assert_replicas_in_sync(model: "torch.nn.Module", *, atol: float = 0.0, buff
     if not isinstance(model, torch.nn.Module):
         raise TorchcheckUsageError(f"{check}: model must be a torch.nn.Module or a DistributedDataParallel, "
                                    f"got {type(model).__name__}")
-    atol = _number(check, "atol", atol)
+    atol = check_number(check, "atol", atol)
     if not (buffers is None or isinstance(buffers, bool)):
         raise TorchcheckUsageError(f"{check}: buffers must be None (skip the buffers DDP broadcasts), True or "
                                    f"False, got {buffers!r:.80}")
@@ -484,7 +475,7 @@ def assert_ddp_matches_single_process(
     _callable(check, "optimizer_fn", optimizer_fn, "optimizer_fn(params) returning a torch.optim.Optimizer")
     if steps is not None and (not isinstance(steps, int) or isinstance(steps, bool) or steps < 1):
         raise TorchcheckUsageError(f"{check}: steps must be a positive int or None (all batches), got {steps!r}")
-    rtol, atol = _number(check, "rtol", rtol), _number(check, "atol", atol)
+    rtol, atol = check_number(check, "rtol", rtol), check_number(check, "atol", atol)
     if ddp_kwargs is not None and not isinstance(ddp_kwargs, dict):
         raise TorchcheckUsageError(f"{check}: ddp_kwargs must be a dict of DistributedDataParallel arguments, "
                                    f"got {type(ddp_kwargs).__name__}")

@@ -22,7 +22,8 @@ import contextlib
 import copy
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
-from pytest_torchcheck.arguments import check_callable, check_module, check_optimizer, describe, what
+from pytest_torchcheck.arguments import (check_callable, check_module, check_number, check_optimizer, describe,
+                                         what)
 from pytest_torchcheck.errors import TorchcheckFailure, TorchcheckUsageError
 
 if TYPE_CHECKING:
@@ -123,6 +124,7 @@ def assert_step_gradients(model: "torch.nn.Module", optimizer: "torch.optim.Opti
     check = "assert_step_gradients"
     check_module(check, "model", model)
     check_optimizer(check, "optimizer", optimizer)
+    rtol, atol = check_number(check, "rtol", rtol), check_number(check, "atol", atol)
     if not hasattr(batches, "__len__") or len(batches) == 0:
         raise TorchcheckUsageError(f"{check}: batches must be a non-empty list of micro-batches, got "
                                    f"{type(batches).__name__}")

@@ -89,6 +89,12 @@ BAD = textwrap.dedent('''
                               lambda m, b: m(b).mean())
 
 
+    def test_step_gradients_tolerance_not_a_number():
+        model, opt, batches = make()
+        assert_step_gradients(model, opt, train(model, opt, lambda m, b: m(b).mean()), batches,
+                              lambda m, b: m(b).mean(), rtol="1e-4")
+
+
     def test_evaluate_missing_an_argument():
         model, _, batches = make()
 
@@ -173,6 +179,8 @@ EXPECTED = {
     "test_model_passed_as_optimizer": [
         "*assert_step_gradients: optimizer must be the torch.optim.Optimizer your loop steps (its step() is "
         "watched), got Linear Linear(in_features=4, out_features=1, bias=True)"],
+    "test_step_gradients_tolerance_not_a_number": [
+        "*assert_step_gradients: rtol must be a non-negative finite number, got '1e-4'"],
     "test_evaluate_missing_an_argument": [
         "*assert_eval_mode: evaluate=test_evaluate_missing_an_argument.evaluate(model, x) "
         "(test_bad.py:{def evaluate}) cannot be called as evaluate(Tensor): missing a required argument: 'x'",
