@@ -32,6 +32,7 @@ ZYGOTE_START_TIMEOUT = 180.0  # seconds to import torch and build the rank-side 
 GRACE_AFTER_FAILURE = 10.0  # seconds the other ranks get to finish once one rank has failed, skipped or died
 STACK_WAIT = 1.0  # seconds to wait for a stack dump
 OUTPUT_TAIL = 4000  # characters of a dead rank's output shown
+HELLO_TIMEOUT = 10.0  # seconds between a rank connecting and its hello: both are one step, so only a killed rank is slower
 
 
 class HarnessError(Exception):
@@ -83,6 +84,20 @@ class TestRun:
     results: dict[int, RankResult]
     started: float
     timed_out: float | None = None  # the deadline in seconds, if it expired (else a hang is a grace expiry)
+
+
+def _recv_hello(conn: Connection, timeout: float = HELLO_TIMEOUT) -> tuple | None:
+    """A rank's first message, or None when it closed or stayed silent: a rank connects and says hello
+    in one go, so a silent or closed connection is a rank killed in between (of a pool given up on)."""
+    try:
+        if not conn.poll(timeout):
+            return None
+        hello = conn.recv()
+    except (EOFError, OSError):
+        return None
+    if not (isinstance(hello, tuple) and len(hello) == 4 and hello[0] == "hello"):
+        return None
+    return hello
 
 
 class Harness:
@@ -262,7 +277,11 @@ class Harness:
                         continue
                     sock.setblocking(True)
                     conn = Connection(sock.detach())
-                    _, pool_id, rank, pid = conn.recv()
+                    hello = _recv_hello(conn)
+                    if hello is None:  # a rank killed between connecting and saying hello: one given up on
+                        conn.close()
+                        continue
+                    _, pool_id, rank, pid = hello
                     if pool_id != pool.id:  # a rank of a pool given up on: it must not count as one of these
                         conn.close()
                         kill_trees([pid])
