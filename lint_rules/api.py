@@ -57,6 +57,9 @@ class Settings:
     respect_gitignore: bool = True  # lint_paths skips what git ignores when walking a directory
     jobs: int | None = None  # worker processes for lint_paths (None: one per core)
     project: ProjectInfo | None = None  # the torch bound; None: read from each file's project
+    # Codes whose possible findings are reported, not only the certain ones: every code with
+    # --preview, else those selected by their own code. None: all of ``codes``.
+    possible: frozenset | None = None
 
     @classmethod
     def resolve(cls, start: str | Path | None = None, *, config: str | Path | Config | None = None,
@@ -81,6 +84,9 @@ class Settings:
         codes = _configured_codes(cfg, list(select or ()))
         codes |= registry.expand(list(extend_select), "--extend-select", cfg.preview)
         codes -= registry.expand(list(ignore), "--ignore")
+        named = [*(select or ()), *extend_select] if select else [*(cfg.select or ()), *cfg.extend_select,
+                                                                  *extend_select]
+        possible = codes if cfg.preview else codes & registry.exact_codes(named)
         unsafe = cfg.unsafe_fixes if unsafe_fixes is None else unsafe_fixes
         if cache_dir is not None:
             where: str | None = str(cache_dir)
@@ -88,7 +94,8 @@ class Settings:
             where = str(cfg.root / _CACHE_DIR) if cache else None
         return cls(cfg, frozenset(codes), (UNSAFE if unsafe else SAFE) if fix else None, bool(unsafe),
                    _unfixable_codes(cfg), where,
-                   cfg.respect_gitignore if respect_gitignore is None else respect_gitignore, jobs, project)
+                   cfg.respect_gitignore if respect_gitignore is None else respect_gitignore, jobs, project,
+                   frozenset(possible))
 
     def codes_for(self, path: str | Path) -> tuple[str, ...]:
         """The codes that apply to ``path``: the selection less its per-file ignores, sorted."""
@@ -108,7 +115,9 @@ class Settings:
     def context_for(self, path: str | Path, shown: str) -> FileContext:
         """What, besides its text, decides the result of the file at ``path`` shown as ``shown``: built
         once per file, here, and handed down to the runner and the engine."""
-        return FileContext(shown, self.codes_for(path), self.project_for(path), self.unfixable, self.fix)
+        codes = self.codes_for(path)
+        possible = None if self.possible is None else tuple(c for c in codes if c in self.possible)
+        return FileContext(shown, codes, self.project_for(path), self.unfixable, self.fix, possible)
 
 
 def lint_text(source: str, path: str | Path = "-", settings: Settings | None = None) -> FileResult:
@@ -254,7 +263,7 @@ def _prepare(path: Path, settings: Settings, shown: str | None = None) -> FileRe
     cache_dir = settings.cache_dir
     if cache_dir is None:
         return _Job(str(path), context, data, None)
-    k = cache.key(data, shown, context.codes, context.project, context.unfixable)
+    k = cache.key(data, shown, context.codes, context.project, context.unfixable, context.possible)
     hit = cache.load(cache_dir, k, still_valid(cache_dir))
     if hit is not None and not has_fixes(hit, settings.fix) and (not hit.skipped or skips(data, shown)):
         return hit  # a skip is decided from the bytes, never taken from the cache
@@ -277,7 +286,8 @@ def _lint_job(settings: Settings, job: _Job) -> FileResult:
         # A fix run: the result is that of the fixed text, cached under the fixed bytes (unless a fix broke it).
         if cache_dir is not None and (result.fixed is None or result.fixed.error is None):
             final = result.fixed.source.encode(result.fixed.encoding) if result.fixed else job.data
-            cache.store(cache_dir, cache.key(final, context.shown, context.codes, context.project, context.unfixable),
+            cache.store(cache_dir, cache.key(final, context.shown, context.codes, context.project, context.unfixable,
+                                             context.possible),
                         result, facts.deps)
     elif job.key is not None:
         cache.store(cache_dir, job.key, result, facts.deps)

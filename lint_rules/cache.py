@@ -64,11 +64,14 @@ def _sources(directory: str, prefix: str) -> list[tuple[str, os.stat_result]]:
     return out
 
 
-def key(data: bytes, shown: str, codes: tuple[str, ...], project: ProjectInfo, unfixable: tuple[str, ...] = ()) -> str:
+def key(data: bytes, shown: str, codes: tuple[str, ...], project: ProjectInfo, unfixable: tuple[str, ...] = (),
+        possible: tuple[str, ...] | None = None) -> str:
     h = content_hash(data)
     h.update(f"\0{shown}\0{','.join(codes)}\0{project.torch_min_version}\0{code_fingerprint()}".encode())
     if unfixable:  # the default leaves the key as it was
         h.update(f"\0unfixable={','.join(sorted(unfixable))}".encode())
+    if possible is not None:  # the codes whose possible findings are reported
+        h.update(f"\0possible={','.join(sorted(possible))}".encode())
     return h.hexdigest()
 
 
@@ -148,7 +151,8 @@ def _unseal(text: str) -> object:
 
 _NONE = type(None)
 _FINDING = {"path": str, "line": int, "column": int, "end_line": int, "end_column": int, "code": str, "name": str,
-            "message": str, "severity": str, "cell": (int, _NONE), "fix": (dict, _NONE)}
+            "message": str, "severity": str, "cell": (int, _NONE), "fix": (dict, _NONE),
+            "confidence": str}
 _EDIT = {"line": int, "column": int, "end_line": int, "end_column": int, "content": str}
 _FIX = {"applicability": str, "message": str, "edits": list}
 

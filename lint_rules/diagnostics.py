@@ -14,6 +14,10 @@ SAFE = "safe"
 UNSAFE = "unsafe"
 
 
+CERTAIN = "certain"
+POSSIBLE = "possible"
+
+
 @record(frozen=True)
 class Edit:
     """Replace the text from (line, column) up to (end_line, end_column) with ``content``.
@@ -65,6 +69,9 @@ class Finding:
     severity: str
     cell: int | None = None  # notebooks: the code cell (from 1); line and end_line are within it
     fix: Fix | None = None
+    # CERTAIN: the evidence settles it (reported by default); POSSIBLE: reported with --preview
+    # or when its rule is selected by code (see lint_rules.registry)
+    confidence: str = "certain"
 
     @classmethod
     def from_dict(cls, data: dict) -> "Finding":
@@ -97,6 +104,7 @@ class Finding:
             "message": self.message,
             "severity": self.severity,
             "fix": self.fix.to_dict() if self.fix is not None else None,
+            "confidence": self.confidence,
         } | extra
 
 

@@ -25,7 +25,7 @@ from lint_rules.analysis.project_index import index_for
 from lint_rules.analysis.parsing import parse_module
 from lint_rules.positions import positions_of
 from lint_rules.project import ProjectInfo
-from lint_rules.diagnostics import Edit, FileResult, Finding, Fix
+from lint_rules.diagnostics import CERTAIN, POSSIBLE, Edit, FileResult, Finding, Fix
 from lint_rules.rule import Report, Rule, RuleFix
 
 
@@ -35,7 +35,7 @@ def _builtin_finding(path: str, code: registry.BuiltinCode, line: int, col: int,
 
 def lint_source(source: str, path: str, codes: Iterable[str] | None = None,
                 project: ProjectInfo | None = None, unfixable: Iterable[str] = (),
-                facts: ProjectFacts | None = None) -> FileResult:
+                facts: ProjectFacts | None = None, possible: Iterable[str] | None = None) -> FileResult:
     """Lint one file's text with the rules in ``codes`` (default: the default tier, as ``torchcheck
     lint`` runs with no selection; pass ``registry.default_codes(preview=True)`` for every rule).
 
@@ -45,19 +45,21 @@ def lint_source(source: str, path: str, codes: Iterable[str] | None = None,
     ``facts`` answers cross-file questions (what a class imported from another
     file of the project returns); by default the file's imports are resolved from
     the files on disk around ``path`` (a buffer or standard input included), and
-    ``facts.deps`` afterwards says what the findings depended on.
+    ``facts.deps`` afterwards says what the findings depended on. ``possible`` names the codes whose
+    possible findings (not only the certain ones) are reported: by default none when ``codes`` is None
+    (the default tier), every code of ``codes`` otherwise (a rule selected by code reports everything).
 
     A text that never mentions torch is skipped unread. :mod:`lint_rules.api` asks that
     question itself, once, before it reads the cache; it calls :func:`lint_prefiltered`.
     """
     if not suppression.mentions_torch(source):
         return FileResult(path, skipped=True)
-    return lint_prefiltered(source, path, codes, project, unfixable, facts)
+    return lint_prefiltered(source, path, codes, project, unfixable, facts, possible)
 
 
 def lint_prefiltered(source: str, path: str, codes: Iterable[str] | None = None,
                      project: ProjectInfo | None = None, unfixable: Iterable[str] = (),
-                     facts: ProjectFacts | None = None) -> FileResult:
+                     facts: ProjectFacts | None = None, possible: Iterable[str] | None = None) -> FileResult:
     """:func:`lint_source` for a text that has passed :func:`mentions_torch` already."""
     if facts is None:
         facts = ProjectFacts(index_for(None), path)
@@ -67,7 +69,9 @@ def lint_prefiltered(source: str, path: str, codes: Iterable[str] | None = None,
     enabled = gc.isenabled()
     gc.disable()
     try:
-        result = _lint_source(source, path, codes, project, frozenset(unfixable), facts)
+        if possible is None:
+            possible = () if codes is None else codes
+        result = _lint_source(source, path, codes, project, frozenset(unfixable), facts, frozenset(possible))
     finally:
         if enabled:
             gc.enable()
@@ -75,8 +79,8 @@ def lint_prefiltered(source: str, path: str, codes: Iterable[str] | None = None,
     return replace(result, depends_on=facts.deps) if facts.deps else result
 
 
-def _lint_source(source: str, path: str, codes: Iterable[str] | None,
-                 project: ProjectInfo | None, unfixable: frozenset[str], facts: ProjectFacts) -> FileResult:
+def _lint_source(source: str, path: str, codes: Iterable[str] | None, project: ProjectInfo | None,
+                 unfixable: frozenset[str], facts: ProjectFacts, possible: frozenset[str]) -> FileResult:
     # No selection means what the CLI runs with none: preview rules stay off (see registry.PREVIEW_RULES).
     codes = set(codes) if codes is not None else registry.default_codes()
     nul = limits.null_byte(source)
@@ -116,7 +120,7 @@ def _lint_source(source: str, path: str, codes: Iterable[str] | None,
     # model is emptied when the file is done, so the tree is freed at once (see FileModel.dispose).
     try:
         return _run_rules(source, path, codes, unfixable, module, model, selected,
-                          rule_classes, {rc.CODE for rc in enabled})
+                          rule_classes, {rc.CODE for rc in enabled}, possible)
     finally:
         model.dispose()
 
@@ -140,7 +144,7 @@ def _interesting(selected: tuple[type[Rule], ...]) -> frozenset[type]:
 
 def _run_rules(source: str, path: str, codes: set[str] | None, unfixable: frozenset[str],
                module: cst.Module, model: FileModel, selected: tuple[type[Rule], ...],
-               rule_classes: dict[str, type[Rule]], enabled: set[str]) -> FileResult:
+               rule_classes: dict[str, type[Rule]], enabled: set[str], possible: frozenset[str]) -> FileResult:
     rules: list[Rule] = [rc(model) for rc in selected]
 
     dispatch: dict[type, list[tuple[Rule, object]]] = {}
@@ -167,8 +171,12 @@ def _run_rules(source: str, path: str, codes: set[str] | None, unfixable: frozen
         except Exception as e:
             crashed[rule.CODE] = _crash_text(e)
 
-    reports: list[tuple[Rule, Report]] = [
-        (rule, rep) for rule in rules if rule.CODE not in crashed for rep in rule.reports]
+    # A finding's confidence: the rule's word, else its tier's (a preview rule's findings are possible).
+    # Possible findings are kept only for the codes that ask for them (--preview, or selected by code).
+    reports: list[tuple[Rule, Report, bool]] = [
+        (rule, rep, certain) for rule in rules if rule.CODE not in crashed for rep in rule.reports
+        if (certain := rep.certain if rep.certain is not None else not registry.is_preview(rule.CODE))
+        or rule.CODE in possible]
     crashes = [_builtin_finding(path, registry.INTERNAL_ERROR, 1, 1,
                                 f"rule {code} ({rule_classes[code].NAME}) crashed: {text}")
                for code, text in sorted(crashed.items())]
@@ -180,17 +188,18 @@ def _run_rules(source: str, path: str, codes: set[str] | None, unfixable: frozen
     # Positions cost more than the parse; compute them only for files with findings.
     raw: list[Finding] = []
     if reports:
-        wanted = [rep.node for _, rep in reports] + [
-            e.node for _, rep in reports if rep.fix is not None for e in rep.fix.edits]
+        wanted = [rep.node for _, rep, _ in reports] + [
+            e.node for _, rep, _ in reports if rep.fix is not None for e in rep.fix.edits]
         ranges, extents = _positions(module, source, _parents_for(model, wanted), wanted)
-        offsets = _Offsets(source) if extents is not None and any(rep.fix for _, rep in reports) else None
-        for rule, rep in reports:
+        offsets = _Offsets(source) if extents is not None and any(rep.fix for _, rep, _ in reports) else None
+        for rule, rep, certain in reports:
             line, col, end_line, end_col = ranges(rep.node)
             fix = None
             if rep.fix is not None and offsets is not None:
                 fix = _fix(rule, rep.fix, module, offsets, extents)
             raw.append(Finding(path, line, col + 1, end_line, end_col + 1,
-                               rule.CODE, rule.NAME, rep.message, rep.severity or rule.SEVERITY, fix=fix))
+                               rule.CODE, rule.NAME, rep.message, rep.severity or rule.SEVERITY, fix=fix,
+                               confidence=CERTAIN if certain else POSSIBLE))
     if check_suppressions:
         raw += _suppression_findings(path, source, raw, enabled)
     table = suppression.suppressions(source)

@@ -164,8 +164,21 @@ PREVIEW_RULES: dict[str, str] = {
 }
 
 
+# Preview rules with a certain core: they run by default too, and report there only the findings
+# whose evidence makes them certain (``Rule.report(..., certain=True)``); the rest, possible, need
+# ``--preview`` or the rule's own code. What the core is, in a line each.
+CERTAIN_CORE: dict[str, str] = {
+    "TRN602": "an evaluation that sets eval() on some models and not on another one trained in the file",
+}
+
+
 def is_preview(code: str) -> bool:
     return code in PREVIEW_RULES
+
+
+def hidden_by_default(code: str) -> bool:
+    """Off unless ``--preview`` or selected by code: a preview rule without a certain core."""
+    return code in PREVIEW_RULES and code not in CERTAIN_CORE
 
 
 def preview_codes() -> set[str]:
@@ -186,7 +199,7 @@ def default_codes(preview: bool = False) -> set[str]:
     """What runs when nothing is selected: every rule but the preview ones (unless ``preview``),
     not the opt-in codes."""
     codes = set(rule_codes())
-    return codes if preview else codes - preview_codes()
+    return codes if preview else {c for c in codes if not hidden_by_default(c)}
 
 
 def known_codes() -> list[str]:
@@ -200,7 +213,7 @@ def expand(selectors: list[str] | tuple[str, ...], source: str, preview: bool = 
     rules out, an exact code selects its rule all the same. Ignores pass ``True`` (the default).
     """
     codes = [*rule_codes(), *(c for c, b in BUILTINS.items() if b.OPT_IN)]
-    hidden = set() if preview else preview_codes()
+    hidden = set() if preview else {c for c in preview_codes() if hidden_by_default(c)}
     out: set[str] = set()
     bad: list[str] = []
     for raw in selectors:
@@ -224,6 +237,13 @@ def expand(selectors: list[str] | tuple[str, ...], source: str, preview: bool = 
             f"use ALL, a prefix such as TRN1, or one of: {', '.join(known_codes())}"
         )
     return out
+
+
+def exact_codes(selectors) -> set[str]:
+    """The rule codes that ``selectors`` name one by one (``TRN602``, not ``TRN6`` or ``ALL``): their
+    possible findings are reported without ``--preview``, as Ruff runs a preview rule selected by code."""
+    names = {s.strip().upper() for s in selectors or ()}
+    return {c for c in rule_codes() if c in names}
 
 
 def suggestion(selector: str) -> str:

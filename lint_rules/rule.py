@@ -63,6 +63,9 @@ class Report:
     message: str
     severity: str | None = None  # overrides the rule's SEVERITY for this finding
     fix: RuleFix | None = None
+    # True: the evidence makes the finding certain (reported by default); False: only possible
+    # (reported with --preview or when the rule is selected by its code); None: the rule's tier decides.
+    certain: bool | None = None
 
 
 class Rule:
@@ -97,11 +100,13 @@ class Rule:
         self._reported: set[int] = set()
 
     def report(self, node: cst.CSTNode, message: str | None = None, severity: str | None = None,
-               fix: RuleFix | None = None) -> None:
+               fix: RuleFix | None = None, certain: bool | None = None) -> None:
+        """Report ``node``. ``certain`` is this finding's confidence: by default a finding of a
+        preview rule is possible and any other certain (see :mod:`lint_rules.registry`)."""
         if id(node) in self._reported:
             return
         self._reported.add(id(node))
-        self.reports.append(Report(node, message or self.MESSAGE, severity, fix))
+        self.reports.append(Report(node, message or self.MESSAGE, severity, fix, certain))
 
     def finish(self) -> None:
         """Called after every node was visited; override for whole-file checks."""

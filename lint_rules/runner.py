@@ -27,6 +27,7 @@ class FileContext:
     project: ProjectInfo  # the torch bound
     unfixable: tuple = ()  # codes whose findings carry no fix
     fix: str | None = None  # None: report only; "safe" or "unsafe": the fixes to apply (never to notebooks)
+    possible: tuple | None = None  # codes whose possible findings are reported (None: all of ``codes``)
 
 
 def decode(data: bytes) -> str:
@@ -158,7 +159,7 @@ def lint_decoded(source: str, encoding: str, context: FileContext, facts=None) -
 
     def lint(text: str) -> FileResult:
         passes.append(lint_prefiltered(text, context.shown, context.codes, context.project, context.unfixable,
-                                       facts))
+                                       facts, context.possible))
         return passes[-1]
 
     if context.fix is None:
@@ -187,7 +188,8 @@ def _lint_notebook(data: bytes, context: FileContext, facts=None) -> FileResult:
 
     # The pre-filter again, on what the cells say: the notebook's JSON may mention torch only in
     # markdown or outputs.
-    result = lint_source(source, shown, context.codes, context.project, context.unfixable, facts)
+    result = lint_source(source, shown, context.codes, context.project, context.unfixable, facts,
+                         context.possible)
     return replace(result, notebook_fixes=sum(f.fix is not None for f in result.findings),
                    findings=notebook.map_back(result.findings, where))
 

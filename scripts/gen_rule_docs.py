@@ -59,6 +59,14 @@ yet shown on real code that nine in ten of its findings are worth a change (meas
 `[tool.torchcheck]`), which makes `ALL` and prefixes select it too; selecting it by its exact code
 (`--extend-select TRN108`) turns it on without preview. `torchcheck rules` marks it `(preview)`.
 The Python API, `lint_rules.lint_source(text, path)` with no `codes`, runs the default tier too.
+
+**Confidence**, per finding. Each finding is `certain` (the evidence in the code settles it) or
+`possible` (it may be set right where the linter cannot see: a caller, another process); JSON
+says which. A run reports the certain findings of every rule it runs, and the possible ones of
+the rules selected by their exact code, or of every rule with `--preview`. A `core` rule is a
+preview rule with a certain core: its certain findings run by default (TRN602 reports by default
+an evaluation that calls `eval()` on some models and forgets one it trains elsewhere; evaluation
+with no mode set at all needs `--preview`).
 On 17 public repositories (279k lines; `benchmarks/precision/README.md` has the per-rule table),
 30 of 30 sampled default-tier findings were worth a change (small samples: 1 to 9 per rule;
 30 of 32 before TRN302 stopped flagging evaluation-only loaders), against 5 of 53 for the
@@ -99,6 +107,8 @@ def _has_tiers(registry) -> bool:
 def _tier(registry, code: str, rule) -> str:
     is_preview = getattr(registry, "is_preview", None)
     preview = is_preview(code) if callable(is_preview) else bool(getattr(rule, "PREVIEW", False))
+    if preview and code in getattr(registry, "CERTAIN_CORE", {}):
+        return "core"
     return "preview" if preview else "default"
 
 

@@ -132,7 +132,8 @@ def test_rule_index_lists_every_registered_code_with_its_page():
         assert row["name"].startswith(f"[{rule.NAME}]({rule.NAME}.md)"), code
         assert row["severity"] == rule.SEVERITY, code
         if callable(is_preview):  # the registry has a preview tier: the index must show it
-            tier = "built-in" if code in registry.BUILTINS else "preview" if is_preview(code) else "default"
+            tier = "built-in" if code in registry.BUILTINS else "core" if code in registry.CERTAIN_CORE \
+                else "preview" if is_preview(code) else "default"
             assert row["tier"] == tier, code
         assert (ROOT / "docs" / "rules" / f"{rule.NAME}.md").is_file(), code
 

@@ -38,6 +38,29 @@ _HELD_OUT_NAME = re.compile(r"(^|_)(val|dev|eval)|test|valid", re.I)
 _BATCH_DEPTH = 8
 
 
+def forward_target(func: cst.BaseExpression) -> cst.BaseExpression:
+    """What a call runs: ``model`` for ``model.forward(x)`` (the same module call, spelled out),
+    else the callee itself."""
+    if isinstance(func, cst.Attribute) and func.attr.value == "forward":
+        return func.value
+    return func
+
+
+def names_in(expr: cst.CSTNode) -> set[str]:
+    """The variable names ``expr`` reads or binds (not attribute names: ``a.b`` gives ``a``)."""
+    out: set[str] = set()
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Name):
+            out.add(node.value)
+        elif isinstance(node, (cst.Attribute, cst.Arg)):  # not `b` of `a.b`, nor `key` of `f(key=v)`
+            stack.append(node.value)
+        else:
+            stack.extend(node.children)
+    return out
+
+
 def local_function(model: "FileModel", expr: cst.CSTNode) -> cst.FunctionDef | None:
     """The function of this file that a Name or ``self.<method>`` refers to, if exactly one."""
     return model.local_function(expr)
@@ -84,7 +107,7 @@ class FileFacts:
                 yield node
 
     def is_model_call(self, call: cst.Call) -> bool:
-        func = call.func
+        func = forward_target(call.func)
         if not isinstance(func, (cst.Name, cst.Attribute, cst.Subscript)):
             return False
         if self.model.kind_of(func) == MODULE:
@@ -130,14 +153,109 @@ class FileFacts:
         if key in self._evaluation_calls:
             return self._evaluation_calls[key]
         calls: list[cst.Call] = []
-        if self._iterates_data(loop.iter) or self._fetches_data(loop):
+        if self.is_data_loop(loop):
             for node in self.body_nodes(loop):
                 if isinstance(node, cst.Call) and self.is_model_call(node) and self._innermost_data_loop(node) is loop:
                     calls.append(node)
-            if calls and not self._is_evaluation(loop):
-                calls = []
+        elif not self.model.enclosing_loops(loop):
+            # Not a data loop, but the outermost loop of a function that put the model in eval mode
+            # first (`model.eval()` ... `for t in steps: x = model(x)`): evaluation by declaration.
+            # The model's input must change with the loop's target (`x[i:i + n]`, `get(data, i)`):
+            # a loop that walks data by index. Loops fed by something else (an environment's
+            # observations, a while loop) are left alone: their graphs are freed every iteration.
+            receivers = self.eval_receivers(loop) if isinstance(loop, cst.For) else None
+            if receivers:
+                for node in self.body_nodes(loop):
+                    if isinstance(node, cst.Call) and self._innermost_data_loop(node) is None \
+                            and dotted(forward_target(node.func)) in receivers and self._indexed_by(node, loop):
+                        calls.append(node)
+        if calls and not self._is_evaluation(loop):
+            calls = []
         self._evaluation_calls[key] = calls
         return calls
+
+    def _indexed_by(self, call: cst.Call, loop: cst.For) -> bool:
+        """An argument of ``call`` is computed from ``loop``'s target, through the assignments of
+        the loop's body (``batch = x[i:i + n]; model(batch)``)."""
+        targets = names_in(loop.target)
+        values: dict[str, list[cst.BaseExpression]] = {}
+        for node in self.body_nodes(loop):
+            if isinstance(node, cst.Assign):
+                for t in node.targets:
+                    for name in names_in(t.target):
+                        values.setdefault(name, []).append(node.value)
+        todo = [n for a in call.args for n in names_in(a.value)]
+        seen: set[str] = set()
+        while todo and len(seen) < 64:
+            name = todo.pop()
+            if name in targets:
+                return True
+            if name in seen:
+                continue
+            seen.add(name)
+            for value in values.get(name, ()):
+                todo.extend(names_in(value))
+        return False
+
+    def left_in_train_mode(self, loop: cst.For) -> list[tuple[cst.Call, str, str]]:
+        """The module calls of an evaluation loop over data whose module its function forgot: the
+        function put other modules in eval mode before the loop, not this one, and this file puts
+        it in train mode elsewhere (``model.eval()`` then ``predictor(h)``, with ``predictor.train()``
+        in the training function). Each as (call, the module's spelling, a module that was switched)."""
+        if not self.is_data_loop(loop):
+            return []
+        switched = self.eval_receivers(loop)
+        if not switched:
+            return []
+        model = self.model
+        fn = model.enclosing_function(loop)
+        # An evaluation function: nothing in it trains (a training loop may set a frozen part to eval
+        # mode), and it sets no mode on the forgotten module itself.
+        if any(e.kind in (BACKWARD, STEP) for e in model.training.function_events(fn)):
+            return []
+        own = {dotted(call.func.value) for _, call, _ in self._modes_by_function.get(id(fn), ())
+               if mode_call(call) is not None}
+        trained = self._trained_spellings() - own
+        if not trained:
+            return []
+        out = []
+        for call in self.body_nodes(loop):
+            if not isinstance(call, cst.Call) or self._innermost_data_loop(call) is not loop:
+                continue
+            text = dotted(forward_target(call.func))
+            if text in trained and not any(text.startswith(s + ".") or s.startswith(text + ".") for s in switched):
+                out.append((call, text, sorted(switched)[0]))
+        return out if out and self._is_evaluation(loop) else []
+
+    def _trained_spellings(self) -> set[str]:
+        """Spellings of the modules this file puts in train mode with ``m.train()``."""
+        return {text for _, call, mode in self.mode_calls()
+                if mode == TRAIN and mode_call(call) == TRAIN and (text := dotted(call.func.value)) is not None}
+
+    def is_data_loop(self, loop: cst.CSTNode) -> bool:
+        """A ``for`` loop over data (a loader, an iterable spelled like one) or a counting loop
+        that fetches a batch."""
+        return isinstance(loop, cst.For) and (self._iterates_data(loop.iter) or self._fetches_data(loop))
+
+    def eval_receivers(self, node: cst.CSTNode) -> set[str]:
+        """The modules (dotted spellings) that ``node``'s function put in eval mode before it with
+        ``m.eval()``/``m.train(False)`` and did not put back in train mode."""
+        self.mode_calls()
+        region = self.model.enclosing_function(node)
+        index = self.model.order[id(node)]
+        out: set[str] = set()
+        for i, call, _ in self._modes_by_function.get(id(region), ()):
+            if i >= index:
+                break
+            mode = mode_call(call)
+            text = dotted(call.func.value) if mode is not None else None  # a helper's call names no module
+            if text is None:
+                continue
+            if mode == EVAL:
+                out.add(text)
+            else:
+                out.discard(text)
+        return out
 
     def evaluation_helper_calls(self, loop: cst.For) -> list[tuple[cst.Call, cst.Call]]:
         """For an evaluation loop whose model runs one helper call deep (``for batch in
@@ -149,7 +267,7 @@ class FileFacts:
             return self._helper_calls[key]
         out: list[tuple[cst.Call, cst.Call]] = []
         model = self.model
-        if not self.evaluation_calls(loop) and (self._iterates_data(loop.iter) or self._fetches_data(loop)):
+        if not self.evaluation_calls(loop) and self.is_data_loop(loop):
             helpers = model.fact(Summaries)
             for node in self.body_nodes(loop):
                 if not isinstance(node, cst.Call) or self._innermost_data_loop(node) is not loop \
@@ -171,7 +289,7 @@ class FileFacts:
 
     def _innermost_data_loop(self, call: cst.Call) -> cst.For | None:
         for lp in self.model.enclosing_loops(call):
-            if isinstance(lp, cst.For) and (self._iterates_data(lp.iter) or self._fetches_data(lp)):
+            if self.is_data_loop(lp):
                 return lp
         return None
 

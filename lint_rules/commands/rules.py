@@ -24,6 +24,8 @@ def _tier(rule) -> str:
         return "removed"
     if rule.CODE in registry.BUILTINS:
         return "builtin"
+    if rule.CODE in registry.CERTAIN_CORE:
+        return "core"  # a preview rule whose certain findings run by default
     return "preview" if registry.is_preview(rule.CODE) else "default"
 
 
@@ -35,7 +37,8 @@ def run(args: argparse.Namespace) -> int:
     entries = [*registry.BUILTINS.values(), *registry.all_rules().values()]
     if args.format == "json":
         json.dump([{"code": r.CODE, "name": r.NAME, "summary": r.summary(), "severity": r.SEVERITY,
-                    "preview": registry.is_preview(r.CODE), "removed": bool(getattr(r, "REMOVED", False)),
+                    "preview": registry.is_preview(r.CODE), "certain_core": r.CODE in registry.CERTAIN_CORE,
+                    "removed": bool(getattr(r, "REMOVED", False)),
                     "tier": _tier(r), "fix": registry.fix_kind(r), "url": registry.docs_url(r.NAME)}
                    for r in entries], sys.stdout, indent=2)
         sys.stdout.write("\n")

@@ -6,12 +6,17 @@ import libcst as cst
 
 from lint_rules.analysis.evaluation import FileFacts
 from lint_rules.analysis.grad_mode import GradMode
+from lint_rules.analysis.scopes import is_true
 from lint_rules.analysis.summaries import Summaries
 from lint_rules.rule import WARNING, Rule
 from lint_rules.rules.examples import trn601 as examples
 
 if TYPE_CHECKING:
     from lint_rules.analysis.model import FileModel
+
+VOLATILE_MESSAGE = ("volatile=True has had no effect since PyTorch 0.4: autograd records this computation "
+                    "and keeps its activations; use torch.no_grad()")
+
 
 class EvaluationWithoutNoGrad(Rule):
     """
@@ -20,7 +25,12 @@ class EvaluationWithoutNoGrad(Rule):
     loop iterates data (a `DataLoader`, an iterable spelled like one: `val_loader`,
     `test_data`, `self.loaders["valid"]`, ..., or a `range` loop that fetches a batch: `X, Y =
     get_batch("val")`), calls a model, and neither calls `backward()`, steps or
-    hands over an optimizer, nor asks for input gradients. It is quiet
+    hands over an optimizer, nor asks for input gradients. A counting loop is also
+    an evaluation loop when its function put the model in eval mode before it
+    (`model.eval()`) and the model's input is computed from the loop's index
+    (`x[i:i + n]`). `model.forward(x)` counts as a model call. `Variable(x,
+    volatile=True)` is flagged too: PyTorch 0.4 made `volatile` a no-op, so code
+    written to skip autograd with it records graphs. It is quiet
     under `torch.no_grad()`, `torch.inference_mode()` (as a block or a decorator),
     `torch.set_grad_enabled(...)` (as a block, or called with `False` earlier in
     the function or module), after `stack.enter_context(torch.no_grad())` in a
@@ -55,7 +65,8 @@ class EvaluationWithoutNoGrad(Rule):
     A loop is recognised as iterating data from a `DataLoader` built in the file
     or, as a last resort, from the spelling of the iterable or of the call that
     fetches the batch; other loops (`while` loops, `for batch in queue`) are not
-    checked. A model is recognised from
+    checked, nor are loops after `model.eval()` whose input comes from elsewhere (an
+    environment's observations). A model is recognised from
     its construction, a `nn.Module` annotation, or a name such as `model` or
     `net`. Comprehensions (`[model(x) for x in loader]`) are not checked. A
     function that is only called from another module under `no_grad`, or whose
@@ -80,11 +91,20 @@ class EvaluationWithoutNoGrad(Rule):
         super().__init__(model)
         self._facts = model.fact(FileFacts)
 
-    def visit_For(self, node: cst.For) -> None:
+    def visit_For(self, node: cst.For | cst.While) -> None:
         if any(not self._grad_managed(call, node) for call in self._facts.evaluation_calls(node)) \
                 or any(not self._grad_managed_in_helper(site, inner, node)
                        for site, inner in self._facts.evaluation_helper_calls(node)):
             self.report(node)
+
+    visit_While = visit_For
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        # Variable(x, volatile=True): ignored since PyTorch 0.4, so autograd records what it was meant to skip
+        if node.keyword is not None and node.keyword.value == "volatile" and is_true(node.value) \
+                and not self.model.in_no_grad(node) \
+                and not any(id(loop) in self._reported for loop in self.model.enclosing_loops(node)):
+            self.report(node, VOLATILE_MESSAGE)  # inside a loop reported already: one finding is enough
 
     def _grad_managed_in_helper(self, site: cst.Call, inner: cst.Call, loop: cst.For) -> bool:
         """The model call in a helper: grad is off around the helper's call, or inside it."""

@@ -17,6 +17,10 @@ DRAWN_BATCH_MESSAGE = ("A held-out batch is scored inside the training loop in t
                        "stays on and batch norm updates its statistics with it")
 
 
+PARTIAL_MESSAGE = ("Evaluation loop runs `{forgotten}` in training mode: `{switched}.eval()` was called "
+                   "but not `{forgotten}.eval()`, so its dropout and batch norm stay in training mode")
+
+
 class EvaluationWithoutEvalMode(Rule):
     """
     ## What it does
@@ -35,6 +39,13 @@ class EvaluationWithoutEvalMode(Rule):
     before it in the function, either under `torch.no_grad()` or from a loader
     spelled as a held-out split (`test`, `val`, `valid`, `dev`, `eval`) with no
     `backward()` after it in the iteration.
+
+    Confidence: these findings are *possible* (the mode may be set where this
+    file cannot see it), reported with `--preview`. One shape is *certain* and
+    reported by default: an evaluation function (nothing in it trains) that calls
+    `eval()` on some modules before a loop over data, then calls another module in
+    the loop that this file puts in train mode elsewhere (`predictor.train()` in the
+    training function) and that the function sets no mode on.
 
     ## Why is this bad?
     In training mode, dropout zeroes random activations and batch norm normalises
@@ -98,9 +109,15 @@ class EvaluationWithoutEvalMode(Rule):
     def visit_For(self, node: cst.For) -> None:
         calls = self._facts.evaluation_calls(node) or [
             inner for _, inner in self._facts.evaluation_helper_calls(node)]  # self.eval_step(batch)
-        if calls and not self._facts.mode_set_for(node) and any(
-                self._modules.mode_dependent(call.func) is not False for call in calls):
-            self.report(node)
+        if calls and not self._facts.mode_set_for(node):
+            if any(self._modules.mode_dependent(call.func) is not False for call in calls):
+                self.report(node)  # possible: the mode may be set where this file cannot see
+            return
+        # Certain: the function switched some models to eval mode and forgot one it trains elsewhere.
+        for call, forgotten, switched in self._facts.left_in_train_mode(node):
+            if self._modules.mode_dependent(call.func) is not False:
+                self.report(node, PARTIAL_MESSAGE.format(forgotten=forgotten, switched=switched), certain=True)
+                return
 
     def visit_Call(self, node: cst.Call) -> None:
         # tx, ty = next(iter(test_loader)); net(tx) -- one held-out batch inside a training loop

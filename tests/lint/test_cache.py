@@ -27,7 +27,8 @@ for x, y in loader:
 """
 
 FINDING = {"path": "t.py", "line": 1, "column": 1, "end_line": 1, "end_column": 2, "code": "TRN999",
-           "name": "from-the-cache", "message": "cached", "severity": "error", "cell": None, "fix": None}
+           "name": "from-the-cache", "message": "cached", "severity": "error", "cell": None, "fix": None,
+           "confidence": "certain"}
 
 # What each file's entry is replaced with: the shapes that used to raise AttributeError (exit 1 and no
 # report on every run) or be trusted as they were. Sealed ones carry a matching digest, so that the check

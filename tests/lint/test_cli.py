@@ -124,7 +124,7 @@ def test_json_schema(tmp_path):
     assert data == [{
         "path": "train.py", "line": 7, "column": 5, "end_line": 7, "end_column": 20,
         "code": "TRN101", "name": "zero-grad-between-backward-and-step",
-        "message": data[0]["message"], "severity": "error", "fix": None,
+        "message": data[0]["message"], "severity": "error", "fix": None, "confidence": "certain",
         "url": "https://torchcheck.readthedocs.io/en/latest/rules/zero-grad-between-backward-and-step/",
     }]
     assert "zero gradients" in data[0]["message"]
@@ -593,7 +593,7 @@ def _tamper_cache(root: Path) -> int:
         data = json.loads(entry.read_text())["entry"]
         data["findings"].append({"path": data["path"], "line": 1, "column": 1, "end_line": 1, "end_column": 2,
                                  "code": "TRN999", "name": "from-the-cache", "message": "cached",
-                                 "severity": "error", "cell": None, "fix": None})
+                                 "severity": "error", "cell": None, "fix": None, "confidence": "certain"})
         entry.write_text(_seal(json.dumps(data)))
         n += 1
     return n

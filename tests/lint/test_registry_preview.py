@@ -102,3 +102,54 @@ def test_text_output_shows_severity(tmp_path):
     lines = r.stdout.splitlines()
     assert lines[0] == "train.py:2:9: TRN301 [warning] nn.DataParallel is slow and unmaintained; use DistributedDataParallel"
     assert lines[1].startswith("train.py:6:5: TRN101 [error] ") or lines[1].startswith("train.py:7:5: TRN101 [error] ")
+
+
+# TRN602 is a preview rule with a certain core: `scorer` is forgotten by an evaluation that switched
+# `encoder` (certain); `evaluate` sets no mode at all (possible: a caller may have set it).
+CONFIDENCE_SOURCE = """\
+import torch
+from torch.utils.data import DataLoader
+
+def fit(encoder, scorer, loader, opt):
+    encoder.train()
+    scorer.train()
+    for x, y in loader:
+        opt.zero_grad()
+        scorer(encoder(x)).sum().backward()
+        opt.step()
+
+@torch.no_grad()
+def test(encoder, scorer, edges, size):
+    encoder.eval()
+    h = encoder(edges)
+    for perm in DataLoader(range(len(edges)), size):
+        scorer(h[perm])
+
+@torch.no_grad()
+def evaluate(model, val_loader):
+    for x, y in val_loader:
+        model(x)
+"""
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    ((), [(16, "certain")]),  # by default: the certain finding only
+    (("--select", "TRN6"), [(16, "certain")]),  # a prefix without --preview: the same
+    (("--preview",), [(16, "certain"), (21, "possible")]),
+    (("--select", "TRN602"), [(16, "certain"), (21, "possible")]),  # selected by its code: everything
+    (("--ignore", "TRN602"), []),
+])
+def test_a_preview_rule_reports_its_certain_findings_by_default(tmp_path, args, expected):
+    (tmp_path / "evaluate.py").write_text(CONFIDENCE_SOURCE)
+    r = subprocess.run([sys.executable, "-m", "lint_rules", "lint", "--isolated", "--no-cache", "--format", "json",
+                        *args, "evaluate.py"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert r.returncode in (0, 1), r.stderr
+    found = [(f["line"], f["confidence"]) for f in json.loads(r.stdout) if f["code"] == "TRN602"]
+    assert found == expected, r.stdout
+
+
+def test_the_certain_core_is_a_subset_of_the_preview_tier_and_runs_by_default():
+    assert "TRN602" in registry.CERTAIN_CORE and registry.is_preview("TRN602")
+    assert "TRN602" in registry.default_codes() and not registry.hidden_by_default("TRN602")
+    assert registry.hidden_by_default("TRN301")
+    assert registry.exact_codes(["trn602", "TRN6", "ALL"]) == {"TRN602"}

@@ -75,7 +75,9 @@ def test_codes_and_names_are_unique():
 
 def test_selector_expansion():
     assert registry.expand(["ALL"], "t") == set(RULES) | {"TRN002"}  # ALL includes the opt-in TRN002
-    assert registry.default_codes() == set(RULES) - set(registry.PREVIEW_RULES)  # preview rules are off
+    # preview rules are off, but those with a certain core run (and report only certain findings)
+    assert registry.default_codes() == set(RULES) - (set(registry.PREVIEW_RULES) - set(registry.CERTAIN_CORE))
+    assert set(registry.CERTAIN_CORE) <= set(registry.PREVIEW_RULES)
     assert registry.default_codes(preview=True) == set(RULES)
     assert registry.expand(["TRN1"], "t") == {c for c in RULES if c.startswith("TRN1")}
     assert registry.expand(["trn301"], "t") == {"TRN301"}

@@ -183,7 +183,54 @@ VALID = [
                     out = model(x)
         """
     ),
+    Valid(
+        """
+        # eval() then a loop fed by an environment, not by the loop's index: graphs freed each step
+        import torch
+        def rollout(policy, env, episodes):
+            policy.eval()
+            obs = env.reset()
+            for _ in range(episodes):
+                action = policy(torch.as_tensor(obs)).argmax().item()
+                obs = env.step(action)
+        """
+    ),
+    Valid(
+        """
+        # eval() then an index loop that computes input gradients: an attack, not an evaluation
+        import torch
+        def attack(classifier, images, labels, n):
+            classifier.eval()
+            for i in range(n):
+                x = images[i].clone().requires_grad_(True)
+                loss = classifier(x).sum()
+                grad, = torch.autograd.grad(loss, x)
+        """
+    ),
+    Valid(
+        """
+        # eval() then train() again before the loop: a training pass
+        import torch
+        def refresh(net, xs, opt):
+            net.eval()
+            net.train()
+            for i in range(len(xs)):
+                net(xs[i]).sum().backward()
+                opt.step()
+        """
+    ),
+    Valid(
+        """
+        # volatile=False, or volatile under no_grad, changes nothing
+        import torch
+        from torch.autograd import Variable
+        a = Variable(torch.ones(1), volatile=False)
+        with torch.no_grad():
+            b = Variable(torch.ones(1), volatile=True)
+        """
+    ),
 ]
+
 
 INVALID = [
     Invalid(
@@ -294,6 +341,36 @@ INVALID = [
 
         model.eval()
         test(model, test_set)
+        """
+    ),
+    Invalid(
+        """
+        # evaluation declared by eval(): a counting loop that slices the data by its index
+        import torch
+        class Forecaster:
+            def score(self, features, targets, step):
+                self.regressor.eval()
+                errors = []
+                for start in range(0, len(features), step):  # BUG
+                    chunk = torch.from_numpy(features[start:start + step])
+                    errors.append((self.regressor(chunk) - targets[start]).abs().mean().item())
+                return errors
+
+        def perplexity(lm, corpus, width):
+            lm.eval()
+            for k in range(0, corpus.size(0) - 1, width):  # BUG
+                window, nxt = slice_window(corpus, k, width)
+                out = lm.forward(window)
+        """
+    ),
+    Invalid(
+        """
+        # volatile=True is ignored since PyTorch 0.4
+        import torch
+        from torch.autograd import Variable
+        def embed(encoder, image):
+            pixels = Variable(image.unsqueeze(0), volatile=True)  # BUG
+            return encoder(pixels)
         """
     ),
 ]

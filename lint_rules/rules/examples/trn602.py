@@ -217,7 +217,39 @@ VALID = [
                     pred = classifier(Variable(points).cuda())
         """
     ),
+    Valid(
+        """
+        # a training loop that keeps a frozen part in eval mode: not an evaluation
+        import torch
+        def warm_up(gen):
+            gen.train()
+        def step_all(gen, critic, loader, opt):
+            for x in loader:
+                critic.eval()
+                for batch in batches_of(x):
+                    gen(batch)
+                opt.zero_grad()
+                critic(x).sum().backward()
+                opt.step()
+        """
+    ),
+    Valid(
+        """
+        # the evaluation sets the head's mode itself (deliberately in train mode: MC dropout)
+        import torch
+        def fit(backbone, head, loader):
+            head.train()
+            backbone.train()
+        @torch.no_grad()
+        def score(backbone, head, val_loader):
+            backbone.eval()
+            head.train()
+            for x in val_loader:
+                head(backbone(x))
+        """
+    ),
 ]
+
 
 INVALID = [
     Invalid(
@@ -369,6 +401,27 @@ INVALID = [
             with torch.no_grad():
                 for x, y in val_loader:  # BUG
                     acc = (model(x).argmax(1) == y).float().mean()
+        """
+    ),
+    Invalid(
+        """
+        # the evaluation switches the encoder to eval mode and forgets the head trained with it
+        import torch
+        from torch.utils.data import DataLoader
+        def fit(backbone, head, loader, opt):
+            backbone.train()
+            head.train()
+            for x, y in loader:
+                opt.zero_grad()
+                head(backbone(x)).sum().backward()
+                opt.step()
+
+        @torch.no_grad()
+        def score(backbone, head, pairs, size):
+            backbone.eval()
+            z = backbone(pairs)
+            for idx in DataLoader(range(len(pairs)), size):  # BUG
+                head(z[idx])
         """
     ),
 ]
