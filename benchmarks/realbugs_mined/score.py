@@ -2,9 +2,10 @@
 
 Each case's file is linted inside its repository's whole tree at the parent commit and at the fix
 commit (materialise.py), with ``lint_rules.api.lint_file`` as `torchcheck lint --isolated` lints
-it: imports resolve to the project's other files on disk. Every rule runs, preview included; the
-default tier's numbers are those of the rules outside the preview tier (the tier is a selection
-only: no rule behaves differently under --preview).
+it: imports resolve to the project's other files on disk. Each file is linted twice, as a plain
+`torchcheck lint` (the default tier: certain findings only, see the rules index's Confidence) and
+as `torchcheck lint --preview --select ALL`; the default tier counts the cases whose rule runs by
+default.
 
     caught         the file before the fix is reported with the expected code (anywhere in it)
     caught@fix     ... on a line within WINDOW lines of a range the fix changed
@@ -45,18 +46,22 @@ class Outcome:
     repository: str
     half: str
     expected: str
-    preview_rule: bool
+    preview_rule: bool  # the expected rule does not run by default
     caught: bool
     caught_at_fix: bool
     clean_at_fix: bool
     clean: bool
     error: str = ""
+    # the four outcomes above as a plain `torchcheck lint` has them (None: its rule does not run by default)
+    default: dict | None = None
 
 
-def _settings():
+def _settings(preview: bool):
     from lint_rules import api
 
-    return api.Settings.resolve(isolated=True, select=["ALL"], ignore=["TRN002"], preview=True)
+    if preview:
+        return api.Settings.resolve(isolated=True, select=["ALL"], ignore=["TRN002"], preview=True)
+    return api.Settings.resolve(isolated=True, preview=False)
 
 
 def _lines(path: Path, settings, code: str) -> list[int] | str:
@@ -77,8 +82,8 @@ def _near(lines: list[int], ranges: list[tuple[int, int]]) -> bool:
 def score(cases: list[MinedCase], root: Path) -> tuple[list[Outcome], list[str]]:
     from lint_rules import registry
 
-    settings = _settings()
-    preview = registry.preview_codes()
+    settings, plain = _settings(True), _settings(False)
+    by_default = registry.default_codes()
     outcomes, missing = [], []
     for mc in cases:
         c = mc.case
@@ -94,20 +99,33 @@ def score(cases: list[MinedCase], root: Path) -> tuple[list[Outcome], list[str]]
         if error:
             got_before = got_before if isinstance(got_before, list) else []
             got_after = got_after if isinstance(got_after, list) else []
-        outcomes.append(Outcome(
-            c.id, c.repository, mc.half, c.expected, c.expected in preview,
-            caught=bool(got_before),
-            caught_at_fix=_near(got_before, [(h["before"], h["before_len"]) for h in hunks]),
-            clean_at_fix=not _near(got_after, [(h["after"], h["after_len"]) for h in hunks]),
-            clean=not got_after, error=error))
+        default = None
+        if c.expected in by_default:
+            plain_before, plain_after = _lines(before, plain, c.expected), _lines(after, plain, c.expected)
+            default = _outcomes(plain_before if isinstance(plain_before, list) else [],
+                                plain_after if isinstance(plain_after, list) else [], hunks)
+        outcomes.append(Outcome(c.id, c.repository, mc.half, c.expected, c.expected not in by_default,
+                                **_outcomes(got_before, got_after, hunks), error=error, default=default))
     return outcomes, missing
+
+
+def _outcomes(got_before: list[int], got_after: list[int], hunks: list[dict]) -> dict:
+    return {"caught": bool(got_before),
+            "caught_at_fix": _near(got_before, [(h["before"], h["before_len"]) for h in hunks]),
+            "clean_at_fix": not _near(got_after, [(h["after"], h["after_len"]) for h in hunks]),
+            "clean": not got_after}
 
 
 COLUMNS = ("caught", "caught_at_fix", "clean_at_fix", "clean")
 
 
-def _ratio(outcomes: list[Outcome], attr: str) -> str:
+def _ratio(outcomes: list, attr: str) -> str:
     return f"{sum(getattr(o, attr) for o in outcomes)}/{len(outcomes)}"
+
+
+def _as_default(o: Outcome) -> Outcome:
+    """``o`` with the plain run's outcomes."""
+    return Outcome(o.id, o.repository, o.half, o.expected, o.preview_rule, **o.default, error=o.error)
 
 
 def report(title: str, outcomes: list[Outcome], show_cases: bool, stream=sys.stdout) -> None:
@@ -116,7 +134,7 @@ def report(title: str, outcomes: list[Outcome], show_cases: bool, stream=sys.std
     w(f"\n{title}: {len(outcomes)} cases from {repos} repositories\n")
     if not outcomes:
         return
-    for tier, chosen in (("default tier", [o for o in outcomes if not o.preview_rule]),
+    for tier, chosen in (("default tier", [_as_default(o) for o in outcomes if o.default is not None]),
                          ("with --preview", outcomes)):
         w(f"  {tier}: {len(chosen)} cases whose rule runs\n")
         by_rule: dict[str, list[Outcome]] = defaultdict(list)
