@@ -106,8 +106,9 @@ class ContainerFacts:
                 return arg is not None and is_true(arg.value)
             if is_torch_module_class_name(q):
                 return not q.endswith("Loss")
-            return self._project_module_class(expr.func)
-        if isinstance(expr.func, cst.Name):
+            if self._project_module_class(expr.func):
+                return True
+        if isinstance(expr.func, cst.Name):  # a class of this file
             bindings = self.model.bindings_of(expr.func)
             if bindings and len(bindings) == 1 and bindings[0].kind == CLASS:
                 return self._modules.is_module_class(bindings[0].value)

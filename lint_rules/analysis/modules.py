@@ -101,7 +101,11 @@ class ModuleFacts:
             if q.startswith(("torch.", "builtins.", "typing.", "abc.", "enum.", "collections.",
                              "dataclasses.")):
                 return False
-            return True if _UNKNOWN_MODULE_BASE.search(q) else None
+            if _UNKNOWN_MODULE_BASE.search(q):
+                return True
+            # A class of another file of the project: its summary says (through its own bases).
+            project = getattr(model, "project_facts", None)
+            return project.is_module_class(model, base) if project is not None else None
         if isinstance(base, cst.Name):
             bindings = model.bindings_of(base)
             if bindings and len(bindings) == 1 and bindings[0].kind == CLASS and depth < 8:
@@ -319,14 +323,15 @@ class ModuleFacts:
             self._scope_calls = found
         return self._scope_calls.get(id(classdef), [])
 
-    def registered_names(self, classdef: cst.ClassDef, _depth: int = 0) -> set[str] | None:
+    def registered_names(self, classdef: cst.ClassDef, _depth: int = 0, own: bool = False) -> set[str] | None:
         """Attribute names the class, or a base class, registers by string
         (``register_buffer("mask", ...)``); None when that cannot be known: a name is
         computed, or a base other than ``nn.Module`` is defined elsewhere (its
         buffers and parameters are unknown; ``self.running_mean = ...`` in a
-        ``BatchNorm`` subclass updates a registered buffer)."""
+        ``BatchNorm`` subclass updates a registered buffer). ``own``: the class's own
+        registrations only, its bases left out."""
         names: set[str] = set()
-        for arg in classdef.bases:
+        for arg in () if own else classdef.bases:
             base = arg.value
             q = self.model.qualified_name(base)
             if q == "torch.nn.Module" or (q is not None and not q.startswith("torch.nn.")

@@ -100,6 +100,8 @@ class UnregisteredSubmodules(Rule):
         self._candidates: list[tuple[cst.ClassDef, str, cst.CSTNode, cst.CSTNode, bool]] = []
         # (class id, attribute) -> values stored with self.<attribute>[key] = value
         self._subscript_items: dict[tuple[int, str], list[cst.CSTNode]] = {}
+        # self.<attribute> += [...]: the list grows as with extend()
+        self._augmented: list[cst.AugAssign] = []
 
     # ------------------------------------------------------------------ visits
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -113,6 +115,10 @@ class UnregisteredSubmodules(Rule):
                 attr = found and self_attribute(target.value, found[0])
                 if attr:
                     self._subscript_items.setdefault((id(found[1]), attr), []).append(node.value)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if isinstance(node.operator, cst.AddAssign):
+            self._augmented.append(node)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         if isinstance(node.target, cst.Attribute) and node.value is not None:
@@ -195,6 +201,10 @@ class UnregisteredSubmodules(Rule):
                 key = self._container_key(arg.value, attrs, locals_)
                 if key is not None and (fx.is_registering_call(call) or self._assigned_to_attribute(call)):
                     passed.add(key)
+        for aug in self._augmented:  # self.norms += [LayerNorm(n)]
+            key = self._container_key(aug.target, attrs, locals_)
+            if key is not None:
+                added.setdefault(key, []).extend(self._containers.elements(aug.value))
         return added, passed
 
     def _container_key(self, expr: cst.CSTNode, attrs: set[str], locals_: dict):
@@ -219,7 +229,9 @@ class UnregisteredSubmodules(Rule):
     def _wrapped(self, cls: cst.ClassDef, attr: str) -> bool:
         """Another assignment makes ``self.<attr>`` a module, or the class registers by name."""
         fx = self._facts
-        names = fx.registered_names(cls)
+        # The class's own registrations: what its bases register does not matter here (a plain container
+        # assigned over a registered buffer or submodule raises TypeError in __setattr__).
+        names = fx.registered_names(cls, own=True)
         if names is None or attr in names:
             return True
         for b in fx.attr_bindings(cls, attr):

@@ -230,4 +230,18 @@ INVALID = [
         """,
         applicability=UNSAFE,
     ),
+    Invalid(
+        """
+        # an empty list() grown with +=
+        import torch
+        class Predictor(torch.nn.Module):
+            def __init__(self, depth):
+                super().__init__()
+                self.layers = torch.nn.ModuleList()
+                self.norms = list()  # BUG
+                for _ in range(depth):
+                    self.layers += [torch.nn.Conv1d(8, 8, 3)]
+                    self.norms += [torch.nn.LayerNorm(8)]
+        """
+    ),
 ]

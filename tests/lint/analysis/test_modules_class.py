@@ -34,3 +34,46 @@ def test_lightning_and_torch_modules_are_module_classes_everywhere() -> None:
     expected = {"A": True, "B": True, "C": True, "D": True, "E": False, "F": False}
     assert shared == expected
     assert by_base == expected
+
+
+def test_a_base_class_two_files_away_makes_a_module_class(tmp_path) -> None:
+    # encoder.py's Encoder derives from layers/base.py's Stack, which derives from core.py's Base(nn.Module)
+    from lint_rules.analysis.cross_file import ProjectFacts
+    from lint_rules.analysis.project_index import index_for
+
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/core.py": "import torch\nclass Base(torch.nn.Module):\n    pass\n",
+        "pkg/layers/__init__.py": "",
+        "pkg/layers/base.py": "from pkg.core import Base\nclass Stack(Base, object):\n    pass\n",
+        "pkg/util.py": "class Plain:\n    pass\n",
+        "pkg/encoder.py": textwrap.dedent("""
+            import torch
+            from pkg.layers.base import Stack
+            from pkg.util import Plain
+            class Encoder(Stack):
+                def __init__(self, n):
+                    super().__init__()
+                    self.blocks = list()
+                    for _ in range(n):
+                        self.blocks += [torch.nn.Linear(4, 4)]
+            class Holder(Plain):
+                pass
+        """),
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    path = str(tmp_path / "pkg/encoder.py")
+    model = FileModel(cst.parse_module((tmp_path / "pkg/encoder.py").read_text()))
+    model.project_facts = ProjectFacts(index_for(None), path)
+    facts = model.fact(ModuleFacts)
+    classes = {c.name.value: c for c in model.nodes(cst.ClassDef)}
+    assert facts.is_module_class(classes["Encoder"]) is True
+    assert facts.is_module_class(classes["Holder"]) is False
+
+    from lint_rules import api
+
+    settings = api.Settings.resolve(isolated=True, select=["TRN401"])
+    found = api.lint_file(path, settings, shown=path).findings
+    assert [(f.code, f.line) for f in found] == [("TRN401", 8)]  # self.blocks = list(), grown with +=
