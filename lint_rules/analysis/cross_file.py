@@ -95,6 +95,32 @@ class ProjectFacts:
             return None
         return self._is_module(found[1], found[2], found[3], 0)
 
+    def registered_names(self, model: "FileModel", expr: cst.CSTNode) -> set[str] | None:
+        """The names a project class that ``expr`` names, and its bases, register by string
+        (``register_buffer("mask", ...)``); None when unknown: not a project class, a name
+        computed, or a base other than ``nn.Module`` defined outside the project."""
+        found = self._resolve_local(model, expr)
+        if found is None or found[0] != "class":
+            return None
+        return self._registered(found[1], found[3], 0)
+
+    def _registered(self, path: str, entry: dict, depth: int) -> set[str] | None:
+        own = entry.get("registers")
+        if own is None or depth > _MAX_DEPTH:
+            return None
+        names = set(own)
+        for base in entry.get("bases", ()):
+            if base in _PLAIN_BASES:
+                continue
+            found = self._base(path, base, depth)
+            if found is None or found[0] != "class":
+                return None  # a base from outside the project: what it registers is unknown
+            inherited = self._registered(found[1], found[3], depth + 1)
+            if inherited is None:
+                return None
+            names |= inherited
+        return names
+
     def call_kinds(self, fn_name: str) -> list[tuple[list, dict]] | None:
         """The argument kinds of every call, in the project's other files, of the top-level
         function ``fn_name`` of this file: a list of (positional kinds, keyword kinds), one per
@@ -254,6 +280,9 @@ class ProjectFacts:
         self._deps[("summary", path)] = (held[0] if held else None,)
         return held[1] if held else None
 
+
+# Base classes, as spelled in a summary, that register nothing by name.
+_PLAIN_BASES = frozenset({"nn.Module", "torch.nn.Module", "Module", "object", "ABC", "abc.ABC"})
 
 MAX_CALLER_FILES = 8  # a module imported from more files than this is a library: its parameters vary
 

@@ -344,7 +344,11 @@ class ModuleFacts:
                     return None
                 names |= inherited
                 continue
-            return None
+            project = getattr(self.model, "project_facts", None)  # a class of another file of the project
+            inherited = project.registered_names(self.model, base) if project is not None else None
+            if inherited is None:
+                return None
+            names |= inherited
         for call in self.self_calls(classdef):
             if not call.args:
                 continue

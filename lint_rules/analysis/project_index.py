@@ -29,7 +29,7 @@ from lint_rules.files import read_regular
 _ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
 
-SUMMARY_VERSION = 4  # bump when the shape or meaning of a summary changes
+SUMMARY_VERSION = 5  # bump when the shape or meaning of a summary changes
 SUMMARY_KEYS = frozenset({"classes", "functions", "instances", "imports", "stepping", "calls", "no_grad"})
 
 
@@ -286,8 +286,9 @@ def well_formed(found: object) -> bool:
     classes, functions, instances, imports, stepping = (found[k] for k in
                                                         ("classes", "functions", "instances", "imports", "stepping"))
     return isinstance(classes, dict) and all(
-        isinstance(c, dict) and set(c) == {"bases", "module", "forward", "output"} and _strings(c["bases"])
-        and isinstance(c["module"], bool) and isinstance(c["forward"], bool) and isinstance(c["output"], _OPTIONAL_STR)
+        isinstance(c, dict) and set(c) == {"bases", "module", "forward", "output", "registers"}
+        and _strings(c["bases"]) and isinstance(c["module"], bool) and isinstance(c["forward"], bool)
+        and isinstance(c["output"], _OPTIONAL_STR) and (c["registers"] is None or _strings(c["registers"]))
         for c in classes.values()) \
         and isinstance(functions, dict) and all(isinstance(v, _OPTIONAL_STR) for v in functions.values()) \
         and isinstance(instances, dict) and all(isinstance(v, _OPTIONAL_STR) for v in instances.values()) \

@@ -92,8 +92,11 @@ def _class(model: FileModel, prov: Provenance, node: cst.ClassDef) -> dict:
     has_forward = any(isinstance(s, cst.FunctionDef) and s.name.value == "forward" for s in node.body.body)
     output = prov.of_module(cst.Call(func=cst.Name(node.name.value)), node) if has_forward else None
     bases = [text for b in node.bases if b.keyword is None and (text := dotted(b.value)) is not None]
-    return {"bases": bases, "module": facts(model).is_module_class(node),
-            "forward": has_forward, "output": output}
+    fx = facts(model)
+    registers = fx.registered_names(node, own=True)
+    return {"bases": bases, "module": fx.is_module_class(node),
+            "forward": has_forward, "output": output,
+            "registers": sorted(registers) if registers is not None else None}
 
 
 def _stepping(model: FileModel, functions: list[cst.FunctionDef]) -> list[str]:

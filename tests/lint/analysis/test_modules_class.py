@@ -77,3 +77,49 @@ def test_a_base_class_two_files_away_makes_a_module_class(tmp_path) -> None:
     settings = api.Settings.resolve(isolated=True, select=["TRN401"])
     found = api.lint_file(path, settings, shown=path).findings
     assert [(f.code, f.line) for f in found] == [("TRN401", 8)]  # self.blocks = list(), grown with +=
+
+
+def test_names_a_base_class_of_another_file_registers(tmp_path) -> None:
+    # Base (core.py) registers "mask" by name; Mid (mid.py) adds "scale"; Outside's base is not in the project.
+    from lint_rules import api
+
+    files = {
+        "core.py": textwrap.dedent("""
+            import torch
+            from torch import nn
+            class Base(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.register_buffer("mask", torch.ones(3))
+        """),
+        "mid.py": textwrap.dedent("""
+            import torch
+            from core import Base
+            class Mid(Base):
+                def __init__(self):
+                    super().__init__()
+                    self.register_buffer("scale", torch.ones(1))
+        """),
+        "head.py": textwrap.dedent("""
+            import torch
+            from mid import Mid
+            from elsewhere import Outside
+            class Head(Mid):
+                def __init__(self):
+                    super().__init__()
+                    self.mask = torch.zeros(3)
+                    self.scale = torch.zeros(1)
+                    self.counts = torch.zeros(4)
+            class Other(Outside):
+                def __init__(self):
+                    super().__init__()
+                    self.counts = torch.zeros(4)
+        """),
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).write_text(text)
+    path = str(tmp_path / "head.py")
+    settings = api.Settings.resolve(isolated=True, select=["TRN402"])
+    found = api.lint_file(path, settings, shown=path).findings
+    # mask and scale are registered up the chain; counts is not; Other's base may register anything
+    assert [(f.code, f.line) for f in found] == [("TRN402", 10)]

@@ -47,11 +47,13 @@ def test_classes_record_bases_module_verdict_and_forward_output() -> None:
                 return 1
     ''')
     classes = s["classes"]
-    assert classes["Net"] == {"bases": ["nn.Module"], "module": True, "forward": True, "output": "log_softmax"}
+    assert classes["Net"] == {"bases": ["nn.Module"], "module": True, "forward": True, "output": "log_softmax",
+                              "registers": []}
     assert classes["Soft"]["output"] == "softmax" and classes["Soft"]["module"] is True
     assert classes["Mixed"]["output"] is None  # two different answers: unknown, never a guess
     # Not shown to be a module by this file alone; phase two follows Base into its own file.
-    assert classes["Child"] == {"bases": ["Base"], "module": False, "forward": False, "output": None}
+    assert classes["Child"] == {"bases": ["Base"], "module": False, "forward": False, "output": None,
+                                "registers": []}
     assert classes["Plain"]["module"] is False and classes["Plain"]["output"] is None
 
 
@@ -107,3 +109,24 @@ def test_functions_that_step_an_optimizer_are_listed() -> None:
                 "def train(model, loader, optimizer):\n    return run_epoch(model, loader, optimizer)\n")
     # a scheduler step and a nested function's step do not count; a caller of a stepping function does
     assert s["stepping"] == ["run_epoch", "train"]
+
+
+def test_classes_record_the_names_they_register_or_none_when_computed() -> None:
+    s = summary('''
+        import torch
+        from torch import nn
+
+        class Fixed(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.register_buffer("mask", torch.ones(2))
+                self.register_parameter("bias", None)
+
+        class Computed(nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                for i in range(n):
+                    self.register_buffer(f"b{i}", torch.ones(1))
+    ''')
+    assert s["classes"]["Fixed"]["registers"] == ["bias", "mask"]
+    assert s["classes"]["Computed"]["registers"] is None
