@@ -169,6 +169,7 @@ PREVIEW_RULES: dict[str, str] = {
 # ``--preview`` or the rule's own code. What the core is, in a line each.
 CERTAIN_CORE: dict[str, str] = {
     "TRN602": "an evaluation that sets eval() on some models and not on another one trained in the file",
+    "TRN701": "a library module's load, or a pretrained, downloaded or URL checkpoint's",
 }
 
 

@@ -34,7 +34,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 VERDICTS = ("yes", "no", "debatable")
-FIELDS = ["id", "rule", "repo", "path", "line", "column", "message", "sampled", "verdict", "note", "context"]
+FIELDS = ["id", "rule", "repo", "path", "line", "column", "confidence", "message", "sampled", "verdict", "note",
+          "context"]
 
 
 def manifest(path: Path) -> list[dict]:
@@ -134,7 +135,8 @@ def cmd_lint(args: argparse.Namespace) -> int:
             path = Path(f["path"])
             rows.append({"rule": f["code"], "repo": repo["name"],
                          "path": str(path.resolve().relative_to(root.resolve())),
-                         "line": f["line"], "column": f["column"], "message": f["message"],
+                         "line": f["line"], "column": f["column"], "confidence": f.get("confidence", "certain"),
+                         "message": f["message"],
                          "context": context(path, f["line"])})
     by_rule: dict[str, list[dict]] = defaultdict(list)
     for r in sorted(rows, key=lambda r: (r["rule"], r["repo"], r["path"], int(r["line"]), int(r["column"]))):
@@ -142,6 +144,11 @@ def cmd_lint(args: argparse.Namespace) -> int:
     out = []
     for rule, found in sorted(by_rule.items()):
         picked = sample_positions(len(found), args.per_rule)
+        # A rule with certain and possible findings: its certain ones (reported by default) also get a
+        # sample of their own, by the same rule, so that the default tier's precision is measured.
+        certain = [i for i, r in enumerate(found) if r["confidence"] == "certain"]
+        if 0 < len(certain) < len(found):
+            picked |= {certain[j] for j in sample_positions(len(certain), args.per_rule)}
         for i, r in enumerate(found):
             old = previous.get(key(r), {})
             r.update(id=f"{rule}-{i + 1:03}", sampled="x" if i in picked else "",
@@ -170,22 +177,32 @@ def cmd_summary(args: argparse.Namespace) -> int:
         sys.path.insert(0, str(REPO))
         from lint_rules import registry
 
-        preview = set(registry.PREVIEW_RULES)
+        preview = {c for c in registry.PREVIEW_RULES if registry.hidden_by_default(c)}
+
+    def by_default(row: dict) -> bool:
+        """Reported by a plain `torchcheck lint`: a rule that runs by default, and a certain finding."""
+        return row["rule"] not in preview and row.get("confidence", "certain") == "certain"
+
     print(f"{len(rows)} findings in {total_lines:,} lines of Python "
           f"({len(lines)} repositories); {sum(sampled.values())} sampled.\n")
     print("| rule | tier | findings | sampled | worth a change | precision | per 1,000 lines |")
     print("|---|---|---:|---:|---:|---:|---:|")
     tiers = {"default": [0, 0], "preview": [0, 0]}
+    for r in rows:
+        if r["sampled"]:
+            tier = tiers["default" if by_default(r) else "preview"]
+            tier[0] += r["verdict"] == "yes"
+            tier[1] += 1
     for rule in sorted(found):
-        tier = "preview" if rule in preview else "default"
-        tiers[tier][0] += worth[rule]
-        tiers[tier][1] += sampled[rule]
+        shown = [r for r in rows if r["rule"] == rule]
+        tier = "preview" if rule in preview else "default" if all(map(by_default, shown)) else "core"
         prec = f"{100 * worth[rule] / sampled[rule]:.0f}%" if sampled[rule] else "-"
         print(f"| {rule} | {tier} | {found[rule]} | {sampled[rule]} | {worth[rule]} | {prec} | "
               f"{1000 * found[rule] / total_lines:.3f} |")
     for tier, (w, s) in tiers.items():
         if s:
-            print(f"\n{tier}-on sample: {w} of {s} worth a change ({100 * w / s:.0f}%)")
+            print(f"\n{tier}-on sample (findings {'a plain lint reports' if tier == 'default' else 'only --preview adds'}): "
+                  f"{w} of {s} worth a change ({100 * w / s:.0f}%)")
     if args.save_verdicts:
         keep = ["id", "rule", "repo", "path", "line", "verdict", "note"]
         with args.save_verdicts.open("w", newline="", encoding="utf-8") as fh:

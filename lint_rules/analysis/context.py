@@ -1,11 +1,17 @@
-"""Where a node runs: in a test of the pitfall itself, or under a TorchScript/tracing check.
+"""Where a node runs: in a test of the pitfall itself, under a TorchScript/tracing check, in a
+library module or an application; and whether a path names a file that comes from elsewhere.
 
 Facts, not findings: rules ask these to stay quiet where their pitfall cannot bite.
 """
 
 from __future__ import annotations
 
+import os
+import re
+
 import libcst as cst
+
+from lint_rules.analysis.scopes import dotted
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -56,3 +62,64 @@ def _checks_scripting(model: FileModel, test: cst.CSTNode) -> bool:
 
     test.visit(_Find())
     return found
+
+
+# Folders whose files are run, not imported: a package's examples and scripts are applications.
+_APPLICATION_DIRS = frozenset({"examples", "example", "scripts", "script", "tools", "demo", "demos", "tutorials",
+                               "tutorial", "notebooks", "benchmarks", "recipes", "tests", "test", "docs"})
+_MAIN_GUARD = re.compile(r"""^if\s+__name__\s*==\s*['"]__main__['"]\s*:""", re.M)
+
+
+def library_module(model: FileModel) -> bool:
+    """The linted file is a module of an installable package that other code calls, not an
+    application: it sits in a package (folders with ``__init__.py``) whose top folder is next to
+    the project's ``pyproject.toml``, ``setup.py`` or ``setup.cfg`` (or under its ``src/``), no
+    folder of the package is an examples/scripts/tests folder, and the file has no
+    ``if __name__ == "__main__":`` block. A library's ``torch.load`` reads files its users hand
+    it; a script reads its own."""
+    facts = getattr(model, "project_facts", None)
+    path = getattr(facts, "path", None)
+    if not path or path == "-":
+        return False
+    folder = os.path.dirname(os.path.abspath(path))
+    packages = []
+    while os.path.isfile(os.path.join(folder, "__init__.py")):
+        packages.append(os.path.basename(folder))
+        folder = os.path.dirname(folder)
+    if not packages or any(p.lower() in _APPLICATION_DIRS for p in packages):
+        return False
+    if os.path.basename(folder) == "src":
+        folder = os.path.dirname(folder)
+    if not any(os.path.isfile(os.path.join(folder, f)) for f in ("pyproject.toml", "setup.py", "setup.cfg")):
+        return False
+    return not any(_MAIN_GUARD.match(model.module.code_for_node(stmt).lstrip())
+                   for stmt in model.module.body if isinstance(stmt, cst.If))
+
+
+# A file that comes from elsewhere: downloaded, a published pretrained checkpoint, a URL.
+_THIRD_PARTY = re.compile(r"pretrain|finetune|download|cached_path|(^|_)url($|_)|hub", re.I)
+_DOWNLOADERS = re.compile(r"download|urlretrieve|hf_hub|cached_path|get_file", re.I)
+
+
+def third_party_file(model: FileModel, expr: cst.CSTNode, depth: int = 0) -> bool:
+    """``expr`` (a path) names a file that comes from elsewhere: a string with a URL, a name or
+    attribute spelled as a pretrained or downloaded checkpoint (``args.pretrained``,
+    ``cached_path``), a call that downloads, or a local variable assigned one of those."""
+    if depth > 3:
+        return False
+    if isinstance(expr, cst.SimpleString):
+        return (expr.evaluated_value or "").startswith(("http://", "https://"))
+    if isinstance(expr, cst.Call):
+        text = dotted(expr.func)
+        if text is not None and _DOWNLOADERS.search(text.rsplit(".", 1)[-1]):
+            return True
+        return any(a.keyword is None and third_party_file(model, a.value, depth + 1) for a in expr.args)
+    if isinstance(expr, (cst.Name, cst.Attribute)):
+        text = dotted(expr)
+        if text is not None and _THIRD_PARTY.search(text.rsplit(".", 1)[-1]):
+            return True
+        if isinstance(expr, cst.Name):
+            bindings = model.bindings_of(expr)
+            if bindings and len(bindings) == 1 and bindings[0].value is not None:
+                return third_party_file(model, bindings[0].value, depth + 1)
+    return False

@@ -4,7 +4,7 @@ import os
 
 import libcst as cst
 
-from lint_rules.analysis.context import in_test
+from lint_rules.analysis.context import in_test, library_module, third_party_file
 from lint_rules.analysis.edits import append_keyword
 from lint_rules.analysis.model import ASSIGN, is_false, keyword_arg
 from lint_rules.rule import ERROR, UNSAFE, WARNING, Replace, Rule, RuleFix
@@ -34,6 +34,13 @@ class UnsafeTorchLoad(Rule):
       without a fix (the keyword does not exist there);
     - no lower bound on torch in those files: reported as a warning.
 
+    Confidence: a finding is *certain*, and reported by default, when the file
+    comes from someone else: the load is in a library module (a package next to
+    the project's `pyproject.toml`, `setup.py` or `setup.cfg`, outside its examples,
+    scripts and tests, with no `__main__` block: it reads what its users hand it),
+    or the path is a URL, a download's result, or spelled as a pretrained,
+    fine-tuning or downloaded checkpoint (`args.pretrained`, `cached_path`). A
+    script reading back its own checkpoint is *possible*: reported with `--preview`.
     Loads in tests (`def test_*`, `unittest.TestCase` methods) are not reported:
     they read files the test itself wrote.
 
@@ -110,11 +117,16 @@ class UnsafeTorchLoad(Rule):
             return
         if in_test(self.model, node):
             return
+        # Certain where the file comes from someone else: a library reads what its users hand it, and a
+        # pretrained or downloaded checkpoint was published by another party. A script reading back its
+        # own checkpoint is only possible.
+        first = node.args[0].value if node.args and node.args[0].keyword is None else None
+        certain = library_module(self.model) or (first is not None and third_party_file(self.model, first))
         arg = keyword_arg(node, "weights_only")
         if arg is not None:
             if self._is_false(arg.value):
                 true = arg.value.with_changes(value="True") if isinstance(arg.value, cst.Name) else cst.Name("True")
-                self.report(node, fix=RuleFix(UNSAFE, (Replace(arg.value, true),)))
+                self.report(node, fix=RuleFix(UNSAFE, (Replace(arg.value, true),)), certain=certain)
             return
         if any(a.star == "**" for a in node.args) or self._old_torch_fallback(node):
             return
@@ -124,15 +136,16 @@ class UnsafeTorchLoad(Rule):
         if floor is None:
             self.report(node, "torch.load without weights_only unpickles the file on torch < 2.6 (the default "
                               "is weights_only=False there): declare torch>=2.6 or pass weights_only=True",
-                        severity=WARNING, fix=fix)
+                        severity=WARNING, fix=fix, certain=certain)
         elif floor < _HAS_WEIGHTS_ONLY:
             source = os.path.basename(getattr(project, "source", None) or "") or "the project's requirements"
             self.report(node, f"torch.load without weights_only unpickles the file; weights_only=True needs torch "
                               f"1.13, newer than the torch>={floor[0]}.{floor[1]} this project declares ({source}): "
-                              f"raise that floor and pass weights_only=True", severity=WARNING)
+                              f"raise that floor and pass weights_only=True", severity=WARNING, certain=certain)
         elif floor < _SAFE_DEFAULT:
             self.report(node, f"torch.load without weights_only unpickles the file on torch < 2.6, which this "
-                              f"project supports (torch>={floor[0]}.{floor[1]}): pass weights_only=True", fix=fix)
+                              f"project supports (torch>={floor[0]}.{floor[1]}): pass weights_only=True", fix=fix,
+                        certain=certain)
 
     def _is_false(self, expr: cst.CSTNode) -> bool:
         if is_false(expr):

@@ -67,3 +67,56 @@ def test_in_test(label, expected):
 def test_under_scripting_check(label, expected):
     model, calls = _calls(SRC)
     assert under_scripting_check(model, calls[label]) is expected
+
+
+@pytest.mark.parametrize(("layout", "linted", "expected"), [
+    # a package next to pyproject.toml, and under src/: library modules
+    ({"pyproject.toml": "", "pkg/__init__.py": "", "pkg/io.py": ""}, "pkg/io.py", True),
+    ({"setup.py": "", "src/pkg/__init__.py": "", "src/pkg/sub/__init__.py": "", "src/pkg/sub/io.py": ""},
+     "src/pkg/sub/io.py", True),
+    # a script, a package without packaging, a package's examples folder, a module with a main guard
+    ({"pyproject.toml": "", "train.py": ""}, "train.py", False),
+    ({"pkg/__init__.py": "", "pkg/io.py": ""}, "pkg/io.py", False),
+    ({"setup.cfg": "", "pkg/__init__.py": "", "pkg/examples/__init__.py": "", "pkg/examples/io.py": ""},
+     "pkg/examples/io.py", False),
+    ({"pyproject.toml": "", "pkg/__init__.py": "", "pkg/cli.py": "if __name__ == '__main__':\n    main()\n"},
+     "pkg/cli.py", False),
+])
+def test_library_module(tmp_path, layout, linted, expected):
+    from lint_rules.analysis.context import library_module
+    from lint_rules.analysis.cross_file import ProjectFacts
+    from lint_rules.analysis.project_index import index_for
+
+    for rel, text in layout.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    model = FileModel(cst.parse_module((tmp_path / linted).read_text()))
+    model.project_facts = ProjectFacts(index_for(None), str(tmp_path / linted))
+    assert library_module(model) is expected
+
+
+THIRD_PARTY = """
+import torch
+from torch.hub import download_url_to_file
+cached = download_url_to_file(url, dst)
+weights = args.pretrained_weights
+probe_url("https://example.com/w.pt")
+probe_attr(args.finetune)
+probe_local(weights)
+probe_downloaded(cached)
+probe_call(hf_hub_download(repo, "w.pt"))
+probe_own(args.resume)
+probe_ckpt(os.path.join(out_dir, "ckpt.pt"))
+probe_literal("checkpoint.pt")
+"""
+
+
+@pytest.mark.parametrize(("label", "expected"), [
+    ("url", True), ("attr", True), ("local", True), ("downloaded", True), ("call", True),
+    ("own", False), ("ckpt", False), ("literal", False),
+])
+def test_third_party_file(label, expected):
+    from lint_rules.analysis.context import third_party_file
+
+    model, calls = _calls(THIRD_PARTY)
+    assert third_party_file(model, calls[label].args[0].value) is expected

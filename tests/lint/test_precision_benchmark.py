@@ -65,4 +65,4 @@ def test_lint_writes_a_sheet_and_summary_counts_verdicts(tmp_path):
     r = _run(tmp_path, "summary", "--sheet", str(sheet), "--preview", "TRN301")
     assert r.returncode == 1 and "not yet triaged" in r.stderr  # the two TRN301 findings
     assert "| TRN101 | default | 2 | 2 | 1 | 50% | 125.000 |" in r.stdout  # debatable counts against
-    assert "default-on sample: 1 of 2 worth a change (50%)" in r.stdout
+    assert "default-on sample (findings a plain lint reports): 1 of 2 worth a change (50%)" in r.stdout

@@ -84,3 +84,33 @@ def test_bare_torch_load_follows_the_bound_in_other_project_files(tmp_path: Path
         assert ("1.13, newer than" in by_line[2]["message"]) is below, by_line[2]
         if below:  # raise the floor: no fix, and the file that declares it is named
             assert by_line[2]["fix"] is None and f"({name})" in by_line[2]["message"]
+
+
+def _plain_lint(project: Path, rel: str, *args: str) -> list[tuple[int, str]]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    r = subprocess.run([sys.executable, "-m", "lint_rules", "lint", "--no-cache", "--format", "json", "--exit-zero",
+                        *args, rel], cwd=project, capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return [(f["line"], f["confidence"]) for f in json.loads(r.stdout) if f["code"] == "TRN701"]
+
+
+LOADS = textwrap.dedent(
+    """\
+    import torch
+    own = torch.load(os.path.join(out_dir, "last.pt"))
+    theirs = torch.load(args.pretrained)
+    """
+)
+
+
+def test_a_library_module_or_a_pretrained_checkpoint_is_certain_and_a_script_reload_possible(tmp_path: Path):
+    write_project(tmp_path, ["torch>=2.0"])
+    (tmp_path / "train.py").write_text(LOADS)
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "io.py").write_text(LOADS)
+    # a script: its pretrained checkpoint is certain, its own checkpoint possible (--preview only)
+    assert _plain_lint(tmp_path, "train.py") == [(3, "certain")]
+    assert _plain_lint(tmp_path, "train.py", "--preview") == [(2, "possible"), (3, "certain")]
+    # a library module reads what its users hand it: both loads are certain
+    assert _plain_lint(tmp_path, "pkg/io.py") == [(2, "certain"), (3, "certain")]
