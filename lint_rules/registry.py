@@ -170,6 +170,7 @@ PREVIEW_RULES: dict[str, str] = {
 CERTAIN_CORE: dict[str, str] = {
     "TRN602": "an evaluation that sets eval() on some models and not on another one trained in the file",
     "TRN701": "a library module's load, or a pretrained, downloaded or URL checkpoint's",
+    "TRN106": "a local running total that nothing in the loop resets: every step's graph kept",
 }
 
 

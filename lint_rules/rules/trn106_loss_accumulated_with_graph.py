@@ -26,6 +26,12 @@ class LossAccumulatedWithGraph(Rule):
     of the iteration (`loss = loss + aux` in one step), and for accumulators that are
     themselves backpropagated (`sum(losses).backward()`).
 
+    Confidence: a local running total that nothing in the loops around it rebinds or
+    clears (`total = 0.0` before the loop, `total += loss` inside, nothing else) is
+    *certain* and reported by default: every step's graph stays alive until the
+    loop ends. A total reset every N steps (a logging window, gradient
+    accumulation) holds N graphs and is *possible* (`--preview`).
+
     ## Why is this bad?
     A loss that requires grad holds its whole autograd graph: every activation saved
     for backward. Adding it to a running total links this iteration's graph to the
@@ -142,7 +148,7 @@ class LossAccumulatedWithGraph(Rule):
                 return
             if self._graphs.rebound_before(holder, node, loops[0]):
                 return
-            self.report(node)
+            self.report(node, certain=self._never_reset(holder, node, loops[-1]))
             return
         # A per-step helper called from the training loop: attributes outlive the call.
         fn = model.enclosing_function(node)
@@ -153,6 +159,24 @@ class LossAccumulatedWithGraph(Rule):
         if self._graphs.rebound_before(holder, node, fn):
             return
         self.report(node)
+
+    def _never_reset(self, holder: cst.CSTNode, node: cst.CSTNode, outermost: cst.CSTNode) -> bool:
+        """Certain: a local accumulator that nothing in the loops around it rebinds or clears (a
+        running total over the whole run, every graph of it alive), as opposed to a window reset
+        every N steps, which holds N graphs, or a sum that one later step backpropagates."""
+        model = self.model
+        if not isinstance(holder, cst.Name):
+            return False
+        bindings = model.bindings_of(holder)
+        if not bindings or any(b.node is not node and model.is_inside(b.node, outermost) for b in bindings):
+            return False
+        name = holder.value
+        for call in model.within(cst.Call, outermost):  # total.clear(), total.zero_()
+            func = call.func
+            if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == name \
+                    and func.attr.value in ("clear", "zero_", "fill_", "pop", "detach_"):
+                return False
+        return True
 
     def _iterates_steps_or_data(self, loops: list[cst.CSTNode]) -> bool:
         facts = self.model.training

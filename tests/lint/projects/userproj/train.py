@@ -25,7 +25,7 @@ def finetune(net, batches, loss_fn, opt, steps):
 
 def evaluate(net, batches):
     correct = 0
-    for inputs, targets in batches:  # BUG TRN601  # BUG TRN602
+    for inputs, targets in batches:  # BUG TRN601  # BUG TRN602 (preview)
         outputs = net(inputs)
         correct += (outputs.argmax(1) == targets).sum().item()
     return correct

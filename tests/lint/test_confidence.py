@@ -1,0 +1,82 @@
+"""Confidence per finding: a plain lint reports certain findings, --preview (or the rule's own code)
+adds the possible ones; each rule of registry.CERTAIN_CORE has a certain case and a possible one."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from lint_rules import registry
+from lint_rules.engine import lint_source
+
+# code -> (source, line of the certain finding, line of the possible finding)
+CASES = {
+    "TRN106": ("""
+        import torch
+        def train(model, loader, opt, crit):
+            total = 0.0
+            for x, y in loader:
+                opt.zero_grad()
+                loss = crit(model(x), y)
+                loss.backward()
+                opt.step()
+                total += loss                 # certain: never reset, every graph kept
+            window = 0.0
+            for i, (x, y) in enumerate(loader):
+                opt.zero_grad()
+                loss = crit(model(x), y)
+                loss.backward()
+                opt.step()
+                window += loss                # possible: reset every 100 steps
+                if i % 100 == 0:
+                    window = 0.0
+        """, 10, 17),
+    "TRN602": ("""
+        import torch
+        from torch.utils.data import DataLoader
+        def fit(encoder, head, loader, opt):
+            encoder.train()
+            head.train()
+        @torch.no_grad()
+        def score(encoder, head, pairs, size):
+            encoder.eval()
+            z = encoder(pairs)
+            for idx in DataLoader(range(len(pairs)), size):   # certain: head forgotten
+                head(z[idx])
+        @torch.no_grad()
+        def evaluate(model, val_loader):
+            for x in val_loader:                              # possible: a caller may set the mode
+                model(x)
+        """, 11, 15),
+    "TRN701": ("""
+        import torch
+        theirs = torch.load(args.pretrained_weights)          # certain: a published checkpoint
+        own = torch.load(os.path.join(out_dir, "last.pt"))    # possible: the script's own
+        """, 3, 4),
+}
+
+
+def test_every_certain_core_rule_has_a_case() -> None:
+    assert set(CASES) == set(registry.CERTAIN_CORE)
+
+
+@pytest.mark.parametrize("code", sorted(CASES))
+def test_a_plain_lint_reports_the_certain_finding_only(code: str) -> None:
+    source, certain, possible = CASES[code]
+    source = textwrap.dedent(source)
+    plain = [(f.line, f.confidence) for f in lint_source(source, "t.py").findings if f.code == code]
+    assert plain == [(certain, "certain")]
+    every = [(f.line, f.confidence) for f in lint_source(source, "t.py", registry.default_codes(preview=True),
+                                                           possible=registry.default_codes(preview=True)).findings
+             if f.code == code]
+    assert every == sorted([(certain, "certain"), (possible, "possible")])
+    # selected by its code: everything, as Ruff runs a preview rule selected by code
+    chosen = [f.line for f in lint_source(source, "t.py", {code}).findings]
+    assert chosen == sorted([certain, possible])
+
+
+def test_a_default_rule_finding_is_certain() -> None:
+    source = "import torch\nfor x in loader:\n    loss = model(x)\n    loss.backward()\n    opt.zero_grad()\n    opt.step()\n"
+    findings = lint_source(source, "t.py").findings
+    assert [(f.code, f.confidence) for f in findings] == [("TRN101", "certain")]
