@@ -171,6 +171,7 @@ CERTAIN_CORE: dict[str, str] = {
     "TRN602": "an evaluation that sets eval() on some models and not on another one trained in the file",
     "TRN701": "a library module's load, or a pretrained, downloaded or URL checkpoint's",
     "TRN106": "a local running total that nothing in the loop resets: every step's graph kept",
+    "TRN301": "a training script that offers no distributed alternative",
 }
 
 

@@ -195,6 +195,19 @@ class TrainingFacts:
     def is_step_loop(self, loop: cst.CSTNode) -> bool:
         return any(e.kind in (BACKWARD, STEP) for e in self.direct_events.get(id(loop), ()))
 
+    def file_trains(self) -> bool:
+        """This file trains: it steps an optimizer or calls backward(), or calls a function of
+        another project file that steps one (``train(model, loader, opt)`` imported from
+        ``train.py``)."""
+        if any(e.kind in (BACKWARD, STEP) for e in self.events):
+            return True
+        model = self.model
+        project = getattr(model, "project_facts", None)
+        if project is None:
+            return False
+        return any(isinstance(c.func, (cst.Name, cst.Attribute)) and project.steps_optimizer(model, c.func)
+                   for c in model.nodes(cst.Call))
+
     def training_loops(self) -> list[cst.CSTNode]:
         return [loop for key, loop in self.loops.items() if self.is_training_loop(loop)]
 

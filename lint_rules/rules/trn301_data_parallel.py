@@ -2,10 +2,15 @@ from __future__ import annotations
 
 import libcst as cst
 
-from lint_rules.analysis.context import in_test
+from lint_rules.analysis.context import in_test, library_module
 from lint_rules.analysis.names import DATA_PARALLEL
 from lint_rules.rule import WARNING, Rule
 from lint_rules.rules.examples import trn301 as examples
+
+
+# What a script offers instead of DataParallel: one process per GPU.
+_DISTRIBUTED = ("torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.",
+                "torch.distributed.")
 
 
 class DataParallel(Rule):
@@ -36,9 +41,14 @@ class DataParallel(Rule):
     ## Known problems
     `DataParallel` reached through `getattr` or a string is not seen. Tests
     (`def test_*`, `unittest.TestCase` methods) are not reported: they build it on
-    purpose. Libraries that offer a DataParallel option to their users, and
-    single-process inference scripts, are still reported: the rule is in the
-    preview tier for that reason.
+    purpose.
+
+    Confidence: in a training script that offers nothing else (it trains, here or
+    through a project function it calls; it is not a library module; no
+    `DistributedDataParallel`, FSDP or process group appears in it) the finding is
+    *certain* and reported by default. Libraries that offer DataParallel as one
+    strategy among others, scripts that fall back to it next to DDP, and
+    inference-only scripts are *possible* (`--preview`).
 
     ## References
     - https://pytorch.org/docs/stable/generated/torch.nn.DataParallel.html
@@ -57,7 +67,18 @@ class DataParallel(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         if self.model.qualified_name(node.func) == DATA_PARALLEL and not in_test(self.model, node):
-            self.report(node)
+            self.report(node, certain=self._certain())
+
+    def _certain(self) -> bool:
+        """A training script that offers nothing else: it trains (here, or through a project function
+        it calls), is not a library module offering strategies to its users, and mentions no
+        distributed alternative (DDP, FSDP, a process group) that DataParallel would be the
+        deliberate fallback to."""
+        model = self.model
+        if library_module(model) or not model.training.file_trains():
+            return False
+        return not any((q := model.qualified_name(c.func)) is not None and q.startswith(_DISTRIBUTED)
+                       for c in model.nodes(cst.Call))
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         for base in node.bases:

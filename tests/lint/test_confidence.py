@@ -10,7 +10,8 @@ import pytest
 from lint_rules import registry
 from lint_rules.engine import lint_source
 
-# code -> (source, line of the certain finding, line of the possible finding)
+# code -> (source, line of the certain finding, line of the possible finding), or a rule whose
+# confidence is the file's: ((certain source, line), (possible source, line))
 CASES = {
     "TRN106": ("""
         import torch
@@ -54,6 +55,19 @@ CASES = {
         theirs = torch.load(args.pretrained_weights)          # certain: a published checkpoint
         own = torch.load(os.path.join(out_dir, "last.pt"))    # possible: the script's own
         """, 3, 4),
+    "TRN301": (("""
+        import torch
+        model = torch.nn.DataParallel(build())               # certain: a training script, no DDP
+        for x, y in loader:
+            opt.zero_grad()
+            loss_fn(model(x), y).backward()
+            opt.step()
+        """, 3), ("""
+        import torch
+        model = torch.nn.DataParallel(build()).eval()        # possible: inference only
+        with torch.no_grad():
+            outputs = [model(x) for x in loader]
+        """, 3)),
 }
 
 
@@ -61,7 +75,21 @@ def test_every_certain_core_rule_has_a_case() -> None:
     assert set(CASES) == set(registry.CERTAIN_CORE)
 
 
-@pytest.mark.parametrize("code", sorted(CASES))
+def _findings(source: str, code: str, codes=None, possible=None) -> list[tuple[int, str]]:
+    return [(f.line, f.confidence) for f in lint_source(textwrap.dedent(source), "t.py", codes, possible=possible).findings
+            if f.code == code]
+
+
+@pytest.mark.parametrize("code", sorted(c for c in CASES if len(CASES[c]) == 2))
+def test_a_file_level_confidence(code: str) -> None:
+    (certain_source, certain), (possible_source, possible) = CASES[code]
+    every = registry.default_codes(preview=True)
+    assert _findings(certain_source, code) == [(certain, "certain")]
+    assert _findings(possible_source, code) == []
+    assert _findings(possible_source, code, every, every) == [(possible, "possible")]
+
+
+@pytest.mark.parametrize("code", sorted(c for c in CASES if len(CASES[c]) == 3))
 def test_a_plain_lint_reports_the_certain_finding_only(code: str) -> None:
     source, certain, possible = CASES[code]
     source = textwrap.dedent(source)

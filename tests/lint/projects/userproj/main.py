@@ -14,7 +14,7 @@ def main():
     parser.add_argument("--distributed", action="store_true")
     args = parser.parse_args()
     net = Classifier([32, 64, 64])
-    net = nn.DataParallel(net)  # BUG TRN301 (preview)
+    net = nn.DataParallel(net)  # BUG TRN301
     loader = build_loader(32, args.distributed)
     loss_fn = nn.CrossEntropyLoss()
     opt = torch.optim.SGD(net.parameters(), lr=0.1)
