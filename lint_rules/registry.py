@@ -172,6 +172,7 @@ CERTAIN_CORE: dict[str, str] = {
     "TRN701": "a library module's load, or a pretrained, downloaded or URL checkpoint's",
     "TRN106": "a local running total that nothing in the loop resets: every step's graph kept",
     "TRN301": "a training script that offers no distributed alternative",
+    "TRN201": "a sync per element in a loop inside the step, or one whose result is unused",
 }
 
 

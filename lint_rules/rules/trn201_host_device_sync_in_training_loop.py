@@ -52,6 +52,12 @@ class HostDeviceSyncInTrainingLoop(Rule):
             print(running_loss.item() / log_every)
     ```
 
+    Confidence: a sync in a loop nested inside the training step (one per
+    element, every step) or one whose result is thrown away (`loss.item()` alone)
+    is *certain* and reported by default. A per-step log or running total
+    (`total += loss.item()`, a progress bar) is often a deliberate price and is
+    *possible* (`--preview`).
+
     ## Known problems
     On CPU-only training the copy is cheap, and the finding is a portability note.
     `float(x)`/`print(x)` are flagged only when `x` is known to be a tensor (a loss,
@@ -78,9 +84,17 @@ class HostDeviceSyncInTrainingLoop(Rule):
         op = self._sync_op(node)
         if op is None:
             return
-        if not self._in_step_loop(node):
+        where = self._in_step_loop(node)
+        if not where:
             return
-        self.report(node, f"`{op}` in the training loop forces a host-device sync every step")
+        if where == _PER_ELEMENT:
+            self.report(node, f"`{op}` in a loop inside the training step forces a host-device sync per "
+                              f"element, every step", certain=True)
+        elif isinstance(self.model.parent(node), cst.Expr):  # `loss.item()` alone: a sync for nothing
+            self.report(node, f"`{op}` in the training loop forces a host-device sync every step, and its "
+                              f"result is not used", certain=True)
+        else:  # a per-step log or running total: often deliberate
+            self.report(node, f"`{op}` in the training loop forces a host-device sync every step")
 
     def _sync_op(self, node: cst.Call) -> str | None:
         func = node.func
@@ -124,8 +138,9 @@ class HostDeviceSyncInTrainingLoop(Rule):
                 continue
             return False
 
-    def _in_step_loop(self, node: cst.CSTNode) -> bool:
-        """Whether ``node`` runs once (or more) per training step."""
+    def _in_step_loop(self, node: cst.CSTNode) -> str | bool:
+        """Whether ``node`` runs once per training step (True), or many times per step, in a loop
+        nested in the step (:data:`_PER_ELEMENT`), or not every step (False)."""
         model = self.model
         facts = model.training
         ctx = iteration_context(
@@ -133,13 +148,20 @@ class HostDeviceSyncInTrainingLoop(Rule):
             lambda guard: is_rare_condition(guard.test, loop_counters(model, guard)) and not self._holds_step(guard),
             branches=(cst.If, cst.IfExp), walk_through=facts.step_closures())  # opt.step(closure)
         if ctx.loops:
-            return facts.is_step_loop(ctx.loops[0])
+            if facts.is_step_loop(ctx.loops[0]):
+                return True
+            if not facts.is_training_loop(ctx.loops[0]) and any(facts.is_step_loop(lp) for lp in ctx.loops[1:]):
+                return _PER_ELEMENT
+            return False
         return isinstance(ctx.stop, cst.FunctionDef) and id(ctx.stop) in facts.per_iteration_step_functions()
 
     def _holds_step(self, guard: cst.CSTNode) -> bool:
         """`if (i + 1) % accum == 0: opt.step()` marks the step boundary, not a logging interval."""
         return any(e.kind == STEP for e in self.model.training.events_within(guard))
 
+
+
+_PER_ELEMENT = "per element"
 
 
 def _looks_like_tensor_chain(expr: cst.CSTNode) -> bool:

@@ -326,7 +326,8 @@ def test_rules_is_a_table_with_severity_tier_and_fix_that_fits_100_columns():
     assert max(len(line) for line in lines) <= 100
     rows = {line.split()[0]: line.split()[1:5] for line in lines[1:]}
     assert rows["TRN101"] == ["zero-grad-between-backward-and-step", "error", "default", "-"]
-    assert rows["TRN301"] == ["data-parallel", "warning", "preview", "-"]
+    assert rows["TRN301"] == ["data-parallel", "warning", "core", "-"]  # preview, with a certain core
+    assert rows["TRN202"][2] == "preview"
     assert rows["TRN503"][1:] == ["warning", "default", "safe"]
     assert rows["TRN000"][1:3] == ["error", "builtin"]
     assert not any(line.endswith("(preview)") for line in lines)
@@ -336,7 +337,8 @@ def test_rules_json_has_every_field_in_full():
     r = run("rules", "--format", "json", cwd=REPO)
     entries = {e["code"]: e for e in json.loads(r.stdout)}
     assert len(entries["TRN103"]["name"]) > 36 and not entries["TRN103"]["summary"].endswith("…")
-    assert entries["TRN503"]["fix"] == "safe" and entries["TRN301"]["tier"] == "preview"
+    assert entries["TRN503"]["fix"] == "safe" and entries["TRN301"]["tier"] == "core"
+    assert entries["TRN301"]["preview"] is True and entries["TRN301"]["certain_core"] is True
     assert entries["TRN101"]["url"].endswith("/rules/zero-grad-between-backward-and-step/")
 
 

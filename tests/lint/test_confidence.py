@@ -55,6 +55,18 @@ CASES = {
         theirs = torch.load(args.pretrained_weights)          # certain: a published checkpoint
         own = torch.load(os.path.join(out_dir, "last.pt"))    # possible: the script's own
         """, 3, 4),
+    "TRN201": ("""
+        import torch
+        for x, y in loader:
+            opt.zero_grad()
+            out = model(x)
+            loss = crit(out, y)
+            loss.backward()
+            opt.step()
+            total += loss.item()              # possible: a per-step running total, often deliberate
+            for row in out:
+                hits += row.argmax().item()   # certain: one sync per element, every step
+        """, 11, 9),
     "TRN301": (("""
         import torch
         model = torch.nn.DataParallel(build())               # certain: a training script, no DDP

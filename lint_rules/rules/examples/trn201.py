@@ -163,4 +163,17 @@ INVALID = [
             optimizer.step(closure)
         """
     ),
+    Invalid(
+        """
+        # one sync per element of the batch, every step
+        import torch
+        for images, labels in loader:
+            optimizer.zero_grad()
+            logits = net(images)
+            criterion(logits, labels).backward()
+            optimizer.step()
+            for row, label in zip(logits, labels):
+                hits += int(row.argmax().item() == label)  # BUG
+        """
+    ),
 ]
