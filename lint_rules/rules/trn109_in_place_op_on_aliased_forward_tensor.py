@@ -57,6 +57,9 @@ class InPlaceOpOnAliasedForwardTensor(Rule):
             return self.conv(x) + shortcut
     ```
 
+    Tier: preview. On code nobody here had read, none of the sampled findings was
+    worth a change.
+
     ## Known problems
     Aliasing is tracked by variable name within `forward`: through `nn.Sequential`
     (whose first layer is in-place), attributes (`self.cache = x`), dictionaries

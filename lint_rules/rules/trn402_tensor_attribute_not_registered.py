@@ -74,6 +74,12 @@ class TensorAttributeNotRegistered(Rule):
             self.temperature = nn.Parameter(torch.ones(1))
     ```
 
+    Confidence: a tensor created with `requires_grad=True` and kept as a plain
+    attribute is never trained: *certain*, reported by default. A plain tensor
+    attribute is *possible* (`--preview`): on code nobody here had read, none of
+    the sampled ones was worth a change (a constant that never leaves the CPU, a
+    cache the module refreshes).
+
     ## Known problems
     Only tensors created in `__init__`, or in a method of the class that only
     `__init__` calls (`self.reset_state(width)`, up to 3 calls deep, called
@@ -144,7 +150,7 @@ class TensorAttributeNotRegistered(Rule):
             if kind == LEAF:
                 self.report(stmt, "Tensor with requires_grad=True assigned to a module attribute is not "
                                   "an nn.Parameter: the optimizer never sees it, so it is never trained",
-                            ERROR)
+                            ERROR, certain=True)
             else:
                 self.report(stmt)
 

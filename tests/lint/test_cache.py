@@ -123,7 +123,7 @@ def test_a_damaged_module_summary_is_summarised_again(tmp_path: Path) -> None:
     not) is a miss: the rule that reads it (TRN502 here) neither crashes (TRN001) nor changes its verdict."""
     root = tmp_path / "proj"
     shutil.copytree(GAN, root)
-    args = ("--cache-dir", str(tmp_path / "cache"), "--select", "TRN5", "--format", "json", "gan/train.py")
+    args = ("--cache-dir", str(tmp_path / "cache"), "--select", "TRN502", "--format", "json", "gan/train.py")
     first = lint(*args, cwd=root)
     assert [f["code"] for f in json.loads(first.stdout)] == ["TRN502"], first.stdout + first.stderr
     wrong = {"classes": {"Discriminator": "sigmoid"}, "functions": [], "instances": 1, "imports": {"nn": 0},

@@ -67,6 +67,22 @@ CASES = {
             for row in out:
                 hits += row.argmax().item()   # certain: one sync per element, every step
         """, 11, 9),
+    "TRN402": ("""
+        import torch
+        class Head(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.temperature = torch.ones(1, requires_grad=True)   # certain: never trained
+                self.mask = torch.zeros(4)                             # possible: may stay on one device
+        """, 6, 7),
+    "TRN502": ("""
+        import torch
+        crit = torch.nn.BCELoss()
+        for x, y in loader:
+            with torch.autocast("cuda"):
+                loss = crit(torch.sigmoid(model(x)), y)        # certain: raises under autocast
+            plain = crit(torch.sigmoid(model(x)), y)           # possible: works, only less stable
+        """, 6, 7),
     "TRN301": (("""
         import torch
         model = torch.nn.DataParallel(build())               # certain: a training script, no DDP

@@ -98,7 +98,7 @@ def test_summaries_are_cached_by_content(tmp_path: Path) -> None:
 def cli(root: Path, cache_dir: Path) -> list[tuple[str, str]]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     r = subprocess.run([sys.executable, "-m", "lint_rules", "lint", "--isolated", "--cache-dir", str(cache_dir),
-                        "--select", "TRN5", "--format", "json", "--exit-zero", "gan/train.py"],
+                        "--select", "TRN502", "--format", "json", "--exit-zero", "gan/train.py"],
                        cwd=root, capture_output=True, text=True, timeout=120, env=env)
     assert r.returncode == 0, r.stdout + r.stderr
     return [(f["path"], f["code"]) for f in json.loads(r.stdout)]

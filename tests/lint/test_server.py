@@ -360,6 +360,7 @@ def test_saving_an_imported_module_relints_the_buffers_that_depend_on_it(tmp_pat
     pkg = tmp_path / "gan"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
+    (tmp_path / "pyproject.toml").write_text('[tool.torchcheck]\nextend-select = ["TRN502"]\n')  # a preview rule
     model_text = ("import torch.nn as nn\n\n\nclass D(nn.Module):\n    def __init__(self):\n"
                   "        super().__init__()\n        self.net = nn.Sequential(nn.Linear(4, 1), nn.Sigmoid())\n\n"
                   "    def forward(self, x):\n        return self.net(x)\n")

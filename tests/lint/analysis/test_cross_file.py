@@ -280,11 +280,11 @@ def test_a_result_says_what_it_depended_on_and_whether_that_still_holds(tmp_path
     shutil.copytree(PROJECTS / "gan_sigmoid", tmp_path / "p")
     train = tmp_path / "p" / "gan" / "train.py"
     model = next(p for p in (tmp_path / "p" / "gan").glob("*.py") if "Sigmoid()" in p.read_text())
-    settings = Settings.resolve(tmp_path, isolated=True)
+    settings = Settings.resolve(tmp_path, isolated=True, extend_select=["TRN502"])  # a preview rule, by code
     result = lint_text(train.read_text(), train, settings)
     assert "TRN502" in {f.code for f in result.findings}
     assert result.depends_on and dependencies_hold(result.depends_on)
-    cached = Settings.resolve(tmp_path, isolated=True, cache_dir=tmp_path / "cache", jobs=1)
+    cached = Settings.resolve(tmp_path, isolated=True, extend_select=["TRN502"], cache_dir=tmp_path / "cache", jobs=1)
     first = [r for r in lint_paths([train], cached)]
     again = [r for r in lint_paths([train], cached)]  # from the cache: the same dependencies
     assert first[0].depends_on and again[0].depends_on == first[0].depends_on
