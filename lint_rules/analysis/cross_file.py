@@ -129,11 +129,22 @@ class ProjectFacts:
         the module (a library module, whose callers vary and would each have to be parsed) or
         call the function, a caller is not a script (no ``if __name__ == "__main__":``; a
         library that calls it has callers of its own), or the project is too large to read."""
+        found = self._calls_of(fn_name)
+        return None if found is None else [(args, kwargs) for args, kwargs, _ in found]
+
+    def caller_contexts(self, fn_name: str) -> list[set[str]] | None:
+        """What holds at every call, in the project's other files, of the top-level function
+        ``fn_name`` of this file: a set per call, with ``"no_grad"`` (grad is off there) and
+        ``"eval"`` (the caller set a model to eval mode before it); None as for :meth:`call_kinds`."""
+        found = self._calls_of(fn_name)
+        return None if found is None else [set(context) for _, _, context in found]
+
+    def _calls_of(self, fn_name: str) -> list[tuple[list, dict, list]] | None:
         if fn_name not in self._call_kinds:
             self._call_kinds[fn_name] = self._find_call_kinds(fn_name)
         return self._call_kinds[fn_name]
 
-    def _find_call_kinds(self, fn_name: str) -> list[tuple[list, dict]] | None:
+    def _find_call_kinds(self, fn_name: str) -> list[tuple[list, dict, list]] | None:
         importers = self.index.importers(self.path)
         if importers is None:
             self._deps[("importers", self.path)] = (None,)
@@ -151,18 +162,18 @@ class ProjectFacts:
             # Only scripts' calls are read: a library module that calls it has callers of its own,
             # and summarising it would parse much of the project for one parameter.
             return None
-        out: list[tuple[list, dict]] = []
+        out: list[tuple[list, dict, list]] = []
         for caller, _ in callers:
             held = self._summary(caller)
             if held is None:
                 continue
-            for head, rest, args, kwargs in held.get("calls", ()):
+            for head, rest, args, kwargs, context in held.get("calls", ()):
                 ref = held["imports"].get(head)
                 if ref is None:
                     continue
                 found = self._follow(caller, ref, list(rest), 0)
                 if found is not None and found[0] == "function" and found[1] == self.path and found[2] == fn_name:
-                    out.append((args, kwargs))
+                    out.append((args, kwargs, context))
         return out
 
     # --------------------------------------------------------- resolving

@@ -481,8 +481,8 @@ class FileFacts:
     def mode_set_for(self, loop: cst.For) -> bool:
         """A mode call sets the model's mode for ``loop``: one in its body, the last one before
         it in its function (``eval()``, or ``train()`` with no training between it and the
-        loop: a deliberate train-mode pass), or one before a call of that function in a
-        caller (two callers deep)."""
+        loop: a deliberate train-mode pass), one before a call of that function in a caller
+        (two callers deep), or an ``eval()`` before a call of it in another file."""
         self.mode_calls()
         for inner in self.body_nodes(loop):
             if isinstance(inner, cst.Call) and id(inner) in self._mode_call_ids:
@@ -490,7 +490,13 @@ class FileFacts:
         fn = self.model.enclosing_function(loop)
         if self._set_before(loop, fn):
             return True
-        return isinstance(fn, cst.FunctionDef) and self._set_by_callers(fn, 0)
+        if not isinstance(fn, cst.FunctionDef):
+            return False
+        if self._set_by_callers(fn, 0):
+            return True
+        # a caller in another file of the project set eval mode before calling it
+        return self.model.enclosing_function(fn) is None and any(
+            "eval" in c for c in self.caller_contexts(fn) or ())
 
     def _set_before(self, node: cst.CSTNode, region: cst.CSTNode | None) -> bool:
         last = self.last_mode_before(node, region)
@@ -508,6 +514,28 @@ class FileFacts:
         return mode == TRAIN and not any(
             e.kind in (BACKWARD, STEP)
             for e in (*facts.events_between(start, end), *(facts.events_within(helper) if helper is not None else ())))
+
+    def caller_contexts(self, fn: cst.FunctionDef) -> list[set[str]] | None:
+        """What holds at every call of ``fn`` in the project: a set per call, with ``"no_grad"``
+        (grad is off there) and ``"eval"`` (the caller's last mode call before it is ``eval()``).
+        Calls in this file, and, for a top-level function, in the project's other files (see
+        :meth:`~lint_rules.analysis.cross_file.ProjectFacts.caller_contexts`); None when the
+        other files' calls cannot be told (a library module with many importers)."""
+        model = self.model
+        out: list[set[str]] = []
+        for site in self.call_sites(fn):
+            context = set()
+            if model.in_no_grad(site):
+                context.add("no_grad")
+            last = self.last_mode_before(site, model.enclosing_function(site))
+            if last is not None and last[0] == EVAL:
+                context.add("eval")
+            out.append(context)
+        if model.enclosing_function(fn) is not None:  # a method or nested function: this file's calls only
+            return out
+        project = getattr(model, "project_facts", None)
+        remote = project.caller_contexts(fn.name.value) if project is not None else []
+        return None if remote is None else out + remote
 
     def _set_by_callers(self, fn: cst.FunctionDef, depth: int) -> bool:
         for site in self.call_sites(fn):

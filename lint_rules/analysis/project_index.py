@@ -29,7 +29,7 @@ from lint_rules.files import read_regular
 _ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
 
-SUMMARY_VERSION = 5  # bump when the shape or meaning of a summary changes
+SUMMARY_VERSION = 6  # bump when the shape or meaning of a summary changes
 SUMMARY_KEYS = frozenset({"classes", "functions", "instances", "imports", "stepping", "calls", "no_grad"})
 
 
@@ -299,11 +299,12 @@ def well_formed(found: object) -> bool:
 
 
 def _calls(value: object) -> bool:
-    """``[[head, [attribute...], [kind or None...], {keyword: kind or None}], ...]``."""
+    """``[[head, [attribute...], [kind or None...], {keyword: kind or None}, [context...]], ...]``."""
     return type(value) is list and all(
-        type(c) is list and len(c) == 4 and isinstance(c[0], str) and _strings(c[1])
+        type(c) is list and len(c) == 5 and isinstance(c[0], str) and _strings(c[1])
         and type(c[2]) is list and all(isinstance(k, _OPTIONAL_STR) for k in c[2])
         and isinstance(c[3], dict) and all(isinstance(k, _OPTIONAL_STR) for k in c[3].values())
+        and _strings(c[4])
         for c in value)
 
 

@@ -172,17 +172,23 @@ def _imported_calls(model: FileModel, imports: dict) -> list[list]:
     """The calls of functions this file imports at module level, with the kind of each argument.
 
     ``from train import fit`` then ``fit(net, loader, nn.CrossEntropyLoss(), opt)`` gives
-    ``["fit", [], ["module", "loader", "criterion", "optimizer"], {}]``: the local name, the
+    ``["fit", [], ["module", "loader", "criterion", "optimizer"], {}, []]``: the local name, the
     attribute path after it (``engine.fit(...)`` after ``import engine``: ``["fit"]``), the
     kinds of the positional arguments (``"*"`` for a starred one, None when unknown) and of
-    the keyword arguments (``"**"`` for a double-starred one). Importers' kinds flow into the
-    callee's parameters (:meth:`~lint_rules.analysis.cross_file.ProjectFacts.call_kinds`).
+    the keyword arguments (``"**"`` for a double-starred one), and what holds where the call
+    runs: ``"no_grad"`` (grad is off there) and ``"eval"`` (the caller's last mode call before
+    it is ``eval()``). Importers' kinds flow into the callee's parameters
+    (:meth:`~lint_rules.analysis.cross_file.ProjectFacts.call_kinds`), their contexts tell an
+    evaluation function whether its callers set the mode (``caller_contexts``).
     Calls of names imported from the standard library or from the common libraries of
     training code (torch, numpy, ...) are left out: they never reach the project's functions.
     """
     out: list[list] = []
     if not imports:
         return out
+    from lint_rules.analysis.evaluation import EVAL, FileFacts
+
+    modes = model.fact(FileFacts)
     for call in model.nodes(cst.Call):
         text = dotted(call.func)
         if text is None:
@@ -205,7 +211,13 @@ def _imported_calls(model: FileModel, imports: dict) -> list[list]:
                 args.append("*")
             else:
                 args.append(model.kind_of(arg.value))
-        out.append([head, rest, args, kwargs])
+        context = []
+        if model.in_no_grad(call):
+            context.append("no_grad")
+        last = modes.last_mode_before(call, model.enclosing_function(call))
+        if last is not None and last[0] == EVAL:
+            context.append("eval")
+        out.append([head, rest, args, kwargs, context])
         if len(out) >= _MAX_CALLS:
             break
     return out

@@ -36,7 +36,8 @@ class EvaluationWithoutNoGrad(Rule):
     the function or module), after `stack.enter_context(torch.no_grad())` in a
     `with contextlib.ExitStack() as stack:`, under a decorator of this file that
     wraps one of those, and in a function that this file calls from inside such a
-    block (up to three calls up).
+    block (up to three calls up), or that another file of the project calls from
+    inside one.
 
     ## Why is this bad?
     With autograd on, every forward pass records its graph and keeps every
@@ -68,9 +69,10 @@ class EvaluationWithoutNoGrad(Rule):
     checked, nor are loops after `model.eval()` whose input comes from elsewhere (an
     environment's observations). A model is recognised from
     its construction, a `nn.Module` annotation, or a name such as `model` or
-    `net`. Comprehensions (`[model(x) for x in loader]`) are not checked. A
-    function that is only called from another module under `no_grad`, or whose
-    model has `requires_grad_(False)` parameters, is still flagged.
+    `net`. Comprehensions (`[model(x) for x in loader]`) are not checked. Calls
+    from other files are read only for a module that a few scripts import: a
+    library function called under `no_grad` by many modules, or one whose model
+    has `requires_grad_(False)` parameters, is still flagged.
 
     ## References
     - https://pytorch.org/docs/stable/generated/torch.no_grad.html
@@ -120,5 +122,8 @@ class EvaluationWithoutNoGrad(Rule):
             return True
         fn = model.enclosing_function(loop)
         if isinstance(fn, cst.FunctionDef):
-            return any(model.in_no_grad(site) or modes.managed(site) for site in self._facts.call_sites(fn))
+            if any(model.in_no_grad(site) or modes.managed(site) for site in self._facts.call_sites(fn)):
+                return True
+            # a caller in another file of the project calls it under no_grad
+            return any("no_grad" in c for c in self._facts.caller_contexts(fn) or ())
         return False

@@ -40,9 +40,15 @@ class EvaluationWithoutEvalMode(Rule):
     spelled as a held-out split (`test`, `val`, `valid`, `dev`, `eval`) with no
     `backward()` after it in the iteration.
 
+    A call of the evaluation function from another file of the project counts too:
+    an `eval()` before it there sets the mode.
+
     Confidence: these findings are *possible* (the mode may be set where this
-    file cannot see it), reported with `--preview`. One shape is *certain* and
-    reported by default: an evaluation function (nothing in it trains) that calls
+    file cannot see it), reported with `--preview`. Two shapes are *certain* and
+    reported by default: the model is known to have dropout or batch norm and every
+    call of the function in the project is known (this file's and, for a module
+    imported by a few scripts, theirs) with none setting eval mode before it; and
+    an evaluation function (nothing in it trains) that calls
     `eval()` on some modules before a loop over data, then calls another module in
     the loop that this file puts in train mode elsewhere (`predictor.train()` in the
     training function) and that the function sets no mode on.
@@ -111,13 +117,25 @@ class EvaluationWithoutEvalMode(Rule):
             inner for _, inner in self._facts.evaluation_helper_calls(node)]  # self.eval_step(batch)
         if calls and not self._facts.mode_set_for(node):
             if any(self._modules.mode_dependent(call.func) is not False for call in calls):
-                self.report(node)  # possible: the mode may be set where this file cannot see
+                # Certain when the model is known to behave differently in eval mode (dropout, batch
+                # norm) and every call of the function in the project is known and none sets eval
+                # mode before it; possible when a caller the linter cannot see may set it.
+                certain = any(self._modules.mode_dependent(call.func) is True for call in calls) \
+                    and self._callers_never_set_eval(node)
+                self.report(node, certain=certain)
             return
         # Certain: the function switched some models to eval mode and forgot one it trains elsewhere.
         for call, forgotten, switched in self._facts.left_in_train_mode(node):
             if self._modules.mode_dependent(call.func) is not False:
                 self.report(node, PARTIAL_MESSAGE.format(forgotten=forgotten, switched=switched), certain=True)
                 return
+
+    def _callers_never_set_eval(self, loop: cst.For) -> bool:
+        fn = self.model.enclosing_function(loop)
+        if not isinstance(fn, cst.FunctionDef):
+            return False  # module level: a script's loop whose mode nothing set (judged as possible, as before)
+        contexts = self._facts.caller_contexts(fn)
+        return bool(contexts) and not any("eval" in c for c in contexts)
 
     def visit_Call(self, node: cst.Call) -> None:
         # tx, ty = next(iter(test_loader)); net(tx) -- one held-out batch inside a training loop
