@@ -95,6 +95,15 @@ class ProjectFacts:
             return None
         return self._is_module(found[1], found[2], found[3], 0)
 
+    def returns_sampled_loader(self, model: "FileModel", expr: cst.CSTNode) -> bool:
+        """True when ``expr`` names a function of another project file that returns a DataLoader fed
+        by a shuffling DistributedSampler (``build_loader()`` in ``data.py``)."""
+        found = self._resolve_local(model, expr)
+        if found is None or found[0] != "function":
+            return False
+        held = self._summary(found[1])
+        return held is not None and found[2] in held.get("sampled_loaders", ())
+
     def registered_names(self, model: "FileModel", expr: cst.CSTNode) -> set[str] | None:
         """The names a project class that ``expr`` names, and its bases, register by string
         (``register_buffer("mask", ...)``); None when unknown: not a project class, a name

@@ -54,6 +54,8 @@ class SamplerFeed:
     sampler: cst.Call
     variable: cst.CSTNode | None
     loaders: list[cst.CSTNode] = field(default_factory=list)
+    # the sampler is built in another file: ``sampler`` is the call that returns its loader
+    remote: bool = False
 
 
 class LoaderFacts:
@@ -74,9 +76,9 @@ class LoaderFacts:
         self.feeds: list[SamplerFeed] = []
         self.set_epoch_receivers: list[cst.CSTNode] = []
         calls = model.nodes(cst.Call)
-        samplers = [c for c in calls if model.qualified_name(c.func) in DISTRIBUTED_SAMPLERS
-                    and not _no_shuffle(c)]
-        if not samplers:
+        samplers = [c for c in calls if shuffling_sampler(model, c)]
+        remote = self._remote_loaders(calls)
+        if not samplers and not remote:
             return
         loaders = [c for c in calls if model.qualified_name(c.func) in DATA_LOADERS]
         self.set_epoch_receivers = [
@@ -87,10 +89,7 @@ class LoaderFacts:
         by_node: dict[int, list[int]] = {}
         by_var: dict[tuple, list[int]] = {}
         for i, loader in enumerate(loaders):
-            arg = keyword_arg(loader, "sampler")
-            if arg is None:
-                positional = [a for a in loader.args if a.keyword is None]
-                arg = positional[3] if len(positional) > 3 else None
+            arg = sampler_argument(loader)
             sampler_args.append(arg)
             if arg is not None:
                 by_node.setdefault(id(arg.value), []).append(i)
@@ -112,6 +111,32 @@ class LoaderFacts:
             if loader_vars:
                 loader_vars = self._derived(loader_vars)
             self.feeds.append(SamplerFeed(sampler, sampler_var, loader_vars))
+        for call in remote:  # loader = build_loader(...) of another file: its sampler is out of sight
+            target = self._assigned_to(call)
+            self.feeds.append(SamplerFeed(call, None, self._derived([target]), remote=True))
+
+    def _remote_loaders(self, calls: list[cst.Call]) -> list[cst.Call]:
+        """Calls, assigned to a name, of a function of another project file that returns a loader
+        fed by a shuffling DistributedSampler (its summary's ``sampled_loaders``)."""
+        model = self.model
+        project = getattr(model, "project_facts", None)
+        if project is None:
+            return []
+        out = []
+        for call in calls:
+            func = call.func
+            if not isinstance(func, (cst.Name, cst.Attribute)) or not isinstance(model.parent(call), cst.Assign):
+                continue
+            head = func if isinstance(func, cst.Name) else None
+            while head is None and isinstance(func, cst.Attribute):
+                func = func.value
+                head = func if isinstance(func, cst.Name) else None
+            bindings = model.bindings_of(head) if head is not None else None
+            if not bindings or not isinstance(bindings[0].node, (cst.Import, cst.ImportFrom)):
+                continue  # only names imported from elsewhere can reach another file's function
+            if project.returns_sampled_loader(model, call.func):
+                out.append(call)
+        return out
 
     # ------------------------------------------------------------ queries
     def epoch_set(self, feed: SamplerFeed) -> bool:
@@ -489,6 +514,20 @@ def _constant_key(expr: cst.CSTNode) -> str | int | None:
     if isinstance(expr, cst.Integer):
         return int(expr.value)
     return None
+
+
+def sampler_argument(loader: cst.Call) -> cst.Arg | None:
+    """The ``sampler`` argument of a ``DataLoader(...)`` call (keyword, or the fourth positional)."""
+    arg = keyword_arg(loader, "sampler")
+    if arg is None:
+        positional = [a for a in loader.args if a.keyword is None]
+        arg = positional[3] if len(positional) > 3 else None
+    return arg
+
+
+def shuffling_sampler(model: "FileModel", call: cst.Call) -> bool:
+    """A ``DistributedSampler(...)`` construction that shuffles (not ``shuffle=False``)."""
+    return model.qualified_name(call.func) in DISTRIBUTED_SAMPLERS and not _no_shuffle(call)
 
 
 def _no_shuffle(call: cst.Call) -> bool:

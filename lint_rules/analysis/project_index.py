@@ -29,8 +29,9 @@ from lint_rules.files import read_regular
 _ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
 
-SUMMARY_VERSION = 6  # bump when the shape or meaning of a summary changes
-SUMMARY_KEYS = frozenset({"classes", "functions", "instances", "imports", "stepping", "calls", "no_grad"})
+SUMMARY_VERSION = 7  # bump when the shape or meaning of a summary changes
+SUMMARY_KEYS = frozenset({"classes", "functions", "instances", "imports", "stepping", "calls", "no_grad",
+                          "sampled_loaders"})
 
 
 def _digest(data: bytes):
@@ -295,7 +296,8 @@ def well_formed(found: object) -> bool:
         and isinstance(imports, dict) and all(
             type(v) is list and len(v) == 3 and type(v[0]) is int and isinstance(v[1], str)
             and isinstance(v[2], _OPTIONAL_STR) for v in imports.values()) \
-        and _strings(stepping) and _calls(found["calls"]) and _strings(found["no_grad"])
+        and _strings(stepping) and _calls(found["calls"]) and _strings(found["no_grad"]) \
+        and _strings(found["sampled_loaders"])
 
 
 def _calls(value: object) -> bool:

@@ -27,7 +27,7 @@ from lint_rules.analysis.provenance import Provenance, returns_of
 
 def empty() -> dict:
     return {"classes": {}, "functions": {}, "instances": {}, "imports": {}, "stepping": [], "calls": [],
-            "no_grad": []}
+            "no_grad": [], "sampled_loaders": []}
 
 
 def summarise_source(source: str) -> dict:
@@ -81,6 +81,7 @@ def summarise(model: FileModel, provenance: Provenance | None = None) -> dict:
     out["stepping"] = _stepping(model, [stmt for stmt in model.module.body if isinstance(stmt, cst.FunctionDef)])
     out["calls"] = _imported_calls(model, out["imports"])
     out["no_grad"] = _no_grad_functions(model)
+    out["sampled_loaders"] = _sampled_loaders(model)
     # Only what a module-level binding ends as counts; drop instances that are None to keep it small.
     out["instances"] = {k: v for k, v in out["instances"].items() if v is not None}
     return out
@@ -237,6 +238,40 @@ def _leftmost(expr: cst.CSTNode) -> cst.CSTNode:
     while isinstance(expr, cst.Attribute):
         expr = expr.value
     return expr
+
+
+def _sampled_loaders(model: FileModel) -> list[str]:
+    """The top-level functions that return a ``DataLoader`` fed by a shuffling ``DistributedSampler``
+    (``sampler = DistributedSampler(ds); return DataLoader(ds, sampler=sampler)``): an importer
+    that iterates the result every epoch must call ``set_epoch`` on its sampler."""
+    from lint_rules.analysis.loaders import sampler_argument, shuffling_sampler
+    from lint_rules.analysis.names import DATA_LOADERS
+
+    out = []
+    for fn in model.module.body:
+        if not isinstance(fn, cst.FunctionDef):
+            continue
+        for ret in returns_of(fn):
+            loader = _bound_call(model, ret.value)
+            if loader is None or model.qualified_name(loader.func) not in DATA_LOADERS:
+                continue
+            arg = sampler_argument(loader)
+            sampler = _bound_call(model, arg.value) if arg is not None else None
+            if sampler is not None and shuffling_sampler(model, sampler):
+                out.append(fn.name.value)
+                break
+    return out
+
+
+def _bound_call(model: FileModel, expr: cst.CSTNode | None) -> cst.Call | None:
+    """``expr`` if it is a call, or the call a name is bound to once."""
+    if isinstance(expr, cst.Call):
+        return expr
+    if isinstance(expr, cst.Name):
+        bindings = model.bindings_of(expr)
+        if bindings and len(bindings) == 1 and isinstance(bindings[0].value, cst.Call):
+            return bindings[0].value
+    return None
 
 
 def _function_returns(prov: Provenance, fn: cst.FunctionDef) -> str | None:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from lint_rules.analysis.loaders import NEEDS as LOADER_NEEDS
 from lint_rules.analysis.loaders import LoaderFacts
+from lint_rules.analysis.scopes import dotted
 from lint_rules.rule import WARNING, Rule
 from lint_rules.rules.examples import trn302 as examples
 
@@ -27,7 +28,10 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     only evaluated each epoch (iterated under `torch.no_grad()`, handed to a
     no-grad helper of this file, or to an imported `evaluate(...)`/`validate(...)`
     with no optimizer) is left alone: the order of evaluation batches changes no
-    metric.
+    metric. A loader built in another file of the project counts too: `loader =
+    build_loader(...)` of a function that returns a `DataLoader` over a shuffling
+    `DistributedSampler`, used every epoch here with no `loader.sampler.set_epoch()`,
+    is reported at that call.
 
     ## Why is this bad?
     `DistributedSampler` seeds its shuffle with `seed + epoch`. Without
@@ -68,7 +72,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     """
 
     CODE = "TRN302"
-    REQUIRES = ("ampler",)
+    REQUIRES = ("ampler", "oader", "epoch")  # a loader built in another file may hold the sampler
     NAME = "distributed-sampler-without-set-epoch"
     MESSAGE = "DistributedSampler is used across epochs but set_epoch() is never called: every epoch sees the same order"
     FIX_TITLE = "Call sampler.set_epoch(epoch) at the start of every epoch"
@@ -83,4 +87,10 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         for feed in facts.feeds:
             if feed.loaders and not facts.epoch_set(feed) \
                     and any(facts.per_epoch_use(var) is not None for var in feed.loaders):
-                self.report(feed.sampler)
+                if feed.remote:
+                    name = dotted(feed.sampler.func) or "the call"
+                    self.report(feed.sampler, f"The DataLoader that {name}() returns draws from a shuffling "
+                                              f"DistributedSampler; it is used across epochs here but set_epoch() "
+                                              f"is never called: every epoch sees the same order")
+                else:
+                    self.report(feed.sampler)

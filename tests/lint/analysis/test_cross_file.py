@@ -386,15 +386,63 @@ def _all_rules(root: Path, *extra: str) -> set[tuple[str, int, str]]:
 def test_a_user_project_split_into_model_data_train_and_main() -> None:
     """Issue #22's realistic layout: main.py builds everything and passes it to train.py's functions.
 
-    Every planted bug is marked; the one the linter still misses (a DistributedSampler built in
-    data.py, returned inside a loader to main.py and iterated by epochs in train.py: TRN302 across
-    files) is written down in data.py. A plain lint reports the marked bugs not marked "(preview)";
+    Every planted bug is marked (TRN302 at main.py's call of data.py's build_loader(), whose loader
+    draws from a DistributedSampler and is used every epoch). A plain lint reports the marked bugs
+    not marked "(preview)";
     --preview all of them; the correct twin is clean with every rule on.
     """
     expected = marked(PROJECTS / "userproj")
-    assert len(expected) == 10
+    assert len(expected) == 11
     assert _all_rules(PROJECTS / "userproj", "--preview", "--select", "ALL") == expected
     # A plain lint reports every marked bug but those marked "preview" (only --preview finds them).
     preview_only = {m for m in expected if _preview_mark(PROJECTS / "userproj", m)}
     assert _all_rules(PROJECTS / "userproj") == expected - preview_only
     assert _all_rules(PROJECTS / "userproj_ok", "--preview", "--select", "ALL") == set()
+
+
+DATA_PY = """
+import torch
+from torch.utils.data import DataLoader, DistributedSampler
+
+
+def build(ds, shuffle=True):
+    sampler = DistributedSampler(ds, shuffle={shuffle})
+    loader = DataLoader(ds, batch_size=8, sampler=sampler)
+    return loader
+"""
+
+RUN_PY = """
+import torch
+import data
+from train_lib import fit, evaluate
+
+
+def main(ds, epochs):
+    batches = data.build(ds)
+    for epoch in range(epochs):
+{body}
+
+
+if __name__ == "__main__":
+    main(None, 3)
+"""
+
+
+@pytest.mark.parametrize(("shuffle", "body", "expected"), [
+    ("True", "        fit(batches)", [8]),                                             # used every epoch
+    ("True", "        batches.sampler.set_epoch(epoch)\n        fit(batches)", []),      # the epoch is set
+    ("True", "        evaluate(batches)", []),                                         # only evaluated
+    ("False", "        fit(batches)", []),                                              # no shuffle
+])
+def test_a_loader_built_in_another_file_carries_its_distributed_sampler(tmp_path: Path, shuffle, body,
+                                                                       expected) -> None:
+    (tmp_path / "data.py").write_text(DATA_PY.format(shuffle=shuffle))
+    (tmp_path / "train_lib.py").write_text("def fit(b):\n    pass\n\n\ndef evaluate(b):\n    pass\n")
+    (tmp_path / "run.py").write_text(RUN_PY.format(body=body))
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    r = subprocess.run([sys.executable, "-m", "lint_rules", "lint", "--no-cache", "--select", "TRN302", "--format",
+                        "json", "--exit-zero", "run.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                       env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    found = [(f["code"], f["line"]) for f in json.loads(r.stdout)]
+    assert found == [("TRN302", line) for line in expected]

@@ -99,7 +99,8 @@ def test_a_comment_or_a_body_edit_leaves_the_summary_unchanged() -> None:
 
 
 def test_unparsable_source_summarises_to_nothing() -> None:
-    assert summary("class Net(nn.Module:\n") == {"classes": {}, "functions": {}, "instances": {}, "imports": {}, "stepping": [], "calls": [], "no_grad": []}
+    assert summary("class Net(nn.Module:\n") == {"classes": {}, "functions": {}, "instances": {}, "imports": {},
+                                                  "stepping": [], "calls": [], "no_grad": [], "sampled_loaders": []}
 
 
 def test_functions_that_step_an_optimizer_are_listed() -> None:
@@ -130,3 +131,20 @@ def test_classes_record_the_names_they_register_or_none_when_computed() -> None:
     ''')
     assert s["classes"]["Fixed"]["registers"] == ["bias", "mask"]
     assert s["classes"]["Computed"]["registers"] is None
+
+
+def test_functions_that_return_a_loader_over_a_shuffling_distributed_sampler_are_listed() -> None:
+    s = summary("""
+        from torch.utils.data import DataLoader, DistributedSampler
+        def build(ds):
+            sampler = DistributedSampler(ds)
+            return DataLoader(ds, batch_size=4, sampler=sampler)
+        def inline(ds):
+            return DataLoader(ds, 4, False, DistributedSampler(ds))
+        def ordered(ds):
+            return DataLoader(ds, sampler=DistributedSampler(ds, shuffle=False))
+        def pair(ds):
+            sampler = DistributedSampler(ds)
+            return DataLoader(ds, sampler=sampler), sampler
+    """)
+    assert s["sampled_loaders"] == ["build", "inline"]  # not without shuffling; a tuple is not a loader

@@ -15,7 +15,7 @@ def main():
     args = parser.parse_args()
     net = Classifier([32, 64, 64])
     net = nn.DataParallel(net)  # BUG TRN301
-    loader = build_loader(32, args.distributed)
+    loader = build_loader(32, args.distributed)  # BUG TRN302
     loss_fn = nn.CrossEntropyLoss()
     opt = torch.optim.SGD(net.parameters(), lr=0.1)
     sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1)
