@@ -193,6 +193,37 @@ def _precision(worth: int, sampled: int) -> str:
     return f"{worth} of {sampled} ({100 * worth / sampled:.0f}%)" if sampled else "-"
 
 
+def save_verdicts(path: Path, triaged: list[dict]) -> None:
+    """Add the triaged findings to the verdicts file, a record: its rows stay as they are (also those
+    this sheet no longer samples) and the newly triaged ones are appended; only a verdict that changed
+    makes the file be rewritten."""
+    keep = ["id", "rule", "repo", "path", "line", "verdict", "note"]
+    old: list[dict] = []
+    if path.exists():
+        with path.open(newline="", encoding="utf-8") as fh:
+            old = list(csv.DictReader(fh))
+    known = {key(r): r for r in old}
+    changed = [r for r in triaged if key(r) in known
+               and (known[key(r)]["verdict"], known[key(r)]["note"]) != (r["verdict"], r["note"])]
+    added = list({key(r): r for r in triaged if key(r) not in known}.values())
+    if changed:
+        for r in changed:
+            for o in old:
+                if key(o) == key(r):
+                    o.update(verdict=r["verdict"], note=r["note"])
+        rows, mode = old + added, "w"
+    else:
+        rows, mode = added, "a"
+    text = path.read_text(encoding="utf-8") if path.exists() and mode == "a" else ""
+    with path.open(mode, newline="", encoding="utf-8") as fh:
+        if mode == "a" and text and not text.endswith("\n"):
+            fh.write("\n")
+        w = csv.DictWriter(fh, keep, extrasaction="ignore", lineterminator="\n")
+        if mode == "w" or not text:
+            w.writeheader()
+        w.writerows(rows)
+
+
 def cmd_summary(args: argparse.Namespace) -> int:
     with args.sheet.open(newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
@@ -250,19 +281,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
                          f"{found} findings ({1000 * found / max(1, lines_of[h]):.3f} per 1,000 lines)")
         print(f"{label}: " + "; ".join(parts))
     if args.save_verdicts:
-        keep = ["id", "rule", "repo", "path", "line", "verdict", "note"]
-        kept: dict[tuple, dict] = {}
-        # The file is a record: verdicts of findings this sheet no longer samples stay in it.
-        if args.save_verdicts.exists():
-            with args.save_verdicts.open(newline="", encoding="utf-8") as fh:
-                kept = {key(r): r for r in csv.DictReader(fh)}
-        for r in rows:
-            if r["sampled"] and r["verdict"]:
-                kept[key(r)] = r
-        with args.save_verdicts.open("w", newline="", encoding="utf-8") as fh:
-            w = csv.DictWriter(fh, keep, extrasaction="ignore")
-            w.writeheader()
-            w.writerows(kept.values())
+        save_verdicts(args.save_verdicts, [r for r in rows if r["sampled"] and r["verdict"]])
     if untriaged:
         print(f"\nnot yet triaged: {', '.join(untriaged)}", file=sys.stderr)
         return 1

@@ -131,12 +131,27 @@ def test_save_verdicts_keeps_the_rows_no_longer_sampled(tmp_path):
         w.writeheader()
         w.writerows(rows)
     saved = tmp_path / "v.csv"
-    saved.write_text("id,rule,repo,path,line,verdict,note\nold,TRN999,gone/repo,x.py,1,yes,kept\n")
+    record = "id,rule,repo,path,line,verdict,note\nold,TRN999,gone/repo,x.py,1,yes,kept\r\n"
+    saved.write_bytes(record.encode())
     r = _run(tmp_path, "summary", "--sheet", str(sheet), "--preview", "TRN301", "--save-verdicts", str(saved))
     assert r.returncode == 0, r.stderr
-    kept = list(csv.DictReader(saved.open()))
+    assert saved.read_bytes().startswith(record.encode())  # the record's rows stay byte for byte
+    kept = list(csv.DictReader(saved.open(newline="")))
     assert ("TRN999", "gone/repo", "yes") in {(k["rule"], k["repo"], k["verdict"]) for k in kept}
     assert len(kept) == 1 + len(rows)
+
+    # A verdict changed on the sheet replaces the recorded one instead of adding a second row.
+    rows[0]["verdict"], rows[0]["note"] = "yes", "changed"
+    with sheet.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    assert _run(tmp_path, "summary", "--sheet", str(sheet), "--preview", "TRN301",
+                "--save-verdicts", str(saved)).returncode == 0
+    again = list(csv.DictReader(saved.open(newline="")))
+    assert len(again) == len(kept)
+    assert [(k["verdict"], k["note"]) for k in again if k["path"] == rows[0]["path"]
+            and k["rule"] == rows[0]["rule"] and k["line"] == rows[0]["line"]] == [("yes", "changed")]
 
 
 def test_a_repository_without_a_kind_is_a_clear_error(tmp_path):
