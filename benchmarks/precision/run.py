@@ -7,12 +7,15 @@ Three steps, each rerunnable (see benchmarks/precision/README.md):
               directory (``--git-dirs``: a folder holding ``owner+name/repo`` git directories, or
               any clone; ``{owner}``/``{name}`` are filled in) into ``--data``;
 ``lint``      lint those checkouts with every rule (preview rules included) and write a triage
-              sheet: every finding, and a fixed sample of them per rule (every k-th finding in
-              path order, k chosen so that at most ``--per-rule`` are sampled) with the code
+              sheet: every finding with its repository's half (tune or check, the fixed split of
+              benchmarks/realbugs_mined/split.py) and kind, and a fixed sample of them per rule and
+              half (every k-th finding in path order, k chosen so that at most ``--per-rule`` are
+              sampled in each half) with the code
               around it and an empty ``verdict`` column; verdicts of an earlier sheet
               (``--verdicts``) are carried over to the same finding (same rule, repository, path and line);
-``summary``   count a triaged sheet per rule: findings, sampled, worth a change, precision,
-              findings per 1,000 lines; print it as a Markdown table. ``verdicts.csv`` (committed)
+``summary``   count a triaged sheet per rule and half: findings, sampled, worth a change, precision,
+              findings per 1,000 lines; print it as a Markdown table, then the default-on and
+              preview-only totals of each half and of both. ``verdicts.csv`` (committed)
               keeps the verdicts without the code: ``--save-verdicts`` writes it back.
 
 Verdicts: ``yes`` (worth a change), ``no`` (false), ``debatable`` (counts against the rule).
@@ -23,6 +26,8 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
+import importlib.util
 import json
 import math
 import subprocess
@@ -34,13 +39,30 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 VERDICTS = ("yes", "no", "debatable")
-FIELDS = ["id", "rule", "repo", "path", "line", "column", "confidence", "message", "sampled", "verdict", "note",
+KINDS = ("library", "application")
+HALVES = ("tune", "check")
+FIELDS = ["id", "rule", "repo", "half", "kind", "path", "line", "column", "confidence", "message", "sampled", "verdict", "note",
           "context"]
 
 
 def manifest(path: Path) -> list[dict]:
     data = tomllib.loads(path.read_text(encoding="utf-8"))
-    return data["repo"]
+    repos = data["repo"]
+    for repo in repos:
+        # The kind is what the headline numbers are balanced on: a missing one must not pass silently.
+        if repo.get("kind") not in KINDS:
+            sys.exit(f"{path}: repository {repo.get('name', '?')!r} has kind {repo.get('kind')!r}; "
+                     f"allowed: {', '.join(KINDS)}")
+    return repos
+
+
+@functools.lru_cache(maxsize=None)
+def half(name: str) -> str:
+    """The repository's half, by the fixed salted hash of the mined benchmark (never a copy of it)."""
+    spec = importlib.util.spec_from_file_location("realbugs_split", REPO / "benchmarks" / "realbugs_mined" / "split.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.half(name)
 
 
 def checkout_dir(data: Path, name: str) -> Path:
@@ -133,7 +155,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
         lines[repo["name"]] = python_lines(root, repo["paths"])
         for f in lint(root, repo["paths"]):
             path = Path(f["path"])
-            rows.append({"rule": f["code"], "repo": repo["name"],
+            rows.append({"rule": f["code"], "repo": repo["name"], "half": half(repo["name"]), "kind": repo["kind"],
                          "path": str(path.resolve().relative_to(root.resolve())),
                          "line": f["line"], "column": f["column"], "confidence": f.get("confidence", "certain"),
                          "message": f["message"],
@@ -143,12 +165,16 @@ def cmd_lint(args: argparse.Namespace) -> int:
         by_rule[r["rule"]].append(r)
     out = []
     for rule, found in sorted(by_rule.items()):
-        picked = sample_positions(len(found), args.per_rule)
-        # A rule with certain and possible findings: its certain ones (reported by default) also get a
-        # sample of their own, by the same rule, so that the default tier's precision is measured.
-        certain = [i for i, r in enumerate(found) if r["confidence"] == "certain"]
-        if 0 < len(certain) < len(found):
-            picked |= {certain[j] for j in sample_positions(len(certain), args.per_rule)}
+        picked: set[int] = set()
+        # Each half gets its own sample, so the check half's numbers never lean on the tune half's.
+        for h in HALVES:
+            mine = [i for i, r in enumerate(found) if r["half"] == h]
+            picked |= {mine[j] for j in sample_positions(len(mine), args.per_rule)}
+            # A rule with certain and possible findings: its certain ones (reported by default) also get
+            # a sample of their own, by the same rule, so that the default tier's precision is measured.
+            certain = [i for i in mine if found[i]["confidence"] == "certain"]
+            if 0 < len(certain) < len(mine):
+                picked |= {certain[j] for j in sample_positions(len(certain), args.per_rule)}
         for i, r in enumerate(found):
             old = previous.get(key(r), {})
             r.update(id=f"{rule}-{i + 1:03}", sampled="x" if i in picked else "",
@@ -163,14 +189,50 @@ def cmd_lint(args: argparse.Namespace) -> int:
     return 0
 
 
+def _precision(worth: int, sampled: int) -> str:
+    return f"{worth} of {sampled} ({100 * worth / sampled:.0f}%)" if sampled else "-"
+
+
+def save_verdicts(path: Path, triaged: list[dict]) -> None:
+    """Add the triaged findings to the verdicts file, a record: its rows stay as they are (also those
+    this sheet no longer samples) and the newly triaged ones are appended; only a verdict that changed
+    makes the file be rewritten."""
+    keep = ["id", "rule", "repo", "path", "line", "verdict", "note"]
+    old: list[dict] = []
+    if path.exists():
+        with path.open(newline="", encoding="utf-8") as fh:
+            old = list(csv.DictReader(fh))
+    known = {key(r): r for r in old}
+    changed = [r for r in triaged if key(r) in known
+               and (known[key(r)]["verdict"], known[key(r)]["note"]) != (r["verdict"], r["note"])]
+    added = list({key(r): r for r in triaged if key(r) not in known}.values())
+    if changed:
+        for r in changed:
+            for o in old:
+                if key(o) == key(r):
+                    o.update(verdict=r["verdict"], note=r["note"])
+        rows, mode = old + added, "w"
+    else:
+        rows, mode = added, "a"
+    text = path.read_text(encoding="utf-8") if path.exists() and mode == "a" else ""
+    with path.open(mode, newline="", encoding="utf-8") as fh:
+        if mode == "a" and text and not text.endswith("\n"):
+            fh.write("\n")
+        w = csv.DictWriter(fh, keep, extrasaction="ignore", lineterminator="\n")
+        if mode == "w" or not text:
+            w.writeheader()
+        w.writerows(rows)
+
+
 def cmd_summary(args: argparse.Namespace) -> int:
     with args.sheet.open(newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
     lines = json.loads(args.sheet.with_suffix(".lines.json").read_text(encoding="utf-8"))
-    total_lines = sum(lines.values())
-    found = Counter(r["rule"] for r in rows)
-    sampled = Counter(r["rule"] for r in rows if r["sampled"])
-    worth = Counter(r["rule"] for r in rows if r["sampled"] and r["verdict"] == "yes")
+    repos = {r["name"]: r for r in manifest(args.manifest) if r["name"] in lines}
+    for r in rows:  # a sheet written before halves were recorded gets them here, from the same hash
+        r["half"] = r.get("half") or half(r["repo"])
+    lines_of = {h: sum(n for name, n in lines.items() if half(name) == h) for h in HALVES}
+    lines_of["both"] = sum(lines.values())
     untriaged = [r["id"] for r in rows if r["sampled"] and r["verdict"] not in VERDICTS]
     preview = set(args.preview or ())
     if args.tiers:
@@ -183,32 +245,43 @@ def cmd_summary(args: argparse.Namespace) -> int:
         """Reported by a plain `torchcheck lint`: a rule that runs by default, and a certain finding."""
         return row["rule"] not in preview and row.get("confidence", "certain") == "certain"
 
-    print(f"{len(rows)} findings in {total_lines:,} lines of Python "
-          f"({len(lines)} repositories); {sum(sampled.values())} sampled.\n")
-    print("| rule | tier | findings | sampled | worth a change | precision | per 1,000 lines |")
+    def in_half(row: dict, h: str) -> bool:
+        return h == "both" or row["half"] == h
+
+    scopes = (*HALVES, "both")
+    print(f"{len(rows)} findings in {lines_of['both']:,} lines of Python "
+          f"({len(lines)} repositories); {sum(1 for r in rows if r['sampled'])} sampled.\n")
+    for h in HALVES:
+        count = Counter(repos[n]["kind"] for n in lines if half(n) == h and n in repos)
+        kinds = ", ".join(f"{count[k]} {k}" for k in KINDS)
+        found = sum(1 for r in rows if r["half"] == h)
+        print(f"- {h} half: {sum(count.values())} repositories ({kinds}), {lines_of[h]:,} lines, "
+              f"{found} findings ({1000 * found / max(1, lines_of[h]):.2f} per 1,000 lines), "
+              f"{sum(1 for r in rows if r['half'] == h and r['sampled'])} sampled")
+    print("\n| rule | tier | findings tune / check | tune: worth a change | check: worth a change "
+          "| both: worth a change | per 1,000 lines |")
     print("|---|---|---:|---:|---:|---:|---:|")
-    tiers = {"default": [0, 0], "preview": [0, 0]}
-    for r in rows:
-        if r["sampled"]:
-            tier = tiers["default" if by_default(r) else "preview"]
-            tier[0] += r["verdict"] == "yes"
-            tier[1] += 1
-    for rule in sorted(found):
+    for rule in sorted({r["rule"] for r in rows}):
         shown = [r for r in rows if r["rule"] == rule]
         tier = "preview" if rule in preview else "default" if all(map(by_default, shown)) else "core"
-        prec = f"{100 * worth[rule] / sampled[rule]:.0f}%" if sampled[rule] else "-"
-        print(f"| {rule} | {tier} | {found[rule]} | {sampled[rule]} | {worth[rule]} | {prec} | "
-              f"{1000 * found[rule] / total_lines:.3f} |")
-    for tier, (w, s) in tiers.items():
-        if s:
-            print(f"\n{tier}-on sample (findings {'a plain lint reports' if tier == 'default' else 'only --preview adds'}): "
-                  f"{w} of {s} worth a change ({100 * w / s:.0f}%)")
+        found = " / ".join(str(sum(1 for r in shown if r["half"] == h)) for h in HALVES)
+        cells = []
+        for h in scopes:
+            picked = [r for r in shown if r["sampled"] and in_half(r, h)]
+            cells.append(_precision(sum(r["verdict"] == "yes" for r in picked), len(picked)))
+        print(f"| {rule} | {tier} | {found} | {' | '.join(cells)} | {1000 * len(shown) / lines_of['both']:.3f} |")
+    print()
+    for tier, label in (("default", "default-on (a plain lint reports them)"),
+                        ("preview", "preview-only (only --preview adds them)")):
+        parts = []
+        for h in scopes:
+            picked = [r for r in rows if r["sampled"] and in_half(r, h) and by_default(r) == (tier == "default")]
+            found = sum(1 for r in rows if in_half(r, h) and by_default(r) == (tier == "default"))
+            parts.append(f"{h}: {_precision(sum(r['verdict'] == 'yes' for r in picked), len(picked))} worth a change, "
+                         f"{found} findings ({1000 * found / max(1, lines_of[h]):.3f} per 1,000 lines)")
+        print(f"{label}: " + "; ".join(parts))
     if args.save_verdicts:
-        keep = ["id", "rule", "repo", "path", "line", "verdict", "note"]
-        with args.save_verdicts.open("w", newline="", encoding="utf-8") as fh:
-            w = csv.DictWriter(fh, keep, extrasaction="ignore")
-            w.writeheader()
-            w.writerows(r for r in rows if r["sampled"] and r["verdict"])
+        save_verdicts(args.save_verdicts, [r for r in rows if r["sampled"] and r["verdict"]])
     if untriaged:
         print(f"\nnot yet triaged: {', '.join(untriaged)}", file=sys.stderr)
         return 1
