@@ -1,5 +1,5 @@
-"""Finding the instruments: every module of this package is imported once, and its ``@register``\\ed
-instruments are picked by the names a budget's limits give."""
+"""Finding the instruments: every module of this package is imported once, and the instruments they
+register are picked by the names a budget's limits give."""
 
 from __future__ import annotations
 
