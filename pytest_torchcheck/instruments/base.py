@@ -68,10 +68,10 @@ class Instrument:
 # Every instrument, by NAME. The built-in modules register theirs when registry.load() imports them.
 REGISTRY: dict[str, type[Instrument]] = {}
 
-I = TypeVar("I", bound=type[Instrument])
+InstrumentClass = TypeVar("InstrumentClass", bound=type[Instrument])
 
 
-def register(cls: I) -> I:
+def register(cls: InstrumentClass) -> InstrumentClass:
     """Class decorator: make ``cls`` the instrument for budget keys whose ``Key.instrument`` is its NAME."""
     if not cls.NAME or cls.SCOPE not in SCOPES:
         raise ValueError(f"instrument {cls.__qualname__}: NAME must be set and SCOPE one of {SCOPES}; "
