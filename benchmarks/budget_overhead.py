@@ -37,7 +37,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from pytest_torchcheck.budgets.measure import Measurement, OpCounter, _memory_held, instruments
+from pytest_torchcheck.budgets.measure import Measurement, OpCounter, instruments
+from pytest_torchcheck.instruments.held_memory import memory_held
 from _report import table, verdict, write_json  # a sibling module: benchmarks/ is on sys.path when run as a script
 
 MODES = {  # name -> (budget keys, target ratio or None)
@@ -86,7 +87,7 @@ def _run_block(step, keys: set[str], n: int, out: list[float] | None) -> Measure
         t0 = time.perf_counter()
         if keys == {"memory_growth"}:  # what measure_function does per repeated run: read what is held after it
             step()
-            _memory_held(False)
+            memory_held(False)
         elif keys == {"cpu_memory sampled"}:
             counter = OpCounter(count=False, memory=True)
             with counter:

@@ -116,7 +116,7 @@ class BudgetFixture:
         __tracebackhide__ = True
         if self._closed:
             raise BudgetUsageError("the budget fixture was used after its test ended")
-        from pytest_torchcheck.budgets.measure import short_path  # torch is loaded: a test is running
+        from pytest_torchcheck.instruments.sites import short_path  # torch is loaded: a test is running
 
         caller = sys._getframe(1)
         site = f"{short_path(caller.f_code.co_filename)}:{caller.f_lineno}"

@@ -8,9 +8,10 @@ from dataclasses import dataclass
 from typing import Callable
 
 from pytest_torchcheck.budgets import units
-from pytest_torchcheck.budgets.measure import ALLOCATOR, Measurement, short_path
 from pytest_torchcheck.budgets.spec import KEYS, LIMITS, Budget
 from pytest_torchcheck.errors import TorchcheckFailure
+from pytest_torchcheck.instruments.measurement import ALLOCATOR, Measurement
+from pytest_torchcheck.instruments.sites import short_path
 
 TOP = 5
 
@@ -199,8 +200,17 @@ CHECKS: dict[str, Callable[[str, Measurement, object], Violation | None]] = {
 }
 
 
+def _instrument_check(key: str, m: Measurement, limit: object) -> Violation | None:
+    """A key with no shared check is checked by its instrument's own ``check``."""
+    from pytest_torchcheck.instruments import registry
+
+    found = registry.get(LIMITS[key].instrument).check(key, m, limit)
+    return None if found is None else Violation(key, *found)
+
+
 def violations(budget: Budget, m: Measurement) -> list[Violation]:
-    return [v for key, limit in budget.limits.items() if (v := CHECKS[LIMITS[key].check](key, m, limit)) is not None]
+    return [v for key, limit in budget.limits.items()
+            if (v := CHECKS.get(LIMITS[key].check, _instrument_check)(key, m, limit)) is not None]
 
 
 def check(budget: Budget, m: Measurement, where: Where, extra: list[Violation] = ()) -> None:

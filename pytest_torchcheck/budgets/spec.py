@@ -17,17 +17,20 @@ class Key(NamedTuple):
     """One budget key, declared once: how it is parsed, printed, measured, checked and documented.
 
     Everything else reads these declarations: the parser below, the skips (``needs``), the `with`-block
-    restriction (``repeated``), ``measure.instruments`` (``instrument``), ``report.violations`` (``check``),
+    restriction (``repeated``), ``budgets.measure`` (``instrument``), ``report.violations`` (``check``),
     the failure messages' units and the marker's signature (:data:`SIGNATURE`). A new key that an
-    existing instrument reads and an existing check compares is one entry here.
+    existing instrument reads and an existing check compares is one entry here; a new instrument is one
+    module in ``pytest_torchcheck/instruments/`` (which may check its own keys) and its keys here.
     """
 
     parse: Callable[[object], Any]
     allowed: str  # what a value may be, for error messages
     unit: str  # how the measured value is printed: bytes, seconds, count, flops
     what: str  # one-line meaning, for the docs and --markers
-    instrument: str = ""  # what measures a limit: one of measure.INSTRUMENTS
-    check: str = ""  # what compares the measurement with a limit: one of report.CHECKS, called with the key
+    instrument: str = ""  # what measures a limit: the NAME of an instrument in pytest_torchcheck.instruments
+    # What compares the measurement with a limit: one of report.CHECKS, called with the key; empty (a key
+    # of an instrument added as one module): the instrument's own check.
+    check: str = ""
     needs: str = ""  # "cuda": skipped without CUDA; "host_memory": skipped without glibc's mallinfo2()
     repeated: bool = False  # needs the region to run more than once: the marker, or the fixture given a function
     default: str = ""  # as the signature shows it
