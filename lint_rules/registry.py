@@ -176,7 +176,7 @@ CERTAIN_CORE: dict[str, str] = {
     "TRN602": "an evaluation that sets eval() on some models and not on another one trained in the file",
     "TRN701": "a library module's load, or a pretrained, downloaded or URL checkpoint's",
     "TRN106": "a local running total that nothing in the loop resets: every step's graph kept",
-    "TRN301": "a training script that offers no distributed alternative",
+    "TRN301": "a training script that applies it unconditionally and offers no distributed alternative",
     "TRN201": "a sync per element in a loop inside the step, or one whose result is unused",
     "TRN402": "a tensor with requires_grad=True kept as a plain attribute: never trained",
     "TRN502": "sigmoid into binary cross-entropy under autocast, where it raises",

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Iterator
 
 import libcst as cst
 
-from lint_rules.analysis.kinds import DISTRIBUTED_OPTIMIZER, LOADER, MODULE, OPTIMIZER, SCALER
+from lint_rules.analysis.kinds import DISTRIBUTED_OPTIMIZER, LOADER, LOSS, MODULE, OPTIMIZER, SCALER
 from lint_rules.analysis.scopes import dotted
 from lint_rules.analysis.summaries import BACKWARD, CLEAR, EVAL, STEP, TRAIN, Summaries  # noqa: F401
 from lint_rules.analysis.summaries import mode_of_call as mode_call
@@ -31,7 +31,8 @@ _ITER_WRAPPERS = frozenset({"enumerate", "zip", "iter", "islice", "tqdm", "trang
 FUNCTION_SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
 _STEPPERS = frozenset({OPTIMIZER, DISTRIBUTED_OPTIMIZER, SCALER})
 # A batch fetched inside a counting loop: `X, Y = get_batch("val")`, `next(val_iter)`.
-_FETCH_NAME = re.compile(r"(^|_)(batch|batches|sample)($|_)|^next$", re.I)
+# The name ends in the noun (`get_batch`, `next_sample`): `sample_from(dist)` draws, it fetches nothing.
+_FETCH_NAME = re.compile(r"(^|_)(batch|batches|sample)$|^next$", re.I)
 # Data held out for measuring: `testdataloader`, `val_loader`, `loaders["dev"]`, `eval_iter`.
 _HELD_OUT_NAME = re.compile(r"(^|_)(val|dev|eval)|test|valid", re.I)
 # Calls that hand a batch on as it is (or moved, reshaped): `x.cuda()`, `Variable(x)`, `x[0]`.
@@ -299,7 +300,8 @@ class FileFacts:
         if facts.is_training_loop(loop):
             return False
         fn = model.enclosing_function(loop)
-        if isinstance(fn, cst.FunctionDef) and (fn.name.value == "forward" or id(fn) in facts.step_closures()):
+        if isinstance(fn, cst.FunctionDef) and (fn.name.value == "forward" or id(fn) in facts.step_closures()
+                                                or self._returns_loss(fn)):
             return False
         for node in self.body_nodes(loop):
             if not isinstance(node, cst.Call):
@@ -318,6 +320,12 @@ class FileFacts:
                 if isinstance(arg.value, (cst.Name, cst.Attribute)) and model.kind_of(arg.value) in _STEPPERS:
                     return False  # loss_scaler(loss, optimizer): a training step we cannot see into
         return True
+
+    def _returns_loss(self, fn: cst.FunctionDef) -> bool:
+        """``fn`` hands a loss back to its caller (``return loss.mean()``): a backward comes there."""
+        model = self.model
+        return any(isinstance(node, cst.Return) and node.value is not None and model.kind_of(node.value) == LOSS
+                   for node in self.body_nodes(fn))
 
     def _fetches_data(self, loop: cst.For) -> bool:
         """``for k in range(eval_iters): X, Y = get_batch("val")``: the batch is fetched inside."""

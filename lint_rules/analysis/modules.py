@@ -99,8 +99,8 @@ class ModuleFacts:
             if is_torch_module_class_name(q):
                 return True
             if q.startswith(("torch.", "builtins.", "typing.", "abc.", "enum.", "collections.",
-                             "dataclasses.")):
-                return False
+                             "dataclasses.", "sklearn.", "numpy.", "pandas.")):
+                return False  # (torch.nn's module classes were answered above)
             if _UNKNOWN_MODULE_BASE.search(q):
                 return True
             # A class of another file of the project: its summary says (through its own bases).

@@ -5,6 +5,7 @@ import libcst as cst
 from lint_rules.analysis.kinds import LOADER, LOSS
 from lint_rules.analysis.loss_graphs import LossGraphs
 from lint_rules.analysis.model import dotted
+from lint_rules.analysis.summaries import STEP
 from lint_rules.rule import Rule
 from lint_rules.rules.examples import trn106 as examples
 
@@ -26,10 +27,12 @@ class LossAccumulatedWithGraph(Rule):
     of the iteration (`loss = loss + aux` in one step), and for accumulators that are
     themselves backpropagated (`sum(losses).backward()`).
 
-    Confidence: a local running total that nothing in the loops around it rebinds or
-    clears (`total = 0.0` before the loop, `total += loss` inside, nothing else) is
-    *certain* and reported by default: every step's graph stays alive until the
-    loop ends. A total reset every N steps (a logging window, gradient
+    Confidence: a local running total in a loop that steps an optimizer, which
+    nothing in the loops around it rebinds or clears (`total = 0.0` before the
+    loop, `total += loss` inside, nothing else), is *certain* and reported by
+    default: every step's graph stays alive until the loop ends. A sum in a loop
+    with no optimizer step (a loss function adding up chunks) may be what the
+    caller backpropagates: *possible*. A total reset every N steps (a logging window, gradient
     accumulation) holds N graphs and is *possible* (`--preview`).
 
     ## Why is this bad?
@@ -171,6 +174,11 @@ class LossAccumulatedWithGraph(Rule):
         if not bindings or any(b.node is not node and model.is_inside(b.node, outermost) for b in bindings):
             return False
         name = holder.value
+        # The loop steps an optimizer: each loss was backpropagated and applied already, so the total is
+        # only kept (for a log or a return value). A loop with no step (a loss function summing chunks)
+        # may hand the sum to a caller's backward.
+        if not any(e.kind == STEP for e in model.training.events_within(outermost)):
+            return False
         for call in model.within(cst.Call, outermost):  # total.clear(), total.zero_()
             func = call.func
             if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == name \

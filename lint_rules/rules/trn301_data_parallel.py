@@ -45,9 +45,10 @@ class DataParallel(Rule):
 
     Confidence: in a training script that offers nothing else (it trains, here or
     through a project function it calls; it is not a library module; no
-    `DistributedDataParallel`, FSDP or process group appears in it) the finding is
-    *certain* and reported by default. Libraries that offer DataParallel as one
-    strategy among others, scripts that fall back to it next to DDP, and
+    `DistributedDataParallel`, FSDP or process group appears in it) and applies it
+    unconditionally, the finding is *certain* and reported by default. Libraries
+    that offer DataParallel as one strategy among others, a fallback under an `if`
+    (`if torch.cuda.device_count() > 1:`), scripts that offer DDP too, and
     inference-only scripts are *possible* (`--preview`).
 
     ## References
@@ -67,7 +68,12 @@ class DataParallel(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         if self.model.qualified_name(node.func) == DATA_PARALLEL and not in_test(self.model, node):
-            self.report(node, certain=self._certain())
+            self.report(node, certain=self._certain() and not self._conditional(node))
+
+    def _conditional(self, node: cst.Call) -> bool:
+        """Under an ``if`` (``if torch.cuda.device_count() > 1:``, ``if args.multi_gpu:``): a deliberate
+        multi-GPU fallback that the authors chose, not the one way the script trains."""
+        return any(isinstance(a, (cst.If, cst.IfExp)) for a in self.model.ancestors(node))
 
     def _certain(self) -> bool:
         """A training script that offers nothing else: it trains (here, or through a project function

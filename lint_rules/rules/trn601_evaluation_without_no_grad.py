@@ -89,6 +89,9 @@ class EvaluationWithoutNoGrad(Rule):
     VALID = examples.VALID
     INVALID = examples.INVALID
 
+    # an evaluation function returns no loss (FileFacts reads the function's return statements)
+    NEEDS = (cst.Return,)
+
     def __init__(self, model: "FileModel") -> None:
         super().__init__(model)
         self._facts = model.fact(FileFacts)

@@ -41,6 +41,8 @@ class UnsafeTorchLoad(Rule):
     or the path is a URL, a download's result, or spelled as a pretrained,
     fine-tuning or downloaded checkpoint (`args.pretrained`, `cached_path`). A
     script reading back its own checkpoint is *possible*: reported with `--preview`.
+    An explicit `weights_only=False` is a decision: certain only for a file that
+    comes from elsewhere by its path.
     Loads in tests (`def test_*`, `unittest.TestCase` methods) are not reported:
     they read files the test itself wrote.
 
@@ -126,7 +128,9 @@ class UnsafeTorchLoad(Rule):
         if arg is not None:
             if self._is_false(arg.value):
                 true = arg.value.with_changes(value="True") if isinstance(arg.value, cst.Name) else cst.Name("True")
-                self.report(node, fix=RuleFix(UNSAFE, (Replace(arg.value, true),)), certain=certain)
+                # an explicit False is a decision: certain only for a file that comes from someone else
+                third_party = first is not None and third_party_file(self.model, first)
+                self.report(node, fix=RuleFix(UNSAFE, (Replace(arg.value, true),)), certain=third_party)
             return
         if any(a.star == "**" for a in node.args) or self._old_torch_fallback(node):
             return

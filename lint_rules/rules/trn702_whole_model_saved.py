@@ -52,6 +52,9 @@ class WholeModelSaved(Rule):
     model.load_state_dict(torch.load("checkpoint.pt", weights_only=True))
     ```
 
+    A module saved into an in-memory buffer (`torch.save(model, io.BytesIO())`, a
+    deep copy) is not a checkpoint and is not reported.
+
     ## Known problems
     Tests (`def test_*`, `unittest.TestCase` methods) are not reported.
     A variable whose value is out of sight is taken for a module only by its name
@@ -94,9 +97,23 @@ class WholeModelSaved(Rule):
         for arg in node.args:
             if arg.keyword is not None and arg.keyword.value == "obj":
                 obj = arg.value
+        if self._in_memory(node):
+            return  # torch.save(model, io.BytesIO()): a deep copy in memory, no file anyone loads later
         if self._holds_module(obj) and not in_test(self.model, node):
             uncalled = isinstance(obj, cst.Attribute) and obj.attr.value == "state_dict"
             self.report(node, _UNCALLED_MESSAGE if uncalled else None)
+
+    def _in_memory(self, node: cst.Call) -> bool:
+        """The destination (second argument, or ``f=``) is an ``io.BytesIO`` buffer."""
+        dest = node.args[1].value if len(node.args) > 1 and node.args[1].keyword is None else None
+        for arg in node.args:
+            if arg.keyword is not None and arg.keyword.value == "f":
+                dest = arg.value
+        model = self.model
+        if isinstance(dest, cst.Name):
+            bindings = model.bindings_of(dest)
+            dest = bindings[0].value if bindings and len(bindings) == 1 else dest
+        return isinstance(dest, cst.Call) and model.qualified_name(dest.func) in ("io.BytesIO", "_io.BytesIO")
 
     def _has_state(self, expr: cst.CSTNode) -> bool:
         """A model or optimizer by use: the file calls ``<expr>.parameters()``, ``.step()``, ..."""

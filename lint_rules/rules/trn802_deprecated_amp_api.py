@@ -46,6 +46,10 @@ class DeprecatedAmpApi(Rule):
     amp`) is reported where it is used, and `from torch.cuda.amp import autocast` is
     reported at the import.
 
+    Confidence: a finding whose replacement the project's declared torch floor
+    lacks is *possible* (`--preview`): the floor has to rise first, which a
+    maintainer keeping old torch versions may not want.
+
     ## Why is this bad?
     These device-specific entry points are deprecated since PyTorch 2.4 in favour of
     the device-generic `torch.amp.GradScaler("cuda")` and `torch.autocast("cuda")`.
@@ -135,7 +139,7 @@ class DeprecatedAmpApi(Rule):
         if q in self._flags and not self._only_referenced(node) and not self._compatibility_fallback(node):
             needs = _INTRODUCED[_REPLACEMENTS[q].split("(")[0]]
             if self._floor is not None and self._floor < needs:
-                self.report(node, _below_floor(q, needs, self._floor, self._source))
+                self.report(node, _below_floor(q, needs, self._floor, self._source), certain=False)
             else:
                 self.report(node, _message(q), fix=self._fix(node, q))
 
@@ -190,7 +194,7 @@ class DeprecatedAmpApi(Rule):
         if deprecated and not self._compatibility_fallback(node):
             needs = max(_INTRODUCED[_REPLACEMENTS[q].split("(")[0]] for q in deprecated)
             if self._floor is not None and self._floor < needs:
-                self.report(node, _below_floor(deprecated[0], needs, self._floor, self._source))
+                self.report(node, _below_floor(deprecated[0], needs, self._floor, self._source), certain=False)
             else:
                 self.report(node, _message(*deprecated))
 

@@ -136,3 +136,51 @@ def test_a_default_rule_finding_is_certain() -> None:
     source = "import torch\nfor x in loader:\n    loss = model(x)\n    loss.backward()\n    opt.zero_grad()\n    opt.step()\n"
     findings = lint_source(source, "t.py").findings
     assert [(f.code, f.confidence) for f in findings] == [("TRN101", "certain")]
+
+
+# Shapes that the evidence leaves possible (reported with --preview only), each of a rule that also
+# has certain findings.
+POSSIBLE_SHAPES = {
+    "conditional DataParallel": ("TRN301", """
+        import torch
+        if torch.cuda.device_count() > 1:
+            model = torch.nn.DataParallel(model)      # the authors' multi-GPU fallback
+        for x, y in loader:
+            opt.zero_grad()
+            loss_fn(model(x), y).backward()
+            opt.step()
+        """),
+    "explicit weights_only=False on the script's own file": ("TRN701", """
+        import torch
+        state = torch.load(os.path.join(out_dir, "last.pt"), weights_only=False)
+        """),
+    "a sum of chunk losses with no optimizer step": ("TRN106", """
+        import torch
+        from torch.utils.data import DataLoader
+        def chunked_loss(model, ds):
+            total = 0.0
+            for x, y in DataLoader(ds, batch_size=4):
+                total += torch.nn.functional.cross_entropy(model(x), y)
+            return total
+        """),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(POSSIBLE_SHAPES))
+def test_possible_shapes_wait_for_preview(shape: str) -> None:
+    code, source = POSSIBLE_SHAPES[shape]
+    every = registry.default_codes(preview=True)
+    assert _findings(source, code) == []
+    assert [c for _, c in _findings(source, code, every, every)] == ["possible"]
+
+
+def test_a_model_saved_into_an_in_memory_buffer_is_no_checkpoint() -> None:
+    source = """
+        import io
+        import torch
+        buffer = io.BytesIO()
+        torch.save(torch.nn.Linear(2, 2), buffer)     # a deep copy through memory
+        torch.save(torch.nn.Linear(2, 2), "model.pt")
+        """
+    every = registry.default_codes(preview=True)
+    assert [line for line, _ in _findings(source, "TRN702", every, every)] == [6]
