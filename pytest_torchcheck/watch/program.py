@@ -82,7 +82,10 @@ def run(script: str | None, module: str | None, args: Sequence[str],
             sys.path[0:1] = [target if os.path.isdir(target) else os.path.dirname(target)]
 
             def body() -> None:
-                runpy.run_path(script, run_name="__main__")
+                if os.path.isdir(target):  # a folder with __main__.py: runpy's way is python's
+                    runpy.run_path(target, run_name="__main__")
+                else:
+                    _run_file(target)
 
         try:
             if within is None:
@@ -103,6 +106,31 @@ def run(script: str | None, module: str | None, args: Sequence[str],
         sys.argv = saved_argv
         sys.path[:] = saved_path
     return Outcome(0)
+
+
+def _run_file(path: str) -> None:
+    """Run a script file as ``python path`` does: a fresh ``__main__`` module with an absolute ``__file__``
+    (Python 3.9+), ``sys.argv`` left as set (``runpy.run_path`` would put ``path`` in ``argv[0]``)."""
+    import builtins
+    import importlib.machinery
+    import io
+    import types
+
+    main = types.ModuleType("__main__")
+    main.__file__ = path
+    main.__builtins__ = builtins
+    main.__loader__ = importlib.machinery.SourceFileLoader("__main__", path)
+    main.__spec__ = None
+    main.__cached__ = None
+    with io.open_code(path) as f:
+        code = compile(f.read(), path, "exec", dont_inherit=True)
+    saved = sys.modules.get("__main__")
+    sys.modules["__main__"] = main
+    try:
+        exec(code, main.__dict__)
+    finally:
+        if saved is not None:
+            sys.modules["__main__"] = saved
 
 
 def _exit_code(code: object) -> int:
