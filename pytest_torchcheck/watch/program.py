@@ -74,7 +74,8 @@ def run(script: str | None, module: str | None, args: Sequence[str],
             sys.argv = [target, *args]
 
             def body() -> None:
-                runpy.run_module(module, run_name="__main__", alter_sys=True)
+                # __annotations__: the interpreter creates __main__ with it, runpy does not
+                runpy.run_module(module, {"__annotations__": {}}, run_name="__main__", alter_sys=True)
         else:
             assert script is not None
             target = locate(script, None)
@@ -122,6 +123,7 @@ def _run_file(path: str) -> None:
     main.__loader__ = importlib.machinery.SourceFileLoader("__main__", path)
     main.__spec__ = None
     main.__cached__ = None
+    main.__annotations__ = {}  # the interpreter creates __main__ with it
     with io.open_code(path) as f:
         code = compile(f.read(), path, "exec", dont_inherit=True)
     saved = sys.modules.get("__main__")
