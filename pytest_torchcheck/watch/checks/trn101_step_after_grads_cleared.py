@@ -1,10 +1,4 @@
-"""TRN101 at run time: ``step()`` applied gradients that a ``zero_grad()`` cleared after the last backward.
-
-Observed: a ``zero_grad()`` (of the optimizer, or of a module holding its parameters) ran after a
-``backward()`` that came after the optimizer's previous step, while some of its gradients held
-non-zero values; no ``backward()`` ran between that clear and the next ``step()``; and at that step
-every gradient of the optimizer was ``None`` or zero. The step applied nothing the backward computed.
-"""
+"""TRN101 at run time: ``step()`` applied gradients that a ``zero_grad()`` cleared after the last backward."""
 
 from __future__ import annotations
 
@@ -34,6 +28,13 @@ class _State:
 
 
 class StepAfterGradsCleared(Check):
+    """
+    Observed: a ``zero_grad()`` (of the optimizer, or of a module holding its parameters) ran after a
+    ``backward()`` that came after the optimizer's previous step, while some of its gradients held
+    non-zero values; no ``backward()`` ran between that clear and the next ``step()``; and at that step
+    every gradient of the optimizer was ``None`` or zero. The step applied nothing the backward computed.
+    """
+
     CODE = "TRN101"
     NAME = "zero-grad-between-backward-and-step"
     SEVERITY = "error"

@@ -1,13 +1,4 @@
-"""TRN102 at run time: ``step()`` applied gradients that still held those of the optimizer's previous step.
-
-Observed, per parameter: after a step, its gradient tensor stayed the same object, was never zeroed
-(checked by value before each backward, so ``p.grad.zero_()`` and ``p.grad.data.zero_()`` count as
-a reset), no ``zero_grad()`` covering it ran, and a ``backward()`` accumulated into it in place; the
-next step of the same optimizer then applied it. Accumulating over micro-batches before one step is
-never reported: only gradients that a step already applied are followed. A backward that adds to
-another optimizer's stale gradients (a GAN's generator loss reaching the discriminator) is not
-reported either unless that optimizer then steps with them.
-"""
+"""TRN102 at run time: ``step()`` applied gradients that still held those of the optimizer's previous step."""
 
 from __future__ import annotations
 
@@ -30,6 +21,16 @@ class _State:
 
 
 class GradsAccumulatedAcrossSteps(Check):
+    """
+    Observed, per parameter: after a step, its gradient tensor stayed the same object, was never zeroed
+    (checked by value before each backward, so ``p.grad.zero_()`` and ``p.grad.data.zero_()`` count as
+    a reset), no ``zero_grad()`` covering it ran, and a ``backward()`` accumulated into it in place; the
+    next step of the same optimizer then applied it. Accumulating over micro-batches before one step is
+    never reported: only gradients that a step already applied are followed. A backward that adds to
+    another optimizer's stale gradients (a GAN's generator loss reaching the discriminator) is not
+    reported either unless that optimizer then steps with them.
+    """
+
     CODE = "TRN102"
     NAME = "missing-zero-grad"
     SEVERITY = "error"

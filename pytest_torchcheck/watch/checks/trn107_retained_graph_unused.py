@@ -1,12 +1,4 @@
-"""TRN107 at run time: ``backward(retain_graph=True)`` kept a graph that no later backward went through.
-
-Observed: a backward with ``retain_graph=True`` (and without ``create_graph``), then an optimizer
-step, then the next backward, whose graph shares no operation with the retained one (walked from
-both roots; the parameters' own gradient accumulators, which every iteration shares, do not count).
-A second backward through the retained graph before the step, or through what is left of it after
-(a recurrent state carried across steps), is never reported. Until the next backward the retained
-graph's root is held, so that its operations keep their identity while they are compared.
-"""
+"""TRN107 at run time: ``backward(retain_graph=True)`` kept a graph that no later backward went through."""
 
 from __future__ import annotations
 
@@ -57,6 +49,15 @@ def _walk(roots: list[Any], stop: set | None = None) -> set | bool | None:
 
 
 class RetainedGraphUnused(Check):
+    """
+    Observed: a backward with ``retain_graph=True`` (and without ``create_graph``), then an optimizer
+    step, then the next backward, whose graph shares no operation with the retained one (walked from
+    both roots; the parameters' own gradient accumulators, which every iteration shares, do not count).
+    A second backward through the retained graph before the step, or through what is left of it after
+    (a recurrent state carried across steps), is never reported. Until the next backward the retained
+    graph's root is held, so that its operations keep their identity while they are compared.
+    """
+
     CODE = "TRN107"
     NAME = "retain-graph-in-training-loop"
     SEVERITY = "warning"

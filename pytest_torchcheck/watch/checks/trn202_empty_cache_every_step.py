@@ -1,10 +1,4 @@
-"""TRN202 at run time: ``torch.cuda.empty_cache()`` called from one line in every optimizer step.
-
-Observed, per call site and optimizer: the optimizer's step count at each call. When the calls of a
-site fall in at least three consecutive steps of an optimizer with none missed, up to its last step
-(or the one before), the site runs every step. A call once per epoch of several steps, or before and
-after training, is never reported. The verdict is taken when the program ends, with its totals.
-"""
+"""TRN202 at run time: ``torch.cuda.empty_cache()`` called from one line in every optimizer step."""
 
 from __future__ import annotations
 
@@ -30,6 +24,13 @@ class _Calls:
 
 
 class EmptyCacheEveryStep(Check):
+    """
+    Observed, per call site and optimizer: the optimizer's step count at each call. When the calls of a
+    site fall in at least three consecutive steps of an optimizer with none missed, up to its last step
+    (or the one before), the site runs every step. A call once per epoch of several steps, or before and
+    after training, is never reported. The verdict is taken when the program ends, with its totals.
+    """
+
     CODE = "TRN202"
     NAME = "empty-cache-in-loop"
     SEVERITY = "warning"

@@ -1,11 +1,4 @@
-"""TRN203 at run time: an optimizer constructed again and again for the same parameters, one step each.
-
-Observed, per construction site: the parameters each optimizer holds (by identity), how many steps it
-took, and whether its step left state (a tensor in ``optimizer.state``: momentum, Adam moments). When
-a site builds its third optimizer over the same parameters as the two before it, and each of those
-took exactly one step and had state, that state restarted every step. Building a new optimizer
-per training phase or per trial (many steps each), or a stateless one (plain SGD), is never reported.
-"""
+"""TRN203 at run time: an optimizer constructed again and again for the same parameters, one step each."""
 
 from __future__ import annotations
 
@@ -38,6 +31,14 @@ def _same_params(earlier: _Made, later: _Made) -> bool:
 
 
 class OptimizerRecreated(Check):
+    """
+    Observed, per construction site: the parameters each optimizer holds (by identity), how many steps it
+    took, and whether its step left state (a tensor in ``optimizer.state``: momentum, Adam moments). When
+    a site builds its third optimizer over the same parameters as the two before it, and each of those
+    took exactly one step and had state, that state restarted every step. Building a new optimizer
+    per training phase or per trial (many steps each), or a stateless one (plain SGD), is never reported.
+    """
+
     CODE = "TRN203"
     NAME = "optimizer-created-in-loop"
     SEVERITY = "warning"
