@@ -210,6 +210,10 @@ def run() -> NoReturn:
     (``mypy.util.hard_exit``). :func:`main` is the same command without it, for callers that go on.
     """
     code = main()
+    if "lint_rules.commands.run" in sys.modules:
+        # `torchcheck run` ran a program: it ends as `python` would end it, with its atexit handlers (a
+        # logger's last flush, a tracker's upload) and its non-daemon threads joined.
+        sys.exit(code)
     try:
         sys.stdout.flush()
         sys.stderr.flush()

@@ -49,6 +49,11 @@ class Check:
         assert self.events is not None
         return self.events.site(2)
 
+    def construction_site(self, obj: object) -> Site | None:
+        """The user's statement that built ``obj``, whose ``__init__`` is being handled now."""
+        assert self.events is not None
+        return self.events.sites.current(2, constructing=obj)
+
     def report(self, site: Site | None, message: str) -> bool:
         """Record a finding at ``site`` unless this check already reported there; False if it did
         (or there is no user frame to point at)."""
@@ -57,7 +62,8 @@ class Check:
         self._reported.add((site.path, site.line))
         from pytest_torchcheck.watch.sites import display_path
 
-        self.findings.append(Finding(display_path(site.path), site.line, site.column, site.end_line,
+        cwd = self.events.sites.cwd if self.events is not None else None
+        self.findings.append(Finding(display_path(site.path, cwd), site.line, site.column, site.end_line,
                                      site.end_column, self.CODE, self.NAME, message, self.SEVERITY,
                                      confidence=CERTAIN))
         return True

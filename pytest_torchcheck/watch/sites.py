@@ -41,10 +41,11 @@ class Site:
         return f"{display_path(self.path)}:{self.line}"
 
 
-def display_path(path: str) -> str:
-    """``path`` relative to the working directory when it is under it (as the linter shows paths)."""
+def display_path(path: str, start: str | None = None) -> str:
+    """``path`` relative to ``start`` (default: the working directory) when it is under it, as the linter
+    shows paths."""
     try:
-        rel = os.path.relpath(path)
+        rel = os.path.relpath(path, start)
     except ValueError:  # another drive
         return path
     return path if rel.startswith(os.pardir) else rel
@@ -58,6 +59,7 @@ class Sites:
         torch_dir = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep if torch is not None else None
         self._library = tuple(p for p in (*_OWN, torch_dir) if p)
         self._kinds: dict[str, int] = {}
+        self.cwd = os.getcwd()  # findings are shown relative to where the program started, whatever it chdirs to
 
     def kind(self, filename: str) -> int:
         kind = self._kinds.get(filename)
@@ -77,12 +79,20 @@ class Sites:
             return LIBRARY
         return USER
 
-    def current(self, depth: int = 1) -> Site | None:
-        """The user's frame among the callers of the caller ``depth`` frames up; None if there is none."""
+    def current(self, depth: int = 1, constructing: object = None) -> Site | None:
+        """The user's frame among the callers of the caller ``depth`` frames up; None if there is none.
+
+        ``constructing``: an object whose ``__init__`` chain is running; the user's own ``__init__`` of
+        its class (a custom optimizer's ``super().__init__``) is skipped, so the site is the line that
+        built the object.
+        """
         frame = sys._getframe(depth + 1)
         fallback = None
         while frame is not None:
             kind = self.kind(frame.f_code.co_filename)
+            if constructing is not None and frame.f_code.co_name == "__init__" and \
+                    frame.f_locals.get("self") is constructing:
+                kind = LIBRARY
             if kind == USER:
                 return _site(frame)
             if kind == THIRD_PARTY and fallback is None:

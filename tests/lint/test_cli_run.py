@@ -234,3 +234,16 @@ def test_a_correct_fixture_runs_clean_under_the_watch(script: str) -> None:
         if script == WATCHED[0] else None
     if rerun is not None:
         assert rerun.returncode == 0, rerun.stderr
+
+
+def test_the_program_ends_as_python_ends_it_with_its_atexit_handlers(tmp_path: Path) -> None:
+    write(tmp_path / "train.py", 'import atexit\natexit.register(print, "flushed the logs")\nprint("trained")\n')
+    r = torchcheck("run", "train.py", cwd=tmp_path)
+    assert (r.returncode, r.stdout) == (0, "trained\nflushed the logs\n"), r.stderr
+
+
+def test_findings_are_shown_relative_to_where_the_program_started(tmp_path: Path) -> None:
+    write(tmp_path / "train.py", "import os\nos.makedirs('runs', exist_ok=True)\nos.chdir('runs')\n" + BUGGY)
+    r = torchcheck("run", "--select", "TRN101", "train.py", cwd=tmp_path)
+    assert r.returncode == 1, r.stderr
+    assert r.stderr.startswith("train.py:11:5: TRN101")

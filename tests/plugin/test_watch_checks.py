@@ -256,3 +256,32 @@ def test_checks_use_the_linters_codes_names_and_severities() -> None:
     for code in codes():
         check, rule = check_class(code), registry.lookup(code)
         assert (check.NAME, check.SEVERITY) == (rule.NAME, rule.SEVERITY), code
+
+
+def test_an_optimizer_class_of_the_users_is_reported_where_it_is_built(tmp_path: Path) -> None:
+    # Its own __init__ (super().__init__ runs torch's) is the innermost user frame: the site is the
+    # line that builds it, not the class body.
+    source = HEAD + """\
+class Momentum(torch.optim.Optimizer):
+    def __init__(self, params, lr=0.1):
+        super().__init__(params, dict(lr=lr))
+
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            for p in group["params"]:
+                buf = self.state[p].setdefault("buf", torch.zeros_like(p))
+                buf.mul_(0.9).add_(p.grad)
+                p.add_(buf, alpha=-group["lr"])
+
+for step in range(4):
+    opt = Momentum(model.parameters())  # <-
+    opt.zero_grad()
+    torch.nn.functional.mse_loss(model(x), y).backward()
+    opt.step()
+"""
+    r = run_watch(tmp_path, source)
+    assert r.returncode == 1, r.stderr
+    assert [(f["code"], f["line"], f["column"]) for f in findings(tmp_path)] == [
+        ("TRN203", line_of(source, "# <-"), 11)]
+    assert "Momentum constructed here 3 times" in findings(tmp_path)[0]["message"]

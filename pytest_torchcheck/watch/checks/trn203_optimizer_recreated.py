@@ -49,7 +49,7 @@ class OptimizerRecreated(Check):
         self._history: dict[tuple[str, int], list[_Made]] = {}
 
     def on_optimizer_created(self, optimizer: Any) -> None:
-        site = self.site()
+        site = self.construction_site(optimizer)
         if site is None:
             return
         made = self._made[optimizer] = _Made(site, {id(p): weakref.ref(p) for p in optimizer_params(optimizer)})
