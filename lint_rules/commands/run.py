@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 
 from lint_rules import registry
-from lint_rules.commands.lint_run import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK
+from lint_rules.commands.lint_run import EXIT_FINDINGS, EXIT_OK
 from lint_rules.errors import UsageError
 
 TYPE_CHECKING = False

@@ -220,9 +220,10 @@ NOT_WATCHED = {"ddp.py": "spawns ranks", "ddp_metrics.py": "spawns ranks", "ddp_
 WATCHED = sorted(p.name for p in CORRECT.glob("*.py") if p.name not in NOT_WATCHED)
 
 
-def test_the_corpus_lists_every_correct_fixture() -> None:
+def test_the_corpus_is_every_correct_fixture_but_the_spawning_ones() -> None:
+    # A new fixture joins the corpus by itself; only a named exception stays out.
     assert set(NOT_WATCHED) <= {p.name for p in CORRECT.glob("*.py")}
-    assert len(WATCHED) >= 20
+    assert len(WATCHED) + len(NOT_WATCHED) == len(list(CORRECT.glob("*.py"))) >= 24
 
 
 @pytest.mark.parametrize("script", WATCHED)
@@ -230,20 +231,3 @@ def test_a_correct_fixture_runs_clean_under_the_watch(script: str) -> None:
     r = torchcheck("run", "--format", "json", "--output-file", os.devnull, "--select", "ALL",
                    str(CORRECT / script), cwd=REPO)
     assert r.returncode == 0, r.stderr[-3000:]
-    rerun = torchcheck("run", "--max-steps", "2", "--quiet", str(CORRECT / script), cwd=REPO) \
-        if script == WATCHED[0] else None
-    if rerun is not None:
-        assert rerun.returncode == 0, rerun.stderr
-
-
-def test_the_program_ends_as_python_ends_it_with_its_atexit_handlers(tmp_path: Path) -> None:
-    write(tmp_path / "train.py", 'import atexit\natexit.register(print, "flushed the logs")\nprint("trained")\n')
-    r = torchcheck("run", "train.py", cwd=tmp_path)
-    assert (r.returncode, r.stdout) == (0, "trained\nflushed the logs\n"), r.stderr
-
-
-def test_findings_are_shown_relative_to_where_the_program_started(tmp_path: Path) -> None:
-    write(tmp_path / "train.py", "import os\nos.makedirs('runs', exist_ok=True)\nos.chdir('runs')\n" + BUGGY)
-    r = torchcheck("run", "--select", "TRN101", "train.py", cwd=tmp_path)
-    assert r.returncode == 1, r.stderr
-    assert r.stderr.startswith("train.py:11:5: TRN101")
