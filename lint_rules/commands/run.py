@@ -95,7 +95,8 @@ def run(args: argparse.Namespace) -> int:
     for error in watcher.errors:
         print(f"torchcheck: warning: a runtime check failed and was skipped: {error}", file=sys.stderr)
     if outcome.stopped:
-        print(f"torchcheck: stopped the program after {args.max_steps} optimizer step(s) (--max-steps)",
+        print(f"torchcheck: stopped the program after {args.max_steps} optimizer "
+              f"{'step' if args.max_steps == 1 else 'steps'} (--max-steps)",
               file=sys.stderr)
     try:
         _report(args, watcher, chosen, report_to or sys.stderr)

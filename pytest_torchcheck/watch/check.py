@@ -69,6 +69,11 @@ class Check:
         return True
 
 
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 step``, ``3 steps``: numbers in messages read as sentences."""
+    return f"{n} {word if n == 1 else many or word + 's'}"
+
+
 def optimizer_params(optimizer: Any) -> list[Any]:
     """Every parameter an optimizer holds, in its groups' order."""
     return [p for group in optimizer.param_groups for p in group["params"]]

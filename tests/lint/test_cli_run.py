@@ -98,8 +98,8 @@ def test_findings_exit_1_and_are_reported_as_the_linter_reports_them(tmp_path: P
     assert r.returncode == 1, r.stderr
     assert r.stdout == "trained\n"  # the program's output stays on standard output
     lines = r.stderr.splitlines()
-    assert lines[0].startswith("train.py:8:5: TRN101 [error] zero_grad() cleared 2 parameter gradient(s)")
-    assert lines[1].startswith("train.py:10:5: TRN202 [warning] torch.cuda.empty_cache() ran 4 time(s)")
+    assert lines[0].startswith("train.py:8:5: TRN101 [error] zero_grad() cleared 2 parameter gradients")
+    assert lines[1].startswith("train.py:10:5: TRN202 [warning] torch.cuda.empty_cache() ran 4 times")
     assert lines[2].startswith("Found 2 findings at run time (4 optimizer steps watched")
 
 
@@ -174,7 +174,7 @@ def test_max_steps_ends_the_program_cleanly(tmp_path: Path) -> None:
     r = torchcheck("run", "--max-steps", "3", "train.py", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert r.stdout == "ran 2 steps\n"  # the third step's hook ended it, before `steps += 1`; finally ran
-    assert "stopped the program after 3 optimizer step(s) (--max-steps)" in r.stderr
+    assert "stopped the program after 3 optimizer steps (--max-steps)" in r.stderr
     assert "No findings at run time (3 optimizer steps watched" in r.stderr
 
 

@@ -58,7 +58,7 @@ for step in range(4):
     loss = torch.nn.functional.mse_loss(model(x), y)
     loss.backward()
     opt.step()
-""", ["cleared 4 parameter gradient(s)", "step() at line 10", "all 4 gradients None"]),
+""", ["cleared 4 parameter gradients", "step() at line 10", "all 4 gradients None"]),
     "TRN102": (HEAD + """\
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 for step in range(4):
@@ -72,7 +72,7 @@ for step in range(4):
     loss.backward()
     opt.step()
     opt.zero_grad()
-""", ["4 of 4 parameter gradient(s) were never cleared", "1 backward() call(s)"]),
+""", ["4 of 4 parameter gradients were never cleared", "1 backward() call added"]),
     "TRN107": (HEAD + """\
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 for step in range(4):
@@ -87,7 +87,7 @@ for step in range(4):
     loss = torch.nn.functional.mse_loss(model(x), y)
     loss.backward()
     opt.step()
-""", ["retain_graph=True", "after 1 optimizer step(s), did not go through it"]),
+""", ["retain_graph=True", "after 1 optimizer step, did not go through it"]),
     "TRN202": (HEAD + """\
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 for step in range(4):
@@ -102,7 +102,7 @@ for step in range(4):
     torch.nn.functional.mse_loss(model(x), y).backward()
     opt.step()
 torch.cuda.empty_cache()
-""", ["ran 4 time(s)", "each of 4 consecutive optimizer steps (of 4)"]),
+""", ["ran 4 times", "each of 4 consecutive optimizer steps (of 4)"]),
     "TRN203": (HEAD + """\
 for step in range(4):
     opt = torch.optim.Adam(model.parameters(), lr=0.01)  # <-
@@ -115,7 +115,7 @@ for step in range(4):
     opt.zero_grad()
     torch.nn.functional.mse_loss(model(x), y).backward()
     opt.step()
-""", ["Adam constructed here 3 times", "same 4 parameter(s)", "exp_avg, exp_avg_sq"]),
+""", ["Adam constructed here 3 times", "same 4 parameters", "exp_avg, exp_avg_sq"]),
 }
 
 

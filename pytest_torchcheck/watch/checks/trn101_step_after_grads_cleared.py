@@ -5,7 +5,7 @@ from __future__ import annotations
 import weakref
 
 from lint_rules.records import record
-from pytest_torchcheck.watch.check import Check, cleared_ids, nonzero, optimizer_params
+from pytest_torchcheck.watch.check import Check, cleared_ids, nonzero, optimizer_params, plural
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ class StepAfterGradsCleared(Check):
         where = f"step() at line {step.line}" if step is not None else "step()"
         state_of = "None" if not grads else "zero" if len(grads) == len(params) else "None or zero"
         self.report(state.cleared.site,
-                    f"zero_grad() cleared {state.cleared.params} parameter gradient(s) after backward() and "
+                    f"zero_grad() cleared {plural(state.cleared.params, 'parameter gradient')} after backward() and "
                     f"before {where}: that step saw all {len(params)} gradients {state_of} and applied nothing "
                     "the backward computed")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import weakref
 
 from lint_rules.records import factory, record
-from pytest_torchcheck.watch.check import Check, cleared_ids, nonzero, optimizer_params
+from pytest_torchcheck.watch.check import Check, cleared_ids, nonzero, optimizer_params, plural
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -104,6 +104,6 @@ class GradsAccumulatedAcrossSteps(Check):
         total = sum(1 for p in optimizer_params(optimizer) if p.grad is not None)
         if self.report(self.site(),
                        f"step() applied gradients that still held those of this optimizer's previous step: "
-                       f"{len(stale)} of {total} parameter gradient(s) were never cleared, and "
-                       f"{state.accumulated} backward() call(s) added to them since that step"):
+                       f"{len(stale)} of {plural(total, 'parameter gradient')} were never cleared, and "
+                       f"{plural(state.accumulated, 'backward() call')} added to them since that step"):
             self._done.add(optimizer)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from lint_rules.records import record
-from pytest_torchcheck.watch.check import Check
+from pytest_torchcheck.watch.check import Check, plural
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -75,10 +75,10 @@ class RetainedGraphUnused(Check):
                 later = self.site()
                 steps = self.events.steps - retained.steps
                 self.report(retained.site,
-                            f"backward(retain_graph=True) kept a graph of {len(retained.nodes)} operation(s) "
+                            f"backward(retain_graph=True) kept a graph of {plural(len(retained.nodes), 'operation')} "
                             f"alive, and the next backward()"
-                            f"{f' (line {later.line})' if later is not None else ''}, after {steps} optimizer "
-                            "step(s), did not go through it: its saved tensors were kept for nothing")
+                            f"{f' (line {later.line})' if later is not None else ''}, after "
+                            f"{plural(steps, 'optimizer step')}, did not go through it: its saved tensors were kept for nothing")
         if retain_graph and not create_graph:
             roots = _roots(tensors) if roots is None else roots
             nodes = _walk(roots) if roots else None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import weakref
 
 from lint_rules.records import factory, record
-from pytest_torchcheck.watch.check import Check
+from pytest_torchcheck.watch.check import Check, plural
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ class EmptyCacheEveryStep(Check):
                 if (len(run) >= MIN_STEPS and run[-1] - run[0] == len(run) - 1 and run[-1] >= total - 1
                         and total >= MIN_STEPS):
                     self.report(calls.site,
-                                f"torch.cuda.empty_cache() ran {calls.calls} time(s) from this line, in each of "
+                                f"torch.cuda.empty_cache() ran {plural(calls.calls, 'time')} from this line, in each of "
                                 f"{len(run)} consecutive optimizer steps (of {total}): every step pays a "
                                 "device sync and the allocator's cache is rebuilt")
                     break

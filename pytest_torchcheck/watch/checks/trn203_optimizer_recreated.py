@@ -5,7 +5,7 @@ from __future__ import annotations
 import weakref
 
 from lint_rules.records import record
-from pytest_torchcheck.watch.check import Check, optimizer_params
+from pytest_torchcheck.watch.check import Check, optimizer_params, plural
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ class OptimizerRecreated(Check):
                 all(_same_params(a, b) for a, b in zip(chain, chain[1:])):
             self.report(site,
                         f"{type(optimizer).__name__} constructed here {len(chain)} times in a row for the same "
-                        f"{len(made.params)} parameter(s), each one used for a single step(): its state "
+                        f"{plural(len(made.params), 'parameter')}, each one used for a single step(): its state "
                         f"({', '.join(earlier[-1].state)}) restarted every step")
 
     def on_step_post(self, optimizer: Any) -> None:
