@@ -18,7 +18,7 @@ MAX_NODES = 200_000  # a larger graph is not compared (no finding): the walk wou
 class _Retained:
     site: Site | None
     roots: list  # the graph's root nodes, held until the next backward
-    nodes: set  # ids of its operations
+    nodes: dict  # its operations by id, held so that their ids stay theirs while compared
     steps: int  # the watch's step count at that backward
 
 
@@ -29,10 +29,10 @@ def _roots(tensors: Any) -> list[Any]:
     return [t.grad_fn for t in tensors if isinstance(t, torch.Tensor) and t.grad_fn is not None]
 
 
-def _walk(roots: list[Any], stop: set | None = None) -> set | bool | None:
-    """The ids of the operations reachable from ``roots``; with ``stop``, True as soon as one is in it
-    (False if none is). None when the graph is larger than :data:`MAX_NODES`."""
-    seen: set[int] = set()
+def _walk(roots: list[Any], stop: dict | None = None) -> dict | bool | None:
+    """The operations reachable from ``roots``, by id; with ``stop``, True as soon as one is in it (False
+    if none is). None when the graph is larger than :data:`MAX_NODES`."""
+    seen: dict[int, Any] = {}
     todo = list(roots)
     while todo:
         node = todo.pop()
@@ -41,7 +41,7 @@ def _walk(roots: list[Any], stop: set | None = None) -> set | bool | None:
             continue
         if stop is not None and key in stop:
             return True
-        seen.add(key)
+        seen[key] = node
         if len(seen) > MAX_NODES:
             return None
         todo.extend(n for n, _ in node.next_functions if n is not None)
