@@ -115,7 +115,7 @@ for step in range(4):
     opt.zero_grad()
     torch.nn.functional.mse_loss(model(x), y).backward()
     opt.step()
-""", ["Adam constructed here 3 times", "same 4 parameters", "exp_avg, exp_avg_sq"]),
+""", ["Adam constructed here 3 times", "same 4 parameters", "each earlier one took 1 step", "exp_avg, exp_avg_sq"]),
 }
 
 
@@ -192,10 +192,13 @@ for step in range(3):
     mse(hidden).backward()
     opt.step()
 
-# empty_cache once per epoch of several steps; a new optimizer per phase, many steps each; a stateless
-# optimizer rebuilt every step (nothing to lose).
-for phase in range(3):
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+# empty_cache once per epoch of several steps; a new optimizer per trial of a sweep that re-initialises
+# the model, many steps each; a stateless optimizer rebuilt every step (nothing to lose).
+for lr in (0.1, 0.01, 0.001):
+    for layer in model:
+        if hasattr(layer, "reset_parameters"):
+            layer.reset_parameters()
+    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
     for step in range(3):
         opt.zero_grad()
         mse(model(x)).backward()
@@ -256,6 +259,24 @@ def test_checks_use_the_linters_codes_names_and_severities() -> None:
     for code in codes():
         check, rule = check_class(code), registry.lookup(code)
         assert (check.NAME, check.SEVERITY) == (rule.NAME, rule.SEVERITY), code
+
+
+def test_an_optimizer_rebuilt_every_epoch_while_training_goes_on_is_reported(tmp_path: Path) -> None:
+    source = HEAD + """\
+for epoch in range(4):
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)  # <-
+    for i in range(5):
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(model(x[i::5]), y[i::5]).backward()
+        opt.step()
+"""
+    r = run_watch(tmp_path, source)
+    assert r.returncode == 1, r.stderr
+    [finding] = findings(tmp_path)
+    assert (finding["code"], finding["line"]) == ("TRN203", line_of(source, "# <-"))
+    assert "SGD constructed here 3 times" in finding["message"]
+    assert "each earlier one took 5 steps" in finding["message"]
+    assert "(momentum_buffer)" in finding["message"]
 
 
 def test_an_optimizer_class_of_the_users_is_reported_where_it_is_built(tmp_path: Path) -> None:
