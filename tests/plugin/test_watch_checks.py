@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.test_fixtures import bug_lines, expected_codes
+
 REPO = Path(__file__).resolve().parents[2]
 
 HEAD = """\
@@ -306,3 +308,25 @@ for step in range(4):
     assert [(f["code"], f["line"], f["column"]) for f in findings(tmp_path)] == [
         ("TRN203", line_of(source, "# <-"), 11)]
     assert "Momentum constructed here 3 times" in findings(tmp_path)[0]["message"]
+
+
+# The buggy reference fixtures whose planted bug is one a runtime check watches for (their "Expected
+# codes:" line names its code): the bug is reported with that code at the line marked "# BUG", and
+# nothing else is. The watch and the linter agree on the line.
+BUGGY_FIXTURES = sorted(p for p in (REPO / "fixtures" / "buggy").glob("*.py")
+                        if expected_codes(p) & set(CASES))
+
+
+def test_the_buggy_fixtures_with_a_watched_bug_are_the_expected_ones() -> None:
+    assert len(BUGGY_FIXTURES) >= 9
+
+
+@pytest.mark.parametrize("path", BUGGY_FIXTURES, ids=[p.name for p in BUGGY_FIXTURES])
+def test_a_buggy_fixture_is_caught_at_its_bug_line(tmp_path: Path, path: Path) -> None:
+    r = subprocess.run([sys.executable, "-m", "lint_rules", "run", "--format", "json", "--output-file",
+                        str(tmp_path / "report.json"), str(path)], cwd=REPO, capture_output=True, text=True,
+                       timeout=300, env={**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"})
+    got = {(f["code"], f["line"]) for f in findings(tmp_path)}
+    lines = bug_lines(path.read_text(encoding="utf-8"))
+    assert got and {code for code, _ in got} == expected_codes(path) & set(CASES), (got, r.stderr[-2000:])
+    assert {line for _, line in got} <= lines, (got, lines)
