@@ -86,6 +86,16 @@ def _jobs_arg(value: str) -> int:
     return n
 
 
+def _steps_arg(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of optimizer steps, got {value!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
+    return n
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="torchcheck", description="Catch the bugs that silently ruin PyTorch training runs.")
     parser.add_argument("--version", action="version", version=f"torchcheck {__version__}")
@@ -161,6 +171,26 @@ def build_parser() -> argparse.ArgumentParser:
     explain = sub.add_parser("explain", help="print a rule's documentation")
     explain.add_argument("code", metavar="CODE", help="a rule code such as TRN101, or its name")
 
+    run = sub.add_parser("run", help="run a training script (python SCRIPT ARGS, or -m MODULE) with runtime checks "
+                                     "and report the bugs they saw; imports torch",
+                         usage="torchcheck run [OPTIONS] (SCRIPT | -m MODULE) [ARGS...]")
+    run.add_argument("script", nargs="?", metavar="SCRIPT",
+                     help="the program to run, followed by its arguments (everything after it is the program's)")
+    run.add_argument("-m", dest="module", metavar="MODULE", help="run a module as python -m does")
+    run.add_argument("--select", type=_codes_arg, action="append", metavar="CODES",
+                     help="comma-separated codes or prefixes of the runtime checks to run (default: all)")
+    run.add_argument("--ignore", type=_codes_arg, action="append", default=[], metavar="CODES",
+                     help="codes or prefixes of runtime checks not to run")
+    run.add_argument("--format", choices=FORMATS, default="text", help="report format, as for lint")
+    run.add_argument("--output-file", metavar="PATH",
+                     help="write the report to PATH instead of standard error")
+    run.add_argument("--max-steps", type=_steps_arg, default=None, metavar="N",
+                     help="end the program cleanly after N optimizer steps (a CI smoke run)")
+    run.add_argument("--quiet", "-q", action="store_true", help="print findings only, no summary line")
+    run.set_defaults(program=[])
+    # What follows SCRIPT is the program's: splitting it off needs to know which options take a value.
+    parser.run_value_options = {o for a in run._actions if a.nargs != 0 for o in a.option_strings}
+
     sub.add_parser("server", help="run the language server (LSP over standard input and output) for editors; "
                                   f"needs pygls: {install.server_hint()}")
     return parser
@@ -180,6 +210,10 @@ def run() -> NoReturn:
     (``mypy.util.hard_exit``). :func:`main` is the same command without it, for callers that go on.
     """
     code = main()
+    if "lint_rules.commands.run" in sys.modules:
+        # `torchcheck run` ran a program: it ends as `python` would end it, with its atexit handlers (a
+        # logger's last flush, a tracker's upload) and its non-daemon threads joined.
+        sys.exit(code)
     try:
         sys.stdout.flush()
         sys.stderr.flush()
@@ -197,7 +231,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     stdout = sys.stdout
     sys.stdout = output = _Output(stdout)
     try:
-        args = parser.parse_args(argv)  # --help may meet the closed pipe too
+        args = _parse(parser, sys.argv[1:] if argv is None else list(argv))  # --help may meet the closed pipe too
         code = _dispatch(args)
         if code is not None:
             sys.stdout.flush()  # here, not at interpreter exit, where a closed pipe prints a traceback
@@ -270,6 +304,19 @@ def _to_devnull(stdout) -> None:
     os.close(devnull)
 
 
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """The arguments; for ``run``, what follows SCRIPT or ``-m MODULE`` is the program's and is kept
+    apart before argparse sees it (argparse would take the program's options for ``run``'s)."""
+    if not argv or argv[0] != "run":
+        return parser.parse_args(argv)
+    from lint_rules.commands.run import split_command_line
+
+    own, program = split_command_line(argv[1:], parser.run_value_options)
+    args = parser.parse_args(["run", *own])
+    args.program = program
+    return args
+
+
 def _dispatch(args: argparse.Namespace) -> int | None:
     command = _command(args)
     return command(args) if command is not None else None
@@ -297,6 +344,8 @@ def _command(args: argparse.Namespace) -> Callable[[argparse.Namespace], int] | 
         from lint_rules.commands import explain as command
     elif args.command == "server":
         from lint_rules.commands import server as command
+    elif args.command == "run":
+        from lint_rules.commands import run as command
     else:
         return None
     return command.run

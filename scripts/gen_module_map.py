@@ -29,6 +29,14 @@ WIDTH = 100
 RULE_MODULE = re.compile(r"trn\d{3}_\w+\.py")
 RULE_EXAMPLES = re.compile(r"trn\d{3}\.py")
 
+# The one line that stands for every trnNNN_<name>.py module of a folder.
+RULE_LINES = {
+    "lint_rules/rules": "one rule per module, its documentation in the class docstring; docs/rules/ is "
+                        "generated from them",
+    "pytest_torchcheck/watch/checks": "one runtime check per module, with the code of the linter's rule for "
+                                      "the same pitfall; what it observes in the class docstring",
+}
+
 # Folders that are namespace packages (no __init__.py to carry a docstring).
 FOLDERS = {
     "lint_rules/analysis": "shared facts, built once per file and handed to every rule (`model.fact(Builder)`)",
@@ -92,8 +100,7 @@ def collect(root: Path = ROOT) -> tuple[list[str], list[str]]:
                 lines.extend(_entry(indent + 2, path.name, _first_paragraph(doc or "")))
         if rules:
             # Not listed one by one (nor counted): adding a rule leaves the map as it is.
-            lines.extend(_entry(indent + 2, "trnNNN_<name>.py", "one rule per module, its documentation in the "
-                                "class docstring; docs/rules/ is generated from them"))
+            lines.extend(_entry(indent + 2, "trnNNN_<name>.py", RULE_LINES.get(rel, RULE_LINES["lint_rules/rules"])))
         if examples:
             lines.extend(_entry(indent + 2, "trnNNN.py", "the VALID and INVALID examples of one rule"))
         for sub in sorted(p for p in directory.iterdir() if p.is_dir() and p.name != "__pycache__"

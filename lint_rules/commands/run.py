@@ -1,0 +1,139 @@
+"""``torchcheck run [OPTIONS] SCRIPT|-m MODULE [ARGS...]``: run a training program as ``python`` would, with
+the runtime checks of :mod:`pytest_torchcheck.watch` installed, and report what they saw in the
+linter's formats.
+
+The report goes to standard error (or ``--output-file``), so the program's own standard output stays
+its own. Exit code: the program's when it failed (its findings so far are reported first), else 1 with
+findings, else 0; 2 for a usage error, before anything ran. torch is imported only here, when the
+program is about to run: the linter's commands never load it.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from lint_rules import registry
+from lint_rules.commands.lint_run import EXIT_FINDINGS, EXIT_OK
+from lint_rules.errors import UsageError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+    from typing import Sequence
+
+
+def split_command_line(tokens: Sequence[str], takes_value: set[str]) -> tuple[list[str], list[str]]:
+    """``torchcheck run``'s own options (with SCRIPT or ``-m MODULE``), and the program's arguments.
+
+    Everything after SCRIPT or ``-m MODULE`` belongs to the program, options included, as with
+    ``python``: ``torchcheck run --format json train.py --epochs 2``. ``takes_value``: the options
+    that take a value as the next token.
+    """
+    own: list[str] = []
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        if token == "--":
+            return own + tokens[i + 1:i + 2], list(tokens[i + 2:])
+        if token == "-m" or (token.startswith("-m") and not token.startswith("--")):
+            module = token[2:] or (tokens[i + 1] if i + 1 < len(tokens) else None)
+            rest = i + (1 if token[2:] else 2)
+            return own + (["-m", module] if module is not None else ["-m"]), list(tokens[rest:])
+        if not token.startswith("-") or token == "-":
+            return own + [token], list(tokens[i + 1:])
+        own.append(token)
+        if token in takes_value and i + 1 < len(tokens):
+            own.append(tokens[i + 1])
+            i += 1
+        i += 1
+    return own, []
+
+
+def selected_codes(args: argparse.Namespace) -> list[str]:
+    """The runtime checks to run: ``--select`` (default: all) less ``--ignore``, each code validated as
+    the linter validates it."""
+    from pytest_torchcheck.watch.watcher import codes
+
+    select = [c for group in args.select or [] for c in group]
+    ignore = [c for group in args.ignore or [] for c in group]
+    available = set(codes())
+    chosen = registry.expand(select, "--select") if select else set(available)
+    chosen -= registry.expand(ignore, "--ignore")
+    if select and not chosen & available:
+        print(f"torchcheck: warning: --select {','.join(select)} selects no runtime check; the runtime checks "
+              f"are {', '.join(sorted(available))}", file=sys.stderr)
+    return sorted(chosen & available)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pytest_torchcheck.watch import program
+
+    if (args.script is None) == (args.module is None):
+        raise UsageError("run needs a SCRIPT or -m MODULE to run (one of them), followed by its arguments")
+    if args.max_steps is not None and args.max_steps < 1:
+        raise UsageError(f"--max-steps must be at least 1, got {args.max_steps}")
+    chosen = selected_codes(args)
+    if args.script is not None:  # a module is looked up with the working directory on the path, at its run
+        try:
+            program.locate(args.script, None)
+        except program.ProgramNotFound as e:
+            raise UsageError(str(e)) from None
+    report_to = _open_output(args.output_file)  # before the program runs: a bad path is a usage error
+
+    from pytest_torchcheck.watch.watcher import Watcher
+
+    watcher = Watcher(chosen, max_steps=args.max_steps)
+
+    def within(body) -> None:
+        with watcher:
+            body()
+
+    try:
+        outcome = program.run(args.script, args.module, args.program, within)
+    except program.ProgramNotFound as e:
+        raise UsageError(str(e)) from None
+    for error in watcher.errors:
+        print(f"torchcheck: warning: a runtime check failed and was skipped: {error}", file=sys.stderr)
+    if outcome.stopped:
+        print(f"torchcheck: stopped the program after {args.max_steps} optimizer "
+              f"{'step' if args.max_steps == 1 else 'steps'} (--max-steps)",
+              file=sys.stderr)
+    try:
+        _report(args, watcher, chosen, report_to or sys.stderr)
+    finally:
+        if report_to is not None:
+            report_to.close()
+    if outcome.code != 0:
+        return outcome.code
+    return EXIT_FINDINGS if watcher.findings else EXIT_OK
+
+
+def _open_output(path: str | None):
+    if not path:
+        return None
+    try:
+        return open(path, "w", encoding="utf-8")
+    except OSError as e:
+        raise UsageError(f"--output-file {path!r}: cannot write: {e.strerror}") from None
+
+
+def _report(args: argparse.Namespace, watcher, chosen: list[str], out) -> None:
+    from lint_rules.output import write_report
+
+    findings = watcher.findings
+    rules = []
+    if args.format == "sarif":  # the rules' metadata: their docs are the linter's
+        rules = [r for c in sorted({f.code for f in findings}) if (r := registry.lookup(c)) is not None]
+    sys.stdout.flush()  # the program's output first
+    write_report(out, args.format, findings, 1, quiet=True, checked_paths=sorted({f.path for f in findings}),
+                 rules=rules)
+    if args.format in ("text", "concise") and not args.quiet:
+        steps = watcher.events.steps
+        checks = ", ".join(chosen) or "none"
+        if findings:
+            noun = "finding" if len(findings) == 1 else "findings"
+            out.write(f"Found {len(findings)} {noun} at run time ({steps} optimizer steps watched; "
+                      f"checks: {checks}).\n")
+        else:
+            out.write(f"No findings at run time ({steps} optimizer steps watched; checks: {checks}).\n")
+    out.flush()

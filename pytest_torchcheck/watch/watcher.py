@@ -1,0 +1,107 @@
+"""The watch: install the selected checks on torch's entry points, collect their findings, restore torch.
+
+``with Watcher(codes, max_steps=N) as watcher: ...`` patches torch while the block runs (see
+:mod:`.events`); :attr:`Watcher.findings` then holds every check's findings, sorted. The checks are
+the modules ``checks/trnNNN_<name>.py``, found by name without importing the others: a new check is
+one new file.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+
+from pytest_torchcheck.watch.check import Check
+from pytest_torchcheck.watch.events import Events, StopProgram
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Iterable
+
+    from lint_rules.diagnostics import Finding
+
+_CHECK_MODULE = re.compile(r"(trn\d{3})_\w+\.py")
+_CHECKS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "checks")
+
+
+def check_modules() -> dict[str, str]:
+    """Each check's code and module name, read from the folder (``trn101_x.py`` -> TRN101)."""
+    found: dict[str, str] = {}
+    for entry in sorted(os.listdir(_CHECKS_DIR)):
+        m = _CHECK_MODULE.fullmatch(entry)
+        if m:
+            code = m.group(1).upper()
+            if code in found:
+                raise RuntimeError(f"two runtime checks for {code}: {found[code]} and {entry[:-3]}")
+            found[code] = entry[:-3]
+    return found
+
+
+def codes() -> list[str]:
+    """The codes of the runtime checks, sorted."""
+    return sorted(check_modules())
+
+
+def check_class(code: str) -> type[Check]:
+    module = importlib.import_module(f"pytest_torchcheck.watch.checks.{check_modules()[code]}")
+    classes = [obj for obj in vars(module).values()
+               if isinstance(obj, type) and issubclass(obj, Check) and obj is not Check
+               and obj.__module__ == module.__name__]
+    if len(classes) != 1 or classes[0].CODE != code:
+        raise RuntimeError(f"{module.__name__} must define one Check subclass with CODE = {code!r}")
+    return classes[0]
+
+
+class StepLimitReached(StopProgram):
+    """``--max-steps``: the program ran its number of optimizer steps and was ended cleanly."""
+
+
+class Watcher:
+    """Runs the checks whose codes are ``selected`` while its ``with`` block runs."""
+
+    def __init__(self, selected: Iterable[str] | None = None, *, max_steps: int | None = None) -> None:
+        from pytest_torchcheck.watch.sites import Sites
+
+        chosen = codes() if selected is None else sorted(set(selected) & set(codes()))
+        self.checks: list[Check] = [check_class(code)() for code in chosen]
+        self.max_steps = max_steps
+        self.events = Events(Sites())
+        self.findings: list[Finding] = []
+        self.stopped = False  # ended by max_steps
+
+    def __enter__(self) -> Watcher:
+        self.events.install()
+        try:
+            for check in self.checks:
+                check.install(self.events)
+            if self.max_steps is not None:
+                self.events.subscribe(self)
+        except BaseException:
+            self.events.uninstall()
+            raise
+        return self
+
+    def on_step_post(self, optimizer: object) -> None:
+        if self.max_steps is not None and self.events.steps >= self.max_steps and not self.stopped:
+            self.stopped = True
+            raise StepLimitReached(0)
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            for check in self.checks:
+                try:
+                    check.finish()
+                except Exception as e:
+                    self.events.errors.append((check, e))
+                check.uninstall()
+        finally:
+            self.events.uninstall()
+        from lint_rules.diagnostics import Finding
+
+        self.findings = sorted((f for check in self.checks for f in check.findings), key=Finding.sort_key)
+
+    @property
+    def errors(self) -> list[str]:
+        """One line per exception a check raised (its handler was skipped, the program went on)."""
+        return [f"{getattr(c, 'CODE', c)}: {type(e).__name__}: {e}" for c, e in self.events.errors]
