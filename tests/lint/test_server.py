@@ -283,7 +283,12 @@ def test_save_relints_when_the_project_configuration_changed(tmp_path: Path) -> 
             assert [d.code for d in first] == ["TRN802"] and "raise that floor" not in first[0].message
             (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\ndependencies = ["torch>=2.1"]\n')
             save(s)
-            below = await s.diagnostics(uri)  # the torch bound, read again: the advice names it
+            # the torch bound, read again: below it the finding is only possible, not shown by default
+            assert await s.diagnostics(uri) == []
+            (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\ndependencies = ["torch>=2.1"]\n'
+                                                     '[tool.torchcheck]\nextend-select = ["TRN802"]\n')
+            save(s)
+            below = await s.diagnostics(uri)  # selected by its code: shown, and the advice names the floor
             assert [d.code for d in below] == ["TRN802"] and "torch>=2.1" in below[0].message
             (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\ndependencies = ["torch>=2.4"]\n'
                                                      '[tool.torchcheck]\nignore = ["TRN101"]\n')
