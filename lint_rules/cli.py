@@ -76,24 +76,21 @@ def _codes_arg(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
 
 
-def _jobs_arg(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number of processes, got {value!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
-    return n
+def _whole_number(what: str):
+    """An argparse type: a whole number of ``what``, at least 1; anything else names the bad value."""
+    def parse(value: str) -> int:
+        try:
+            n = int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number of {what}, got {value!r}") from None
+        if n < 1:
+            raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
+        return n
+    return parse
 
 
-def _steps_arg(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number of optimizer steps, got {value!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
-    return n
+_jobs_arg = _whole_number("processes")
+_steps_arg = _whole_number("optimizer steps")
 
 
 def build_parser() -> argparse.ArgumentParser:
