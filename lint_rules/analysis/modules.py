@@ -236,6 +236,8 @@ class ModuleFacts:
         if model.qualified_name(expr) is not None:
             return False  # an imported name: a class or a library function
         constructed = False
+        loads = other = 0  # assignments from torch.load(...) / from anything else but its own transform
+        name = dotted(expr)
         for b in model.bindings_of(expr) or ():
             if b.kind == CLASS:
                 return False
@@ -243,8 +245,16 @@ class ModuleFacts:
                 if _not_a_module(b.value):
                     return False
                 constructed = constructed or kind_of(model, b.value) in (MODULE, CRITERION)
+                if isinstance(b.value, cst.Call) and dotted(b.value.func) == "torch.load":
+                    loads += 1
+                elif not (isinstance(b.value, cst.Call) and any(dotted(a.value) == name for a in b.value.args)):
+                    other += 1
         if constructed:
             return True
+        if loads and not other:
+            # `x = torch.load(path)`, maybe passed through helpers (`x = fill(x)`), and nothing else:
+            # whatever was saved, a checkpoint dict as often as a module, so the name proves nothing
+            return False
         if kind_of(model, expr) in (MODULE, CRITERION):
             # known from an annotation, or guessed from the name: `model_state` is not a model
             return not _NOT_A_MODULE_NAME.search((dotted(expr) or "").rsplit(".", 1)[-1])

@@ -123,3 +123,29 @@ def test_names_a_base_class_of_another_file_registers(tmp_path) -> None:
     found = api.lint_file(path, settings, shown=path).findings
     # mask and scale are registered up the chain; counts is not; Other's base may register anything
     assert [(f.code, f.line) for f in found] == [("TRN402", 10)]
+
+
+def test_a_name_loaded_with_torch_load_is_no_module_by_its_name_alone() -> None:
+    src = textwrap.dedent("""
+        import torch
+        def publish(path, out):
+            model = torch.load(path)
+            model = add_metadata(model, "me")
+            use(model)
+        def resume(args, config):
+            if args.resume:
+                model = torch.load(args.resume)
+            else:
+                model = Classifier(config)
+            use(model)
+        def plain(path):
+            model = build(path)
+            use(model)
+    """)
+    model = FileModel(cst.parse_module(src))
+    facts = model.fact(ModuleFacts)
+    used = {model.enclosing_function(c).name.value: c.args[0].value for c in model.nodes(cst.Call)
+            if isinstance(c.func, cst.Name) and c.func.value == "use"}
+    assert facts.is_module_value(used["publish"]) is False  # loaded, then only transformed: unknown
+    assert facts.is_module_value(used["resume"]) is True    # or built by another call: the name counts
+    assert facts.is_module_value(used["plain"]) is True     # a factory: the name counts
