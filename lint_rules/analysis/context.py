@@ -11,7 +11,7 @@ import re
 
 import libcst as cst
 
-from lint_rules.analysis.scopes import dotted
+from lint_rules.analysis.scopes import PARAM, dotted
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -104,7 +104,8 @@ _DOWNLOADERS = re.compile(r"download|urlretrieve|hf_hub|cached_path|get_file", r
 def third_party_file(model: FileModel, expr: cst.CSTNode, depth: int = 0) -> bool:
     """``expr`` (a path) names a file that comes from elsewhere: a string with a URL, a name or
     attribute spelled as a pretrained or downloaded checkpoint (``args.pretrained``,
-    ``cached_path``), a call that downloads, or a local variable assigned one of those."""
+    ``cached_path``), a call that downloads, a local variable assigned one of those, or a
+    parameter of a function named for such a file (``def load_pretrained(net, path)``)."""
     if depth > 3:
         return False
     if isinstance(expr, cst.SimpleString):
@@ -121,5 +122,8 @@ def third_party_file(model: FileModel, expr: cst.CSTNode, depth: int = 0) -> boo
         if isinstance(expr, cst.Name):
             bindings = model.bindings_of(expr)
             if bindings and len(bindings) == 1 and bindings[0].value is not None:
+                if bindings[0].kind == PARAM:  # def load_pretrained(net, path): the function says what it reads
+                    fn = bindings[0].value
+                    return isinstance(fn, cst.FunctionDef) and _THIRD_PARTY.search(fn.name.value) is not None
                 return third_party_file(model, bindings[0].value, depth + 1)
     return False

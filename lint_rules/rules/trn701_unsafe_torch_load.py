@@ -39,7 +39,8 @@ class UnsafeTorchLoad(Rule):
     the project's `pyproject.toml`, `setup.py` or `setup.cfg`, outside its examples,
     scripts and tests, with no `__main__` block: it reads what its users hand it),
     or the path is a URL, a download's result, or spelled as a pretrained,
-    fine-tuning or downloaded checkpoint (`args.pretrained`, `cached_path`). A
+    fine-tuning or downloaded checkpoint (`args.pretrained`, `cached_path`, a
+    parameter of `def load_pretrained(net, path)`). A
     script reading back its own checkpoint is *possible*: reported with `--preview`.
     An explicit `weights_only=False` is a decision: certain only for a file that
     comes from elsewhere by its path.

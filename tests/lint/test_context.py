@@ -108,12 +108,19 @@ probe_call(hf_hub_download(repo, "w.pt"))
 probe_own(args.resume)
 probe_ckpt(os.path.join(out_dir, "ckpt.pt"))
 probe_literal("checkpoint.pt")
+
+def load_pretrained(net, path):
+    probe_param(path)
+
+def restore(net, path):
+    probe_plain_param(path)
 """
 
 
 @pytest.mark.parametrize(("label", "expected"), [
     ("url", True), ("attr", True), ("local", True), ("downloaded", True), ("call", True),
     ("own", False), ("ckpt", False), ("literal", False),
+    ("param", True), ("plain_param", False),  # a parameter of a function named for what it loads
 ])
 def test_third_party_file(label, expected):
     from lint_rules.analysis.context import third_party_file

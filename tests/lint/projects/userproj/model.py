@@ -16,6 +16,6 @@ class Classifier(nn.Module):
 
 
 def load_pretrained(net, path):
-    state = torch.load(path)  # BUG TRN701 (preview)
+    state = torch.load(path)  # BUG TRN701
     net.load_state_dict(state)
     return net
