@@ -134,6 +134,10 @@ class LoaderFacts:
             bindings = model.bindings_of(head) if head is not None else None
             if not bindings or not isinstance(bindings[0].node, (cst.Import, cst.ImportFrom)):
                 continue  # only names imported from elsewhere can reach another file's function
+            target = self._assigned_to(call)
+            # the local question first: is the result used every epoch? Only then read the other file.
+            if target is None or self._used_across_epochs(target) is None:
+                continue
             if project.returns_sampled_loader(model, call.func):
                 out.append(call)
         return out
