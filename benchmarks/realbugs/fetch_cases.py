@@ -71,13 +71,19 @@ def main(argv: list[str] | None = None) -> int:
         cases = load_manifest(args.manifest)
     except ManifestError as e:
         parser.error(str(e))
+    return materialise_all(cases, materialise, args.mirrors, args.out, lambda case: case.id)
+
+
+def materialise_all(cases: list, materialise_one, mirrors: Path, out: Path, case_id) -> int:
+    """Materialise every case with ``materialise_one(case, mirrors, out)`` (a reason when it could
+    not), report each failure on stderr and the count on stdout; exit status 1 if any failed."""
     failed = 0
     for case in cases:
-        reason = materialise(case, args.mirrors, args.out)
+        reason = materialise_one(case, mirrors, out)
         if reason is not None:
             failed += 1
-            print(f"{case.id}: not materialised: {reason}", file=sys.stderr)
-    print(f"materialised {len(cases) - failed}/{len(cases)} cases under {args.out}")
+            print(f"{case_id(case)}: not materialised: {reason}", file=sys.stderr)
+    print(f"materialised {len(cases) - failed}/{len(cases)} cases under {out}")
     return 1 if failed else 0
 
 

@@ -32,7 +32,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "realbugs"))
 
 from cases import MANIFEST, MinedCase, load  # noqa: E402
-from fetch_cases import git_dir  # noqa: E402
+from fetch_cases import git_dir, materialise_all  # noqa: E402
 from realbugs_manifest import ManifestError  # noqa: E402
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
@@ -129,14 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         cases = load(args.manifest)
     except ManifestError as e:
         parser.error(str(e))
-    failed = 0
-    for case in cases:
-        reason = materialise(case, args.mirrors, args.out)
-        if reason is not None:
-            failed += 1
-            print(f"{case.case.id}: not materialised: {reason}", file=sys.stderr)
-    print(f"materialised {len(cases) - failed}/{len(cases)} cases under {args.out}")
-    return 1 if failed else 0
+    return materialise_all(cases, materialise, args.mirrors, args.out, lambda case: case.case.id)
 
 
 if __name__ == "__main__":

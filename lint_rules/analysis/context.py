@@ -67,7 +67,6 @@ def _checks_scripting(model: FileModel, test: cst.CSTNode) -> bool:
 # Folders whose files are run, not imported: a package's examples and scripts are applications.
 _APPLICATION_DIRS = frozenset({"examples", "example", "scripts", "script", "tools", "demo", "demos", "tutorials",
                                "tutorial", "notebooks", "benchmarks", "recipes", "tests", "test", "docs"})
-_MAIN_GUARD = re.compile(r"""^if\s+__name__\s*==\s*['"]__main__['"]\s*:""", re.M)
 
 
 def library_module(model: FileModel) -> bool:
@@ -76,7 +75,16 @@ def library_module(model: FileModel) -> bool:
     the project's ``pyproject.toml``, ``setup.py`` or ``setup.cfg`` (or under its ``src/``), no
     folder of the package is an examples/scripts/tests folder, and the file has no
     ``if __name__ == "__main__":`` block. A library's ``torch.load`` reads files its users hand
-    it; a script reads its own."""
+    it; a script reads its own. Answered once per file."""
+    return model.fact(_LibraryModule).answer
+
+
+class _LibraryModule:
+    def __init__(self, model: FileModel) -> None:
+        self.answer = _library_module(model)
+
+
+def _library_module(model: FileModel) -> bool:
     facts = getattr(model, "project_facts", None)
     path = getattr(facts, "path", None)
     if not path or path == "-":
@@ -92,8 +100,17 @@ def library_module(model: FileModel) -> bool:
         folder = os.path.dirname(folder)
     if not any(os.path.isfile(os.path.join(folder, f)) for f in ("pyproject.toml", "setup.py", "setup.cfg")):
         return False
-    return not any(_MAIN_GUARD.match(model.module.code_for_node(stmt).lstrip())
-                   for stmt in model.module.body if isinstance(stmt, cst.If))
+    return not any(isinstance(stmt, cst.If) and _is_main_guard(stmt.test) for stmt in model.module.body)
+
+
+def _is_main_guard(test: cst.BaseExpression) -> bool:
+    """``__name__ == "__main__"`` (either way round)."""
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1 \
+            or not isinstance(test.comparisons[0].operator, cst.Equal):
+        return False
+    sides = (test.left, test.comparisons[0].comparator)
+    return any(isinstance(a, cst.Name) and a.value == "__name__" for a in sides) and any(
+        isinstance(b, cst.SimpleString) and b.evaluated_value == "__main__" for b in sides)
 
 
 # A file that comes from elsewhere: downloaded, a published pretrained checkpoint, a URL.

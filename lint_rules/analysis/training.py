@@ -198,7 +198,13 @@ class TrainingFacts:
     def file_trains(self) -> bool:
         """This file trains: it steps an optimizer or calls backward(), or calls a function of
         another project file that steps one (``train(model, loader, opt)`` imported from
-        ``train.py``)."""
+        ``train.py``). Answered once per file."""
+        found = getattr(self, "_file_trains", None)
+        if found is None:
+            found = self._file_trains = self._trains()
+        return found
+
+    def _trains(self) -> bool:
         if any(e.kind in (BACKWARD, STEP) for e in self.events):
             return True
         model = self.model
