@@ -11,7 +11,16 @@ observed, and how:
   called before they clear;
 - ``backward_pre(tensors, retain_graph, create_graph)`` / ``backward_post()``: ``torch.autograd.backward``
   wrapped (``Tensor.backward`` calls it);
-- ``empty_cache()``: ``torch.cuda.empty_cache`` wrapped (a call is observed on a CPU-only build too).
+- ``empty_cache()``: ``torch.cuda.empty_cache`` wrapped (a call is observed on a CPU-only build too);
+- ``forward_pre(module, args)`` / ``forward_post(module, args, output)``: torch's global module forward
+  hooks, registered only when a check subscribes to them (they take every module call off torch's fast
+  path), called for calls through ``module(...)``, not ``module.forward(...)``;
+- any other function or method: a check calls :meth:`Events.intercept` in its ``install`` with the
+  dotted name of what to watch (``"torch.nn.functional.cross_entropy"``, ``"torch.Tensor.item"``) and
+  its handlers, called before (``pre(args, kwargs)``) and after (``post(args, kwargs, result)``) each
+  call. One wrapper per name, however many checks intercept it. ``direct=True``: only the calls made
+  by code outside torch and torchcheck (the user's ``loss.item()``, not the ``.item()`` an optimizer
+  makes inside ``step()``).
 
 A handler that raises would break the user's program: its exception is recorded on the check
 (:meth:`Events.errors`) and the program goes on, unless it is :class:`StopProgram`.
@@ -20,6 +29,8 @@ A handler that raises would break the user's program: its exception is recorded 
 from __future__ import annotations
 
 import functools
+import importlib
+import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -28,7 +39,8 @@ if TYPE_CHECKING:
     from pytest_torchcheck.watch.sites import Site, Sites
 
 EVENTS = ("optimizer_created", "step_pre", "step_post", "grads_cleared", "backward_pre", "backward_post",
-          "empty_cache")
+          "empty_cache", "forward_pre", "forward_post")
+_LAZY = ("forward_pre", "forward_post")  # hooked only when a check subscribes: they cost every module call
 
 
 class StopProgram(SystemExit):
@@ -48,6 +60,9 @@ class Events:
         self._restore: list[Callable[[], None]] = []
         self.errors: list[tuple[object, BaseException]] = []
         self._depth = 0  # >0 while a handler runs: torch calls made by a check are not events
+        # dotted name -> [(pre, post, direct, owner check)], wrapped at install
+        self._intercepts: dict[str, list[tuple[Any, Any, bool, object]]] = {}
+        self.installed = False
 
     def site(self, depth: int = 1) -> Site | None:
         """The user's statement that made the call being handled."""
@@ -64,6 +79,17 @@ class Events:
     def unsubscribe(self, check: object) -> None:
         for name in EVENTS:
             self._handlers[name] = [h for h in self._handlers[name] if getattr(h, "__self__", None) is not check]
+        for name, handlers in self._intercepts.items():
+            handlers[:] = [h for h in handlers if h[3] is not check]
+
+    def intercept(self, target: str, pre: Callable[..., Any] | None = None,
+                  post: Callable[..., Any] | None = None, *, direct: bool = False) -> None:
+        """Call ``pre(args, kwargs)`` before and ``post(args, kwargs, result)`` after each call of the
+        function or method named ``target`` (see the module's docstring). Before :meth:`install` only."""
+        if self.installed:
+            raise RuntimeError(f"intercept({target!r}) after the watch was installed")
+        owner = getattr(pre, "__self__", None) or getattr(post, "__self__", None)
+        self._intercepts.setdefault(target, []).append((pre, post, direct, owner))
 
     def emit(self, name: str, *args: Any) -> None:
         if self._depth:
@@ -97,10 +123,23 @@ class Events:
         pre = optim_module.register_optimizer_step_pre_hook(self._step_pre)
         post = optim_module.register_optimizer_step_post_hook(self._step_post)
         self._restore += [pre.remove, post.remove]
+        import torch.nn.modules.module as module_module
+
+        if self._handlers["forward_pre"]:
+            handle = module_module.register_module_forward_pre_hook(self._forward_pre)
+            self._restore.append(handle.remove)
+        if self._handlers["forward_post"]:
+            handle = module_module.register_module_forward_hook(self._forward_post)
+            self._restore.append(handle.remove)
+        for target, handlers in self._intercepts.items():
+            owner, name = _resolve(target)
+            self._wrap(owner, name, lambda original, handlers=handlers: self._call_wrapper(original, handlers))
+        self.installed = True
 
     def uninstall(self) -> None:
         while self._restore:
             self._restore.pop()()
+        self.installed = False
 
     def _wrap(self, owner: Any, name: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
         had = name in vars(owner)
@@ -157,9 +196,65 @@ class Events:
 
         return empty_cache
 
+    def _call_wrapper(self, original: Callable[..., Any], handlers: list) -> Callable[..., Any]:
+        events = self
+        kind = self.sites.kind
+        from pytest_torchcheck.watch.sites import LIBRARY
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if events._depth or not handlers:
+                return original(*args, **kwargs)
+            # direct: the caller's frame (one up) is not torch's nor torchcheck's
+            direct = kind(sys._getframe(1).f_code.co_filename) != LIBRARY
+            chosen = [h for h in handlers if direct or not h[2]]
+            for pre, _, _, check in chosen:
+                if pre is not None:
+                    events._call(check, pre, args, kwargs)
+            result = original(*args, **kwargs)
+            for _, post, _, check in chosen:
+                if post is not None:
+                    events._call(check, post, args, kwargs, result)
+            return result
+
+        return wrapper
+
+    def _call(self, check: object, handler: Callable[..., Any], *args: Any) -> None:
+        self._depth += 1
+        try:
+            handler(*args)
+        except StopProgram:
+            raise
+        except Exception as e:  # a broken check must not break the user's program
+            self.errors.append((check, e))
+        finally:
+            self._depth -= 1
+
+    def _forward_pre(self, module: Any, args: Any) -> None:
+        self.emit("forward_pre", module, args)
+
+    def _forward_post(self, module: Any, args: Any, output: Any) -> None:
+        self.emit("forward_post", module, args, output)
+
     def _step_pre(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         self.emit("step_pre", optimizer)
 
     def _step_post(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         self.steps += 1
         self.emit("step_post", optimizer)
+
+
+def _resolve(target: str) -> tuple[Any, str]:
+    """The object that holds the attribute named by a dotted ``target``, and the attribute's name:
+    ``torch.Tensor.item`` -> (``torch.Tensor``, ``"item"``); the longest importable prefix is the module."""
+    parts = target.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        try:
+            owner: Any = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for part in parts[cut:-1]:
+            owner = getattr(owner, part)
+        if not hasattr(owner, parts[-1]):
+            raise AttributeError(f"cannot intercept {target!r}: {owner!r} has no attribute {parts[-1]!r}")
+        return owner, parts[-1]
+    raise ImportError(f"cannot intercept {target!r}: no module to import")

@@ -71,12 +71,12 @@ class Watcher:
         self.stopped = False  # ended by max_steps
 
     def __enter__(self) -> Watcher:
-        self.events.install()
         try:
-            for check in self.checks:
+            for check in self.checks:  # subscribed first: what no check needs is not patched
                 check.install(self.events)
             if self.max_steps is not None:
                 self.events.subscribe(self)
+            self.events.install()
         except BaseException:
             self.events.uninstall()
             raise

@@ -91,3 +91,74 @@ def test_max_steps_stops_after_that_many_steps() -> None:
 
 def test_selecting_codes_picks_their_checks_only() -> None:
     assert [c.CODE for c in Watcher(["TRN202", "TRN101", "TRN5"]).checks] == ["TRN101", "TRN202"]
+
+
+class _Intercepts(Check):
+    """Records the user's ``.item()`` calls (direct) and every softmax (not direct), and forward calls."""
+
+    CODE = "TRN998"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.items: list[float] = []
+        self.softmaxes = 0
+        self.forwards: list[str] = []
+
+    def install(self, events) -> None:
+        super().install(events)
+        events.intercept("torch.Tensor.item", post=self._item, direct=True)
+        events.intercept("torch.nn.functional.softmax", pre=self._softmax)
+
+    def _item(self, args, kwargs, result) -> None:
+        self.items.append(result)
+
+    def _softmax(self, args, kwargs) -> None:
+        self.softmaxes += 1
+        torch.nn.functional.softmax(torch.ones(2), dim=0)  # a check's own calls are not events
+
+    def on_forward_post(self, module, args, output) -> None:
+        self.forwards.append(type(module).__name__)
+
+
+def test_intercepted_calls_and_forward_hooks_reach_the_check_and_are_restored() -> None:
+    import torch.nn.modules.module as module_module
+
+    item, softmax = vars(torch._C.TensorBase)["item"], torch.nn.functional.softmax
+    hooks = dict(module_module._global_forward_hooks)
+    check = _Intercepts()
+    watcher = Watcher([])
+    watcher.checks.append(check)
+    with watcher:
+        assert torch.Tensor.item is not item and torch.nn.functional.softmax is not softmax
+        model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Softmax(dim=1))
+        out = model(torch.ones(1, 2))
+        value = torch.tensor(3.0).item()
+        torch.nn.functional.softmax(out, dim=1)
+        # Adam's step reads its step counter inside torch: not a direct call
+        opt = torch.optim.Adam(model.parameters())
+        out.sum().backward()
+        opt.step()
+    assert value == 3.0 and check.items == [3.0]
+    assert check.softmaxes == 2  # nn.Softmax's own call (inside torch) and the user's
+    assert check.forwards == ["Linear", "Softmax", "Sequential"]
+    assert "item" not in vars(torch.Tensor) and torch.nn.functional.softmax is softmax
+    assert dict(module_module._global_forward_hooks) == hooks
+    assert watcher.errors == []
+
+
+def test_forward_hooks_are_registered_only_when_a_check_needs_them() -> None:
+    import torch.nn.modules.module as module_module
+
+    hooks = len(module_module._global_forward_hooks) + len(module_module._global_forward_pre_hooks)
+    with Watcher(["TRN101", "TRN102"]):
+        assert len(module_module._global_forward_hooks) + len(module_module._global_forward_pre_hooks) == hooks
+
+
+def test_an_interception_of_a_missing_name_is_an_error_naming_it() -> None:
+    check = _Intercepts()
+    watcher = Watcher([])
+    watcher.checks.append(check)
+    check.install = lambda events: events.intercept("torch.nn.functional.no_such_loss", pre=print)
+    with pytest.raises(AttributeError, match="no_such_loss"):
+        with watcher:
+            pass
