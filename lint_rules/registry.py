@@ -202,8 +202,11 @@ def active_rules() -> dict[str, type[Rule]]:
 
 
 def lookup(code: str):
-    """A rule class or builtin code by its code, or None."""
-    return all_rules().get(code) or BUILTINS.get(code)
+    """A rule class, builtin code or runtime-only check by its code, or None."""
+    found = all_rules().get(code) or BUILTINS.get(code)
+    if found is None and code in runtime_only_codes():
+        found = runtime_check(code)
+    return found
 
 
 def default_codes(preview: bool = False) -> set[str]:
@@ -217,13 +220,58 @@ def known_codes() -> list[str]:
     return sorted([*BUILTINS, *rule_codes()])
 
 
+# The runtime checks of ``torchcheck run``: pytest_torchcheck/watch/checks/trnNNN_<name>.py, a sibling
+# package of this one (found by path: importing it would import the plugin's package for nothing).
+_CHECKS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                           "pytest_torchcheck", "watch", "checks")
+
+
+@lru_cache(maxsize=1)
+def runtime_check_modules() -> dict[str, str]:
+    """Each runtime check's code and module name, read from its folder (``trn101_x.py`` -> TRN101)."""
+    found: dict[str, str] = {}
+    for entry in sorted(os.listdir(_CHECKS_DIR)) if os.path.isdir(_CHECKS_DIR) else ():
+        stem, _, ext = entry.partition(".")
+        if ext == "py" and _RULE_MODULE.match(stem):
+            code = stem[:6].upper()
+            if code in found:
+                raise RuntimeError(f"two runtime checks for {code}: {found[code]} and {stem}")
+            found[code] = stem
+    return found
+
+
+def runtime_only_codes() -> list[str]:
+    """The codes of runtime checks with no lint rule (a family of their own): ``torchcheck run`` only."""
+    rules = set(rule_codes())
+    return [c for c in runtime_check_modules() if c not in rules]
+
+
+@lru_cache(maxsize=None)
+def runtime_check(code: str):
+    """The runtime check class of ``code`` (its module imported), or None."""
+    name = runtime_check_modules().get(code)
+    if name is None:
+        return None
+    from pytest_torchcheck.watch.check import Check
+
+    module = importlib.import_module(f"pytest_torchcheck.watch.checks.{name}")
+    classes = [obj for obj in vars(module).values()
+               if isinstance(obj, type) and issubclass(obj, Check) and obj is not Check
+               and obj.__module__ == module.__name__]
+    if len(classes) != 1 or classes[0].CODE != code:
+        raise RuntimeError(f"{module.__name__} must define one Check subclass with CODE = {code!r}")
+    return classes[0]
+
+
 def expand(selectors: list[str] | tuple[str, ...], source: str, preview: bool = True) -> set[str]:
     """Codes matched by ``selectors``; an unknown selector is a UsageError naming it.
 
     ``preview=False`` (a selection while preview is off): ``ALL`` and prefixes leave the preview
     rules out, an exact code selects its rule all the same. Ignores pass ``True`` (the default).
+    The runtime-only codes (``torchcheck run``'s) are valid selectors too: a configuration shared by
+    ``lint`` and ``run`` may name them; the linter has nothing to run for them.
     """
-    codes = [*rule_codes(), *(c for c, b in BUILTINS.items() if b.OPT_IN)]
+    codes = [*rule_codes(), *(c for c, b in BUILTINS.items() if b.OPT_IN), *runtime_only_codes()]
     hidden = set() if preview else {c for c in preview_codes() if hidden_by_default(c)}
     out: set[str] = set()
     bad: list[str] = []
@@ -245,7 +293,7 @@ def expand(selectors: list[str] | tuple[str, ...], source: str, preview: bool = 
         listing = ", ".join(repr(b) + suggestion(b) for b in bad)
         raise UsageError(
             f"unknown rule code or prefix {listing} in {source}; "
-            f"use ALL, a prefix such as TRN1, or one of: {', '.join(known_codes())}"
+            f"use ALL, a prefix such as TRN1, or one of: {', '.join([*known_codes(), *runtime_only_codes()])}"
         )
     return out
 

@@ -35,13 +35,16 @@ FAMILIES = {
     "TRN6": "evaluation and train or eval mode",
     "TRN7": "checkpoints and serialization",
     "TRN8": "schedulers, mixed precision and wrappers",
+    "TRN9": "run time only (torchcheck run)",
 }
 
 INDEX_INTRO = """\
 Every code `torchcheck lint` can report, by family. Each page is generated from the rule's own
 module (`lint_rules/rules/trnNNN_<name>.py`): its documentation, its metadata and the examples the
 test suite runs it on. `torchcheck rules` lists the same rules; `torchcheck explain CODE` prints a
-page in the terminal.
+page in the terminal. A rule whose pitfall [`torchcheck run`](../plugin/run.md) also watches for has
+an "At run time" section; the `TRN9` family is reported by `torchcheck run` only (tier `runtime`):
+bugs that only a running program shows.
 
 **Severity.** `error` means the code is wrong on every path (the run does not learn, crashes,
 diverges or is unsafe); `warning` means slow, fragile, deprecated, or wrong only on some paths (a
@@ -67,10 +70,8 @@ the rules selected by their exact code, or of every rule with `--preview`. A `co
 preview rule with a certain core: its certain findings run by default (TRN602 reports by default
 an evaluation that calls `eval()` on some models and forgets one it trains elsewhere; evaluation
 with no mode set at all needs `--preview`).
-On 17 public repositories (279k lines; `benchmarks/precision/README.md` has the per-rule table),
-30 of 30 sampled default-tier findings were worth a change (small samples: 1 to 9 per rule;
-30 of 32 before TRN302 stopped flagging evaluation-only loaders), against 5 of 53 for the
-preview tier.
+How often each tier's findings were worth a change on real code is measured in
+`benchmarks/precision/` (numbers in `benchmarks/README.md`).
 """
 
 
@@ -89,6 +90,7 @@ class RuleDoc:
     source: str  # the module, relative to the repository root
     valid: tuple[str, ...]
     invalid: tuple[tuple[str, str | None, str | None], ...]  # (code, fixed, applicability)
+    at_run_time: str = ""  # what torchcheck run's check for the same code observes, if it has one
 
     @property
     def family(self) -> str:
@@ -131,8 +133,10 @@ def collect() -> list[RuleDoc]:
             source="lint_rules/registry.py",
             valid=(), invalid=(),
         ))
+    runtime_check = getattr(registry, "runtime_check", lambda code: None)
     for code, r in registry.all_rules().items():
         module = sys.modules[r.__module__]
+        check = runtime_check(code)
         docs.append(RuleDoc(
             code=code, name=r.NAME, message=r.summary(), severity=getattr(r, "SEVERITY", "error"),
             documentation=r.documentation(), fix_title=getattr(r, "FIX_TITLE", None),
@@ -144,6 +148,17 @@ def collect() -> list[RuleDoc]:
             invalid=tuple((textwrap.dedent(i.code).strip("\n"),
                            None if i.fixed is None else textwrap.dedent(i.fixed).strip("\n"),
                            i.applicability) for i in getattr(r, "INVALID", ())),
+            at_run_time=check.observed() if check is not None else "",
+        ))
+    for code in getattr(registry, "runtime_only_codes", list)():
+        check = runtime_check(code)
+        module = sys.modules[check.__module__]
+        docs.append(RuleDoc(
+            code=code, name=check.NAME, message=check.summary(), severity=check.SEVERITY,
+            documentation=check.documentation(), fix_title=None, fix="none",
+            tier="runtime" if tiers else None, removed=False, opt_in=False,
+            source=Path(module.__file__).resolve().relative_to(ROOT).as_posix(),
+            valid=(), invalid=(), at_run_time=check.observed(),
         ))
     return docs
 
@@ -188,6 +203,10 @@ def render_page(doc: RuleDoc) -> str:
     ]
     if doc.fix_title:
         out += ["", "## How to fix", "", doc.fix_title]
+    if doc.at_run_time:
+        out += ["", "## At run time", "",
+                f"[`torchcheck run`](../plugin/run.md) reports `{doc.code}` when it watches this happen. "
+                + doc.at_run_time]
     if doc.invalid or doc.valid:
         out += ["", "## Tested examples", "",
                 "The test suite runs the rule on each of these: it must report every line marked "

@@ -14,7 +14,8 @@ def run(args: argparse.Namespace) -> int:
     wanted = args.code.strip()
     rule = registry.lookup(wanted.upper())
     if rule is None:
-        for r in [*registry.BUILTINS.values(), *registry.all_rules().values()]:
+        for r in [*registry.BUILTINS.values(), *registry.all_rules().values(),
+                  *(registry.runtime_check(c) for c in registry.runtime_only_codes())]:
             if r.NAME == wanted:
                 rule = r
     if rule is None:
@@ -26,4 +27,7 @@ def run(args: argparse.Namespace) -> int:
     fix = getattr(rule, "FIX_TITLE", None)
     if fix:
         print(f"\n## Fix\n{fix}")
+    check = registry.runtime_check(rule.CODE)
+    if check is not None:  # what `torchcheck run` watches for the same pitfall
+        print(f"\n## At run time\n{check.observed()}")
     return 0

@@ -1,4 +1,4 @@
-"""``torchcheck rules``: every rule as a table of code, name, severity, tier, fix and summary that fits
+"""``torchcheck rules``: every rule (and runtime-only check of ``torchcheck run``, tier ``runtime``) as a table of code, name, severity, tier, fix and summary that fits
 in 100 columns, or, with ``--format json``, every field in full (and the address of its docs page).
 """
 
@@ -24,6 +24,8 @@ def _tier(rule) -> str:
         return "removed"
     if rule.CODE in registry.BUILTINS:
         return "builtin"
+    if rule.CODE in registry.runtime_only_codes():
+        return "runtime"  # torchcheck run's own: no lint rule
     if rule.CODE in registry.CERTAIN_CORE:
         return "core"  # a preview rule whose certain findings run by default
     return "preview" if registry.is_preview(rule.CODE) else "default"
@@ -34,7 +36,8 @@ def _cut(text: str, width: int) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    entries = [*registry.BUILTINS.values(), *registry.all_rules().values()]
+    entries = [*registry.BUILTINS.values(), *registry.all_rules().values(),
+               *(registry.runtime_check(c) for c in registry.runtime_only_codes())]
     if args.format == "json":
         json.dump([{"code": r.CODE, "name": r.NAME, "summary": r.summary(), "severity": r.SEVERITY,
                     "preview": registry.is_preview(r.CODE), "certain_core": r.CODE in registry.CERTAIN_CORE,

@@ -27,6 +27,28 @@ class Check:
     CODE = ""
     NAME = ""
     SEVERITY = "warning"
+    # A runtime-only check (a TRN9xx code, no lint rule) documents itself as a rule does: a one-line
+    # summary and a page ("## What it does", "## Why is this bad?", "## Example"). A check that shares
+    # a rule's code has the rule's; its docstring becomes the "At run time" section of the rule's page.
+    SUMMARY = ""
+    DOC = ""
+
+    @classmethod
+    def summary(cls) -> str:
+        return cls.SUMMARY
+
+    @classmethod
+    def documentation(cls) -> str:
+        import textwrap
+
+        return textwrap.dedent(cls.DOC).strip()
+
+    @classmethod
+    def observed(cls) -> str:
+        """What the check watches and when it reports: its docstring."""
+        import textwrap
+
+        return textwrap.dedent(cls.__doc__ or "").strip()
 
     def __init__(self) -> None:
         self.findings: list[Finding] = []

@@ -8,10 +8,6 @@ one new file.
 
 from __future__ import annotations
 
-import importlib
-import os
-import re
-
 from pytest_torchcheck.watch.check import Check
 from pytest_torchcheck.watch.events import Events, StopProgram
 
@@ -21,21 +17,12 @@ if TYPE_CHECKING:
 
     from lint_rules.diagnostics import Finding
 
-_CHECK_MODULE = re.compile(r"(trn\d{3})_\w+\.py")
-_CHECKS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "checks")
-
 
 def check_modules() -> dict[str, str]:
     """Each check's code and module name, read from the folder (``trn101_x.py`` -> TRN101)."""
-    found: dict[str, str] = {}
-    for entry in sorted(os.listdir(_CHECKS_DIR)):
-        m = _CHECK_MODULE.fullmatch(entry)
-        if m:
-            code = m.group(1).upper()
-            if code in found:
-                raise RuntimeError(f"two runtime checks for {code}: {found[code]} and {entry[:-3]}")
-            found[code] = entry[:-3]
-    return found
+    from lint_rules.registry import runtime_check_modules
+
+    return runtime_check_modules()
 
 
 def codes() -> list[str]:
@@ -44,13 +31,12 @@ def codes() -> list[str]:
 
 
 def check_class(code: str) -> type[Check]:
-    module = importlib.import_module(f"pytest_torchcheck.watch.checks.{check_modules()[code]}")
-    classes = [obj for obj in vars(module).values()
-               if isinstance(obj, type) and issubclass(obj, Check) and obj is not Check
-               and obj.__module__ == module.__name__]
-    if len(classes) != 1 or classes[0].CODE != code:
-        raise RuntimeError(f"{module.__name__} must define one Check subclass with CODE = {code!r}")
-    return classes[0]
+    from lint_rules.registry import runtime_check
+
+    found = runtime_check(code)
+    if found is None:
+        raise KeyError(f"no runtime check {code}")
+    return found
 
 
 class StepLimitReached(StopProgram):
