@@ -32,6 +32,9 @@ class Check:
     # a rule's code has the rule's; its docstring becomes the "At run time" section of the rule's page.
     SUMMARY = ""
     DOC = ""
+    # False for a check whose cost is too high to run unasked (a scan of every output): it runs only
+    # when selected by code or prefix (``--select TRN904``); the cost of each is in benchmarks/README.md.
+    DEFAULT = True
 
     @classmethod
     def summary(cls) -> str:

@@ -30,6 +30,11 @@ def codes() -> list[str]:
     return sorted(check_modules())
 
 
+def default_codes() -> list[str]:
+    """The codes of the checks that run when none is selected: all but the opt-in ones (``DEFAULT = False``)."""
+    return [code for code in codes() if check_class(code).DEFAULT]
+
+
 def check_class(code: str) -> type[Check]:
     from lint_rules.registry import runtime_check
 
@@ -44,12 +49,13 @@ class StepLimitReached(StopProgram):
 
 
 class Watcher:
-    """Runs the checks whose codes are ``selected`` while its ``with`` block runs."""
+    """Runs the checks whose codes are ``selected`` (default: :func:`default_codes`) while its ``with``
+    block runs."""
 
     def __init__(self, selected: Iterable[str] | None = None, *, max_steps: int | None = None) -> None:
         from pytest_torchcheck.watch.sites import Sites
 
-        chosen = codes() if selected is None else sorted(set(selected) & set(codes()))
+        chosen = default_codes() if selected is None else sorted(set(selected) & set(codes()))
         self.checks: list[Check] = [check_class(code)() for code in chosen]
         self.max_steps = max_steps
         self.events = Events(Sites())
