@@ -1,18 +1,16 @@
-"""Each runtime check of ``torchcheck run`` (pytest_torchcheck/watch/checks/), run as a subprocess on a
-small buggy program and on its fixed twin: the bug is reported at the user's line with the linter's code,
+"""The first runtime checks of ``torchcheck run`` (pytest_torchcheck/watch/checks/), run in process (as
+the command runs a program: tests/plugin/watch_helpers.py) on a small buggy program and on its fixed twin: the bug is reported at the user's line with the linter's code,
 the twin runs clean. Near misses (correct programs that look like the bugs) run clean too."""
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
+from tests.plugin.watch_helpers import Watched, line_of, watch_program
 from tests.test_fixtures import bug_lines, expected_codes
 
 REPO = Path(__file__).resolve().parents[2]
@@ -25,23 +23,9 @@ x, y = torch.randn(16, 4), torch.randn(16, 2)
 """
 
 
-def run_watch(tmp_path: Path, source: str, *options: str, name: str = "train.py") -> subprocess.CompletedProcess:
-    (tmp_path / name).write_text(textwrap.dedent(source))
-    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
-    return subprocess.run([sys.executable, "-m", "lint_rules", "run", "--format", "json", "--output-file",
-                           "report.json", *options, name], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=120, env=env)
-
-
-def findings(tmp_path: Path) -> list[dict]:
-    return json.loads((tmp_path / "report.json").read_text())
-
-
-def line_of(source: str, marker: str) -> int:
-    """The 1-based line of the only line of ``source`` that contains ``marker``."""
-    lines = [i for i, text in enumerate(textwrap.dedent(source).splitlines(), 1) if marker in text]
-    assert len(lines) == 1, (marker, lines)
-    return lines[0]
+def run_watch(tmp_path: Path, source: str, **kwargs) -> Watched:
+    """The program run under every check, in this process (as ``torchcheck run train.py`` runs it)."""
+    return watch_program(tmp_path, source, **kwargs)
 
 
 # code, the buggy program (the line to report carries "# <-"), its fixed twin, words the message must have
@@ -124,23 +108,23 @@ for step in range(4):
 @pytest.mark.parametrize("code", sorted(CASES))
 def test_the_bug_is_reported_at_the_users_line_with_the_linters_code(tmp_path: Path, code: str) -> None:
     buggy, _, words = CASES[code]
-    r = run_watch(tmp_path, buggy)
-    assert r.returncode == 1, r.stderr
-    [finding] = findings(tmp_path)
-    assert (finding["code"], finding["path"], finding["line"]) == (code, "train.py", line_of(buggy, "# <-"))
-    text = textwrap.dedent(buggy).splitlines()[finding["line"] - 1]
+    r = run_watch(tmp_path, buggy, select=[code])
+    assert (r.code, r.errors) == (0, [])
+    [finding] = r.findings
+    assert (finding.code, finding.path, finding.line) == (code, "train.py", line_of(buggy, "# <-"))
+    text = textwrap.dedent(buggy).splitlines()[finding.line - 1]
     call = "torch.optim.Adam(" if code == "TRN203" else text.strip()[:8]
-    assert finding["column"] == text.index(call) + 1  # where the user's call starts, not torch's
-    assert finding["confidence"] == "certain"
+    assert finding.column == text.index(call) + 1  # where the user's call starts, not torch's
+    assert finding.confidence == "certain"
     for word in words:
-        assert word in finding["message"]
+        assert word in finding.message
 
 
 @pytest.mark.parametrize("code", sorted(CASES))
 def test_the_fixed_twin_runs_clean(tmp_path: Path, code: str) -> None:
     _, fixed, _ = CASES[code]
     r = run_watch(tmp_path, fixed)
-    assert (r.returncode, findings(tmp_path)) == (0, []), r.stderr
+    assert (r.code, r.findings, r.errors) == (0, [], [])
 
 
 NEAR_MISSES = HEAD + """\
@@ -219,48 +203,52 @@ print("near misses done")
 """
 
 
-def test_near_misses_run_clean(tmp_path: Path) -> None:
-    r = run_watch(tmp_path, NEAR_MISSES)
-    assert (r.returncode, findings(tmp_path)) == (0, []), r.stderr
-    assert "near misses done" in r.stdout
+def test_near_misses_run_clean(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    r = run_watch(tmp_path, NEAR_MISSES, select=sorted(CASES))
+    assert (r.code, r.findings, r.errors) == (0, [], [])
+    assert "near misses done" in capsys.readouterr().out
 
 
 def test_a_bug_inside_a_helper_of_another_file_is_reported_in_that_file(tmp_path: Path) -> None:
     # The user's innermost frame: the helper's zero_grad() line in trainlib.py, not torch's and not the caller's.
-    (tmp_path / "trainlib.py").write_text(textwrap.dedent("""\
-        def train_step(model, opt, loss_fn, x, y):
-            loss = loss_fn(model(x), y)
-            loss.backward()
-            opt.zero_grad()
-            opt.step()
-        """))
     r = run_watch(tmp_path, HEAD + """\
 from trainlib import train_step
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 for step in range(3):
     train_step(model, opt, torch.nn.functional.mse_loss, x, y)
-""")
-    assert r.returncode == 1, r.stderr
-    assert [(f["code"], f["path"], f["line"], f["column"]) for f in findings(tmp_path)] == [
-        ("TRN101", "trainlib.py", 4, 5)]
+""", files={"trainlib.py": """\
+        def train_step(model, opt, loss_fn, x, y):
+            loss = loss_fn(model(x), y)
+            loss.backward()
+            opt.zero_grad()
+            opt.step()
+        """})
+    assert r.code == 0
+    assert [(f.code, f.path, f.line, f.column) for f in r.findings] == [("TRN101", "trainlib.py", 4, 5)]
 
 
 def test_each_check_reports_a_call_site_once(tmp_path: Path) -> None:
     buggy = CASES["TRN102"][0].replace("range(4)", "range(12)")
-    r = run_watch(tmp_path, buggy)
-    assert r.returncode == 1
-    assert [f["code"] for f in findings(tmp_path)] == ["TRN102"]
+    r = run_watch(tmp_path, buggy, select=sorted(CASES))
+    assert [f.code for f in r.findings] == ["TRN102"]
 
 
 def test_checks_use_the_linters_codes_names_and_severities() -> None:
-    sys.path.insert(0, str(REPO))
     from lint_rules import registry
     from pytest_torchcheck.watch.watcher import check_class, codes
 
-    assert codes() == sorted(CASES)
+    assert set(CASES) <= set(codes())
     for code in codes():
-        check, rule = check_class(code), registry.lookup(code)
-        assert (check.NAME, check.SEVERITY) == (rule.NAME, rule.SEVERITY), code
+        check = check_class(code)
+        if code in registry.rule_codes():  # the rule's pitfall, watched
+            rule = registry.lookup(code)
+            assert (check.NAME, check.SEVERITY) == (rule.NAME, rule.SEVERITY), code
+            assert not check.SUMMARY and not check.DOC, f"{code}: the rule's page documents it"
+        else:  # a runtime-only code: documented as a rule is
+            assert code.startswith("TRN9") and check.NAME and check.SUMMARY, code
+            assert "## What it does" in check.documentation() and "## Example" in check.documentation(), code
+            assert check.NAME not in {r.NAME for r in registry.all_rules().values()}, code
+        assert check.observed().startswith("Observed"), code
 
 
 def test_an_optimizer_rebuilt_every_epoch_while_training_goes_on_is_reported(tmp_path: Path) -> None:
@@ -272,13 +260,12 @@ for epoch in range(4):
         torch.nn.functional.mse_loss(model(x[i::5]), y[i::5]).backward()
         opt.step()
 """
-    r = run_watch(tmp_path, source)
-    assert r.returncode == 1, r.stderr
-    [finding] = findings(tmp_path)
-    assert (finding["code"], finding["line"]) == ("TRN203", line_of(source, "# <-"))
-    assert "SGD constructed here 3 times" in finding["message"]
-    assert "each earlier one took 5 steps" in finding["message"]
-    assert "(momentum_buffer)" in finding["message"]
+    r = run_watch(tmp_path, source, select=["TRN203"])
+    [finding] = r.findings
+    assert (finding.code, finding.line) == ("TRN203", line_of(source, "# <-"))
+    assert "SGD constructed here 3 times" in finding.message
+    assert "each earlier one took 5 steps" in finding.message
+    assert "(momentum_buffer)" in finding.message
 
 
 def test_an_optimizer_class_of_the_users_is_reported_where_it_is_built(tmp_path: Path) -> None:
@@ -303,11 +290,9 @@ for step in range(4):
     torch.nn.functional.mse_loss(model(x), y).backward()
     opt.step()
 """
-    r = run_watch(tmp_path, source)
-    assert r.returncode == 1, r.stderr
-    assert [(f["code"], f["line"], f["column"]) for f in findings(tmp_path)] == [
-        ("TRN203", line_of(source, "# <-"), 11)]
-    assert "Momentum constructed here 3 times" in findings(tmp_path)[0]["message"]
+    r = run_watch(tmp_path, source, select=["TRN203"])
+    assert [(f.code, f.line, f.column) for f in r.findings] == [("TRN203", line_of(source, "# <-"), 11)]
+    assert "Momentum constructed here 3 times" in r.findings[0].message
 
 
 # The buggy reference fixtures whose planted bug is one a runtime check watches for (their "Expected
@@ -323,10 +308,8 @@ def test_the_buggy_fixtures_with_a_watched_bug_are_the_expected_ones() -> None:
 
 @pytest.mark.parametrize("path", BUGGY_FIXTURES, ids=[p.name for p in BUGGY_FIXTURES])
 def test_a_buggy_fixture_is_caught_at_its_bug_line(tmp_path: Path, path: Path) -> None:
-    r = subprocess.run([sys.executable, "-m", "lint_rules", "run", "--format", "json", "--output-file",
-                        str(tmp_path / "report.json"), str(path)], cwd=REPO, capture_output=True, text=True,
-                       timeout=300, env={**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"})
-    got = {(f["code"], f["line"]) for f in findings(tmp_path)}
+    r = run_watch(tmp_path, path.read_text(encoding="utf-8"), select=sorted(CASES), name=path.name)
+    got = {(f.code, f.line) for f in r.findings}
     lines = bug_lines(path.read_text(encoding="utf-8"))
-    assert got and {code for code, _ in got} == expected_codes(path) & set(CASES), (got, r.stderr[-2000:])
+    assert got and {code for code, _ in got} == expected_codes(path) & set(CASES), got
     assert {line for _, line in got} <= lines, (got, lines)
