@@ -111,7 +111,7 @@ def _lint_source(source: str, path: str, codes: Iterable[str] | None, project: P
     rule_classes = registry.active_rules()
     enabled = [rule_classes[c] for c in sorted(codes) if c in rule_classes]
     # A rule whose trigger words the file never mentions cannot report here (Rule.REQUIRES).
-    selected = _applicable(enabled, source)
+    selected = _applicable(enabled, source, facts)
     model = FileModel(module, _interesting(selected))
     model.project = project or ProjectInfo()
     model.project_facts = facts
@@ -125,11 +125,23 @@ def _lint_source(source: str, path: str, codes: Iterable[str] | None, project: P
         model.dispose()
 
 
-def _applicable(enabled: list[type[Rule]], source: str) -> tuple[type[Rule], ...]:
+def _applicable(enabled: list[type[Rule]], source: str, facts=None) -> tuple[type[Rule], ...]:
     """The rules that can report in ``source`` (``Rule.applies_to``), each trigger word searched
-    for once although several rules share it."""
+    for once although several rules share it. A rule whose words the file lacks still runs when
+    another file of the project passes this file's functions a module of a class with one of its
+    words in the name (``nn.CrossEntropyLoss()`` given to ``train(..., criterion)``)."""
     seen: dict[str, bool] = {}
-    return tuple(rc for rc in enabled if rc.applies_to(source, seen))
+    passed: str | None = None
+    out = []
+    for rc in enabled:
+        if rc.applies_to(source, seen):
+            out.append(rc)
+        elif facts is not None and rc.REQUIRES:
+            if passed is None:
+                passed = " ".join(sorted(facts.passed_classes()))
+            if passed and rc.applies_to(passed):
+                out.append(rc)
+    return tuple(out)
 
 
 @functools.lru_cache(maxsize=64)

@@ -22,9 +22,14 @@ from lint_rules.analysis.provenance import Provenance
 from lint_rules.analysis.summary import record_import, record_import_from
 
 if TYPE_CHECKING:
+    from typing import Callable
+
     from lint_rules.analysis.model import FileModel
 
 _MAX_DEPTH = 8  # re-exports and base classes followed across files, at most
+
+
+MODE, CLASS, OUTPUT = 0, 1, 2  # the facts of a module argument of a summarised call (call_facts)
 
 
 class ProjectFacts:
@@ -95,6 +100,15 @@ class ProjectFacts:
             return None
         return self._is_module(found[1], found[2], found[3], 0)
 
+    def class_mode_dependent(self, model: "FileModel", expr: cst.CSTNode) -> bool | None:
+        """Whether the project class that ``expr`` names behaves differently in train and eval mode
+        (:meth:`~lint_rules.analysis.modules.ModuleFacts.class_mode_dependent`, read from its file's
+        summary); None when unknown or not a project class."""
+        found = self._resolve_local(model, expr)
+        if found is None or found[0] != "class":
+            return None
+        return found[3].get("mode")
+
     def returns_sampled_loader(self, model: "FileModel", expr: cst.CSTNode) -> bool:
         """True when ``expr`` names a function of another project file that returns a DataLoader fed
         by a shuffling DistributedSampler (``build_loader()`` in ``data.py``)."""
@@ -139,21 +153,44 @@ class ProjectFacts:
         call the function, a caller is not a script (no ``if __name__ == "__main__":``; a
         library that calls it has callers of its own), or the project is too large to read."""
         found = self._calls_of(fn_name)
-        return None if found is None else [(args, kwargs) for args, kwargs, _ in found]
+        return None if found is None else [(args, kwargs) for args, kwargs, _, _ in found]
+
+    def call_facts(self, which: int) -> Callable[[str], list[tuple[list, dict]] | None]:
+        """For :func:`~lint_rules.analysis.kinds.agreed_at_call_sites`: given a top-level function of
+        this file, one fact of each module argument of every call of it in the project's other files
+        (``MODE``: mode-dependent, ``CLASS``: the torch class that built it, ``OUTPUT``: what calling
+        it returns), as positional and keyword answers per call; None as for :meth:`call_kinds`."""
+        def answers(fn_name: str) -> list[tuple[list, dict]] | None:
+            found = self._calls_of(fn_name)
+            if found is None:
+                return None
+            return [([f[which] if f is not None else None for f in fargs],
+                     {k: f[which] if f is not None else None for k, f in fkwargs.items()})
+                    for _, _, _, (fargs, fkwargs) in found]
+        return answers
 
     def caller_contexts(self, fn_name: str) -> list[set[str]] | None:
         """What holds at every call, in the project's other files, of the top-level function
         ``fn_name`` of this file: a set per call, with ``"no_grad"`` (grad is off there) and
         ``"eval"`` (the caller set a model to eval mode before it); None as for :meth:`call_kinds`."""
         found = self._calls_of(fn_name)
-        return None if found is None else [set(context) for _, _, context in found]
+        return None if found is None else [set(context) for _, _, context, _ in found]
 
-    def _calls_of(self, fn_name: str) -> list[tuple[list, dict, list]] | None:
+    def passed_classes(self) -> set[str]:
+        """The torch classes of the modules that the project's other files pass to this file's top-level
+        functions (``train(model, loader, nn.CrossEntropyLoss(), opt)`` in ``main.py``): a rule whose
+        trigger words this file lacks still runs when a caller passes what it looks for."""
+        found = self._calls_of(None)
+        return {f[CLASS] for _, _, _, (fargs, fkwargs) in found or ()
+                for f in (*fargs, *fkwargs.values()) if f is not None and f[CLASS] is not None}
+
+    def _calls_of(self, fn_name: str | None) -> list[tuple[list, dict, list, tuple[list, dict]]] | None:
         if fn_name not in self._call_kinds:
             self._call_kinds[fn_name] = self._find_call_kinds(fn_name)
         return self._call_kinds[fn_name]
 
-    def _find_call_kinds(self, fn_name: str) -> list[tuple[list, dict, list]] | None:
+    def _find_call_kinds(self, fn_name: str | None) -> list[tuple[list, dict, list, tuple[list, dict]]] | None:
+        """The calls of ``fn_name`` (any top-level function of this file when None) in its importers."""
         importers = self.index.importers(self.path)
         if importers is None:
             self._deps[("importers", self.path)] = (None,)
@@ -161,29 +198,48 @@ class ProjectFacts:
         self._deps[("importers", self.path)] = (list(importers),)
         if len(importers) > MAX_CALLER_FILES:
             return None  # a module imported from many files is a library module: no parse of them all
-        needle = fn_name.encode()
+        needle = fn_name.encode() if fn_name is not None else None
         texts = self._texts
         for f in importers:
             if f not in texts:
                 texts[f] = _read(f)
-        callers = [(f, data) for f in importers if (data := texts[f]) is not None and _names(data, needle)]
+        callers = [(f, data) for f in importers
+                   if (data := texts[f]) is not None and (needle is None or _names(data, needle))]
         if len(callers) > MAX_CALLER_FILES or not all(_SCRIPT.search(data) for _, data in callers):
             # Only scripts' calls are read: a library module that calls it has callers of its own,
             # and summarising it would parse much of the project for one parameter.
             return None
-        out: list[tuple[list, dict, list]] = []
+        out: list[tuple[list, dict, list, tuple[list, dict]]] = []
         for caller, _ in callers:
             held = self._summary(caller)
             if held is None:
                 continue
-            for head, rest, args, kwargs, context in held.get("calls", ()):
+            for head, rest, args, kwargs, context, fact_args, fact_kwargs in held.get("calls", ()):
                 ref = held["imports"].get(head)
                 if ref is None:
                     continue
                 found = self._follow(caller, ref, list(rest), 0)
-                if found is not None and found[0] == "function" and found[1] == self.path and found[2] == fn_name:
-                    out.append((args, kwargs, context))
+                if found is not None and found[0] == "function" and found[1] == self.path \
+                        and (fn_name is None or found[2] == fn_name):
+                    facts = ([self._resolved(caller, held, f) for f in fact_args],
+                             {k: self._resolved(caller, held, f) for k, f in fact_kwargs.items()})
+                    out.append((args, kwargs, context, facts))
         return out
+
+    def _resolved(self, path: str, held: dict, facts: list | None) -> list | None:
+        """A summarised argument's [mode, class, output], a class imported by the caller looked up in
+        its own file's summary: its mode dependence and output (a torch class's name is kept)."""
+        if facts is None:
+            return None
+        mode, cls, output = facts
+        if cls is None or cls.startswith("torch."):
+            return facts
+        head, *rest = cls.split(".")
+        ref = held["imports"].get(head)
+        found = self._follow(path, ref, rest, 0) if ref is not None else None
+        if found is None or found[0] != "class":
+            return [mode, None, output]
+        return [found[3].get("mode") if mode is None else mode, None, output or found[3].get("output")]
 
     # --------------------------------------------------------- resolving
     def _resolve_local(self, model: "FileModel", expr: cst.CSTNode):

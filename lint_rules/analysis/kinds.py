@@ -21,6 +21,8 @@ from lint_rules.analysis.scopes import (ASSIGN, CLASS, DEF, FOR, PARAM, WITH, bi
                                        dotted, is_none, is_true, keyword_arg)
 
 if TYPE_CHECKING:
+    from typing import Any, Callable
+
     from lint_rules.analysis.scopes import ScopeModel as FileModel
 
 OPTIMIZER = "optimizer"
@@ -191,41 +193,63 @@ def _binding_kind(model: "FileModel", b, depth: int, expr: cst.CSTNode) -> str |
 
 
 def _call_site_kind(model: "FileModel", param: cst.Param, fn: cst.FunctionDef, depth: int) -> str | None:
-    """The kind every call of ``fn`` in this file passes for ``param``, when they all agree.
+    """The kind every call of ``fn`` passes for ``param``, when they all agree.
 
     ``train(model, loader, criterion, optimizer)`` called from ``main()`` with a model, a
     loader, a loss module and an optimizer gives each parameter that kind. A call that
     passes something of unknown kind, or nothing (the parameter keeps no default here),
     leaves the parameter unknown; so does a function this file never calls.
     """
+    if depth >= 6:
+        return None
+    project = getattr(model, "project_facts", None)
+    return agreed_at_call_sites(model, param, fn, lambda arg: kind_of(model, arg, depth + 1),
+                                project.call_kinds if project is not None else None)
+
+
+def agreed_at_call_sites(model: "FileModel", param: cst.Param, fn: cst.FunctionDef,
+                         of_argument: Callable[[cst.CSTNode], Any],
+                         remote: Callable[[str], list[tuple[list, dict]] | None] | None) -> Any:
+    """What every call of ``fn`` in the project says of the argument it passes for ``param``, when
+    they all agree and none says None: the one answer to "what does this parameter hold?", for any
+    fact of a value (its kind, whether the module it holds depends on the train/eval mode).
+
+    ``of_argument(expr)`` answers for an argument of a call in this file; ``remote(fn_name)`` gives,
+    for a top-level function, the summarised answers of the calls in the project's other files (a
+    list of positional answers and keyword answers per call, None when they cannot be known:
+    :meth:`~lint_rules.analysis.cross_file.ProjectFacts.call_kinds`). A call that passes nothing
+    for the parameter, a function called from more than :data:`_MAX_CALL_SITES` places (a
+    utility) or never called, leaves it unknown (None).
+    """
     name = param.name.value
-    if name in ("self", "cls") or depth >= 6:
+    if name in ("self", "cls"):
         return None
     sites = model.call_sites(fn)
     if len(sites) > _MAX_CALL_SITES:
         return None
-    found: set[str | None] = set()
+    found: list = []
     for call in sites:
         if model.is_inside(call, fn):
             continue  # a recursive call passes what the function already has
         arg = bind_arguments(call, fn).get(name)
-        found.add(kind_of(model, arg, depth + 1) if arg is not None else None)
-        if None in found or len(found) > 1:
+        answer = of_argument(arg) if arg is not None else None
+        if answer is None or (found and answer != found[0]):
             return None
-    project = getattr(model, "project_facts", None)
-    if project is not None and model.parent(fn) is model.module:
-        remote = project.call_kinds(fn.name.value)
-        if remote is None:
+        found.append(answer)
+    if remote is not None and model.parent(fn) is model.module:
+        calls = remote(fn.name.value)
+        if calls is None:
             return None
-        for args, kwargs in remote:
-            found.add(_passed_kind(fn, param, args, kwargs))
-            if None in found or len(found) > 1:
+        for args, kwargs in calls:
+            answer = _passed_kind(fn, param, args, kwargs)
+            if answer is None or (found and answer != found[0]):
                 return None
-    return found.pop() if len(found) == 1 else None
+            found.append(answer)
+    return found[0] if found else None
 
 
-def _passed_kind(fn: cst.FunctionDef, param: cst.Param, args: list, kwargs: dict) -> str | None:
-    """The kind a summarised call (positional and keyword kinds) passes for ``param``."""
+def _passed_kind(fn: cst.FunctionDef, param: cst.Param, args: list, kwargs: dict) -> Any:
+    """What a summarised call (positional and keyword answers) passes for ``param``."""
     name = param.name.value
     positional = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
     if name in positional:

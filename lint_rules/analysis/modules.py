@@ -44,6 +44,10 @@ _UNKNOWN_MODULE_BASE = re.compile(r"Module$")
 # torch.nn layers whose forward depends on train/eval mode.
 _MODE_DEPENDENT = re.compile(r"Dropout|BatchNorm|InstanceNorm|RNN|LSTM|GRU|Transformer|MultiheadAttention|RReLU")
 _SAME_MODULE_METHODS = frozenset({"to", "cuda", "cpu", "float", "half", "double", "eval", "train"})
+# Wrappers whose forward is the wrapped module's: as mode-dependent as it.
+_WRAPPERS = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
+                       "torch.nn.parallel.DistributedDataParallel",
+                       "torch.nn.parallel.distributed.DistributedDataParallel"})
 # Names that kinds.name_hint() takes for a model but that hold something about one.
 _NOT_A_MODULE_NAME = re.compile(
     r"state|dict|path|file|name|dir|cfg|config|ckpt|checkpoint|weight|param|args|kwargs|type|cls|"
@@ -126,6 +130,9 @@ class ModuleFacts:
         model = self.model
         if isinstance(expr, cst.Call):
             q = model.qualified_name(expr.func)
+            if q in _WRAPPERS:
+                wrapped = expr.args[0].value if expr.args and expr.args[0].keyword is None else None
+                return self.mode_dependent(wrapped, _depth + 1) if wrapped is not None else None
             if q is not None and is_torch_module_class_name(q):
                 if _MODE_DEPENDENT.search(q):
                     return True
@@ -139,11 +146,73 @@ class ModuleFacts:
                 bindings = model.bindings_of(expr.func)
                 if bindings and len(bindings) == 1 and bindings[0].kind == CLASS:
                     return self.class_mode_dependent(bindings[0].value, _depth + 1)
+            project = getattr(model, "project_facts", None)
+            if project is not None and isinstance(expr.func, (cst.Name, cst.Attribute)):
+                return project.class_mode_dependent(model, expr.func)  # a class of another project file
             return None
         if isinstance(expr, (cst.Name, cst.Attribute)):
             bindings = model.bindings_of(expr)
             if bindings and all(b.kind == ASSIGN and b.value is not None for b in bindings):
                 return _combine([self.mode_dependent(b.value, _depth + 1) for b in bindings])
+            if bindings and len(bindings) == 1 and bindings[0].kind == PARAM \
+                    and isinstance(bindings[0].node, cst.Param) and isinstance(bindings[0].value, cst.FunctionDef):
+                # evaluate(model, loader): what every caller in the project passes, when they agree
+                from lint_rules.analysis.cross_file import MODE
+                from lint_rules.analysis.kinds import agreed_at_call_sites
+
+                project = getattr(model, "project_facts", None)
+                return agreed_at_call_sites(model, bindings[0].node, bindings[0].value,
+                                            lambda arg: self.mode_dependent(arg, _depth + 1),
+                                            project.call_facts(MODE) if project is not None else None)
+        return None
+
+    def imported_class(self, expr: cst.CSTNode, _seen: frozenset = frozenset()) -> str | None:
+        """The dotted name, as this file spells it, of the imported class that built the module
+        ``expr`` holds (``net = Classifier(...)``; ``nn.DataParallel(net)`` and ``net.to(device)`` are
+        its module's), when it is a name imported from another module; None otherwise or when the
+        bindings of a name disagree. A summary records it so that a file which imports this one can
+        look the class up (the class's own summary says the rest)."""
+        if len(_seen) > 6:
+            return None
+        model = self.model
+        if isinstance(expr, cst.Call):
+            if model.qualified_name(expr.func) in _WRAPPERS:
+                wrapped = expr.args[0].value if expr.args and expr.args[0].keyword is None else None
+                return self.imported_class(wrapped, _seen) if wrapped is not None else None
+            if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _SAME_MODULE_METHODS:
+                return self.imported_class(expr.func.value, _seen)
+            head = expr.func
+            while isinstance(head, cst.Attribute):
+                head = head.value
+            bindings = model.bindings_of(head) if isinstance(head, cst.Name) else None
+            if bindings and len(bindings) == 1 and isinstance(bindings[0].node, (cst.Import, cst.ImportFrom)) \
+                    and not (model.qualified_name(expr.func) or "torch.").startswith("torch."):
+                return dotted(expr.func)
+            return None
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            bindings = model.bindings_of(expr)
+            if not bindings or not all(b.kind == ASSIGN and b.value is not None for b in bindings):
+                return None
+            # net = Classifier(); net = nn.DataParallel(net): a binding that leads back to the same
+            # name is the same module, wrapped or moved
+            answers = {self.imported_class(b.value, _seen | {id(b)}) for b in bindings if id(b) not in _seen}
+            return answers.pop() if len(answers) == 1 else None
+        return None
+
+    def torch_class(self, expr: cst.CSTNode, _depth: int = 0) -> str | None:
+        """The qualified name of the torch module class that built ``expr`` (``nn.CrossEntropyLoss()``,
+        or a variable every binding of which is one), or None."""
+        if _depth > 6:
+            return None
+        model = self.model
+        if isinstance(expr, cst.Call) and isinstance(expr.func, (cst.Name, cst.Attribute)):
+            q = model.qualified_name(expr.func)
+            return q if q is not None and is_torch_module_class_name(q) else None
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            bindings = model.bindings_of(expr)
+            if bindings and all(b.kind == ASSIGN and b.value is not None for b in bindings):
+                answers = {self.torch_class(b.value, _depth + 1) for b in bindings}
+                return answers.pop() if len(answers) == 1 else None
         return None
 
     def class_mode_dependent(self, classdef: cst.ClassDef, _depth: int = 0) -> bool | None:

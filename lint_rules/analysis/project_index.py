@@ -29,7 +29,7 @@ from lint_rules.files import read_regular
 _ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
 
-SUMMARY_VERSION = 7  # bump when the shape or meaning of a summary changes
+SUMMARY_VERSION = 8  # bump when the shape or meaning of a summary changes
 SUMMARY_KEYS = frozenset({"classes", "functions", "instances", "imports", "stepping", "calls", "no_grad",
                           "sampled_loaders"})
 
@@ -287,8 +287,9 @@ def well_formed(found: object) -> bool:
     classes, functions, instances, imports, stepping = (found[k] for k in
                                                         ("classes", "functions", "instances", "imports", "stepping"))
     return isinstance(classes, dict) and all(
-        isinstance(c, dict) and set(c) == {"bases", "module", "forward", "output", "registers"}
+        isinstance(c, dict) and set(c) == {"bases", "module", "forward", "output", "mode", "registers"}
         and _strings(c["bases"]) and isinstance(c["module"], bool) and isinstance(c["forward"], bool)
+        and c["mode"] in (True, False, None)
         and isinstance(c["output"], _OPTIONAL_STR) and (c["registers"] is None or _strings(c["registers"]))
         for c in classes.values()) \
         and isinstance(functions, dict) and all(isinstance(v, _OPTIONAL_STR) for v in functions.values()) \
@@ -301,13 +302,22 @@ def well_formed(found: object) -> bool:
 
 
 def _calls(value: object) -> bool:
-    """``[[head, [attribute...], [kind or None...], {keyword: kind or None}, [context...]], ...]``."""
+    """``[[head, [attribute...], [kind or None...], {keyword: kind or None}, [context...],
+    [module facts or None...], {keyword: module facts or None}], ...]``."""
     return type(value) is list and all(
-        type(c) is list and len(c) == 5 and isinstance(c[0], str) and _strings(c[1])
+        type(c) is list and len(c) == 7 and isinstance(c[0], str) and _strings(c[1])
         and type(c[2]) is list and all(isinstance(k, _OPTIONAL_STR) for k in c[2])
         and isinstance(c[3], dict) and all(isinstance(k, _OPTIONAL_STR) for k in c[3].values())
         and _strings(c[4])
+        and type(c[5]) is list and all(_module_facts(f) for f in c[5])
+        and isinstance(c[6], dict) and all(_module_facts(f) for f in c[6].values())
         for c in value)
+
+
+def _module_facts(value: object) -> bool:
+    """``None`` or ``[mode-dependent or None, class or None, output or None]`` (summary._imported_calls)."""
+    return value is None or (type(value) is list and len(value) == 3 and value[0] in (True, False, None)
+                             and isinstance(value[1], _OPTIONAL_STR) and isinstance(value[2], _OPTIONAL_STR))
 
 
 def _strings(value: object) -> bool:

@@ -189,6 +189,15 @@ class Provenance:
             # `def train(model: MyNet)`: the annotation names the class.
             classdef = self.local_class(b.node.annotation.annotation)
             return self._class_output(classdef, depth) if classdef is not None else None
+        if b.kind == PARAM and isinstance(b.node, cst.Param) and isinstance(b.value, cst.FunctionDef):
+            # train(net, ...): what every caller in the project passes, when they agree
+            from lint_rules.analysis.cross_file import OUTPUT
+            from lint_rules.analysis.kinds import agreed_at_call_sites
+
+            project = getattr(self.model, "project_facts", None)
+            return agreed_at_call_sites(self.model, b.node, b.value,
+                                        lambda arg: self.of_module(arg, arg, depth + 1),
+                                        project.call_facts(OUTPUT) if project is not None else None)
         return None
 
     def local_class(self, expr: cst.CSTNode) -> cst.ClassDef | None:
@@ -426,7 +435,12 @@ class LossSinks:
             leaf = func.value
             if leaf not in self.criteria()[1]:
                 # also `from torch.nn.functional import cross_entropy as ce`
-                return model.qualified_name(func) in self.functions
+                if model.qualified_name(func) in self.functions:
+                    return True
+                bindings = reaching_bindings(model, func, call)
+                # def train(model, loader, criterion): criterion(out, y) with a loss every caller passes
+                return bool(bindings) and len(bindings) == 1 and bindings[0].kind == PARAM \
+                    and self._constructs_loss(func)
         elif isinstance(func, cst.Call):  # nn.CrossEntropyLoss()(input, target)
             return self._constructs_loss(func)
         else:
@@ -442,14 +456,32 @@ class LossSinks:
 
     def _constructs_loss(self, expr: cst.CSTNode | None, depth: int = 0) -> bool:
         if isinstance(expr, cst.Name) and depth == 0:
-            # `self.criterion = criterion` with `criterion=nn.CrossEntropyLoss()` as the default
+            # `self.criterion = criterion` with `criterion=nn.CrossEntropyLoss()` as the default,
+            # or given one by every caller in the project
             bindings = self.model.bindings_of(expr)
             return bool(bindings) and all(
-                b.kind == PARAM and isinstance(b.node, cst.Param) and self._constructs_loss(b.node.default, 1)
+                b.kind == PARAM and isinstance(b.node, cst.Param) and (
+                    self._constructs_loss(b.node.default, 1) or self._passed_loss(b))
                 or b.kind == ASSIGN and self._constructs_loss(b.value, 1)
                 for b in bindings)
         return isinstance(expr, cst.Call) and isinstance(expr.func, (cst.Name, cst.Attribute)) \
             and self.model.qualified_name(expr.func) in self.classes
+
+    def _passed_loss(self, b: "Binding") -> bool:
+        """Whether every call of the function whose parameter ``b`` binds passes one of the losses."""
+        if not isinstance(b.value, cst.FunctionDef):
+            return False
+        from lint_rules.analysis.cross_file import CLASS
+        from lint_rules.analysis.kinds import agreed_at_call_sites
+
+        project = getattr(self.model, "project_facts", None)
+        remote = project.call_facts(CLASS) if project is not None else None
+        return agreed_at_call_sites(
+            self.model, b.node, b.value, lambda arg: True if self._constructs_loss(arg, 1) else None,
+            (lambda fn: [([c in self.classes or None if c else None for c in a],
+                          {k: c in self.classes or None if c else None for k, c in kw.items()})
+                         for a, kw in found] if (found := remote(fn)) is not None else None)
+            if remote is not None else None) is True
 
     def criteria(self) -> tuple[set[str], set[str]]:
         """Spellings (and their last parts) of the variables assigned a loss module in the file."""

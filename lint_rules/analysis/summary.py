@@ -79,7 +79,7 @@ def summarise(model: FileModel, provenance: Provenance | None = None) -> dict:
                         if isinstance(t.target, cst.Name):
                             out["instances"][t.target.value] = prov.of_module(small.value, small)
     out["stepping"] = _stepping(model, [stmt for stmt in model.module.body if isinstance(stmt, cst.FunctionDef)])
-    out["calls"] = _imported_calls(model, out["imports"])
+    out["calls"] = _imported_calls(model, out["imports"], prov)
     out["no_grad"] = _no_grad_functions(model)
     out["sampled_loaders"] = _sampled_loaders(model)
     # Only what a module-level binding ends as counts; drop instances that are None to keep it small.
@@ -96,7 +96,7 @@ def _class(model: FileModel, prov: Provenance, node: cst.ClassDef) -> dict:
     fx = facts(model)
     registers = fx.registered_names(node, own=True)
     return {"bases": bases, "module": fx.is_module_class(node),
-            "forward": has_forward, "output": output,
+            "forward": has_forward, "output": output, "mode": fx.class_mode_dependent(node),
             "registers": sorted(registers) if registers is not None else None}
 
 
@@ -169,16 +169,17 @@ _LIBRARIES = frozenset(
     "apex deepspeed".split())
 
 
-def _imported_calls(model: FileModel, imports: dict) -> list[list]:
+def _imported_calls(model: FileModel, imports: dict, prov: Provenance) -> list[list]:
     """The calls of functions this file imports at module level, with the kind of each argument.
 
     ``from train import fit`` then ``fit(net, loader, nn.CrossEntropyLoss(), opt)`` gives
-    ``["fit", [], ["module", "loader", "criterion", "optimizer"], {}, []]``: the local name, the
-    attribute path after it (``engine.fit(...)`` after ``import engine``: ``["fit"]``), the
-    kinds of the positional arguments (``"*"`` for a starred one, None when unknown) and of
-    the keyword arguments (``"**"`` for a double-starred one), and what holds where the call
-    runs: ``"no_grad"`` (grad is off there) and ``"eval"`` (the caller's last mode call before
-    it is ``eval()``). Importers' kinds flow into the callee's parameters
+    ``["fit", [], ["module", "loader", "criterion", "optimizer"], {}, [], [[null, "Net", null], null,
+    [false, "torch.nn.CrossEntropyLoss", null], null], {}]``: the local name, the attribute path
+    after it (``engine.fit(...)`` after ``import engine``: ``["fit"]``), the kinds of the positional
+    arguments (``"*"`` for a starred one, None when unknown) and of the keyword arguments (``"**"``
+    for a double-starred one), what holds where the call runs: ``"no_grad"`` (grad is off there)
+    and ``"eval"`` (the caller's last mode call before it is ``eval()``), and the facts of each
+    module argument, positional and keyword (``module_facts`` below: mode dependence, class, output). Importers' kinds flow into the callee's parameters
     (:meth:`~lint_rules.analysis.cross_file.ProjectFacts.call_kinds`), their contexts tell an
     evaluation function whether its callers set the mode (``caller_contexts``).
     Calls of names imported from the standard library or from the common libraries of
@@ -188,8 +189,22 @@ def _imported_calls(model: FileModel, imports: dict) -> list[list]:
     if not imports:
         return out
     from lint_rules.analysis.evaluation import EVAL, FileFacts
+    from lint_rules.analysis.kinds import CRITERION, MODULE
+    from lint_rules.analysis.modules import facts
 
     modes = model.fact(FileFacts)
+    layers = facts(model)
+
+    def module_facts(expr: cst.CSTNode, kind: str | None) -> list | None:
+        """[mode-dependent, class, output] of a module argument: whether it behaves differently in
+        train and eval mode, the class that built it (a torch class's qualified name, or an imported
+        class as this file spells it, for the reader to look up in its file's summary), and what
+        calling it returns (``Provenance.of_module``); None for any other argument."""
+        if kind not in (MODULE, CRITERION):
+            return None
+        cls = layers.imported_class(expr) or layers.torch_class(expr)
+        return [layers.mode_dependent(expr), cls, prov.of_module(expr, expr)]
+
     for call in model.nodes(cst.Call):
         text = dotted(call.func)
         if text is None:
@@ -203,22 +218,28 @@ def _imported_calls(model: FileModel, imports: dict) -> list[list]:
             continue  # shadowed by a local name
         args: list[str | None] = []
         kwargs: dict[str, str | None] = {}
+        fact_args: list[list | None] = []
+        fact_kwargs: dict[str, list | None] = {}
         for arg in call.args:
             if arg.keyword is not None:
-                kwargs[arg.keyword.value] = model.kind_of(arg.value)
+                kind = kwargs[arg.keyword.value] = model.kind_of(arg.value)
+                fact_kwargs[arg.keyword.value] = module_facts(arg.value, kind)
             elif arg.star == "**":
                 kwargs["**"] = "**"
             elif arg.star:
                 args.append("*")
+                fact_args.append(None)
             else:
-                args.append(model.kind_of(arg.value))
+                kind = model.kind_of(arg.value)
+                args.append(kind)
+                fact_args.append(module_facts(arg.value, kind))
         context = []
         if model.in_no_grad(call):
             context.append("no_grad")
         last = modes.last_mode_before(call, model.enclosing_function(call))
         if last is not None and last[0] == EVAL:
             context.append("eval")
-        out.append([head, rest, args, kwargs, context])
+        out.append([head, rest, args, kwargs, context, fact_args, fact_kwargs])
         if len(out) >= _MAX_CALLS:
             break
     return out

@@ -392,7 +392,7 @@ def test_a_user_project_split_into_model_data_train_and_main() -> None:
     --preview all of them; the correct twin is clean with every rule on.
     """
     expected = marked(PROJECTS / "userproj")
-    assert len(expected) == 11
+    assert len(expected) == 14 and len({code for *_, code in expected}) == 13
     assert _all_rules(PROJECTS / "userproj", "--preview", "--select", "ALL") == expected
     # A plain lint reports every marked bug but those marked "preview" (only --preview finds them).
     preview_only = {m for m in expected if _preview_mark(PROJECTS / "userproj", m)}
@@ -446,3 +446,140 @@ def test_a_loader_built_in_another_file_carries_its_distributed_sampler(tmp_path
     assert r.returncode == 0, r.stdout + r.stderr
     found = [(f["code"], f["line"]) for f in json.loads(r.stdout)]
     assert found == [("TRN302", line) for line in expected]
+
+
+# Facts behind a parameter, across files: main.py builds the objects, another file's function receives
+# them as parameters of unknown kind. The names, the files and the call shapes vary; nothing tells the
+# linter what a parameter holds but its callers.
+PF_NETS = {
+    "probs": """\
+import torch.nn as nn
+import torch.nn.functional as F
+
+class {cls}(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(8, 8), nn.BatchNorm1d(8))
+        self.out = nn.Linear(8, 3)
+
+    def forward(self, x):
+        return F.softmax(self.out(self.body(x)), dim=-1)
+""",
+    "logits": """\
+import torch.nn as nn
+
+class {cls}(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.out = nn.Linear(8, 3)
+
+    def forward(self, x):
+        return self.out(x)
+""",
+}
+
+PF_ENGINE = """\
+import torch
+
+
+def {fit}(a, b, c, d):
+    for x, y in b:
+        d.zero_grad()
+        {loss_line}
+        l.backward()
+        d.step()
+
+
+def {score}(m, b):
+    hits = 0
+    with torch.no_grad():
+        for x, y in b:
+            hits += (m(x).argmax(1) == y).sum()
+    return hits
+"""
+
+PF_MAIN = """\
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+{imports}
+
+
+def main():
+    data = DataLoader(TensorDataset(torch.randn(64, 8), torch.randint(0, 3, (64,))), batch_size=8)
+    net = {ctor}
+    net = {wrap}
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    for epoch in range(3):
+        {fit_call}
+        print({score_call})
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def _project(tmp_path: Path, *, net: str, loss: str, cls: str = "Tagger", fit: str = "fit", score: str = "score",
+             loss_line: str = "l = c(a(x), y)", models: str = "nets", engine: str = "engine",
+             ctor: str = "{cls}()", wrap: str = "nn.DataParallel(net)", keyword: bool = False) -> Path:
+    (tmp_path / f"{models}.py").write_text(PF_NETS[net].format(cls=cls))
+    (tmp_path / f"{engine}.py").write_text(PF_ENGINE.format(fit=fit, score=score, loss_line=loss_line))
+    fit_call = (f"{fit}(net, data, d=opt, c={loss})" if keyword else f"{fit}(net, data, {loss}, opt)")
+    (tmp_path / "main.py").write_text(PF_MAIN.format(
+        imports=f"from {models} import {cls}\nfrom {engine} import {fit}, {score}",
+        ctor=ctor.format(cls=cls), wrap=wrap, fit_call=fit_call, score_call=f"{score}(net, data)"))
+    return tmp_path
+
+
+@pytest.mark.parametrize("variant", [
+    dict(),
+    dict(cls="Encoder", fit="run_epoch", score="validate", models="arch", engine="loops", keyword=True),
+    dict(wrap="net.to('cpu')", loss="torch.nn.CrossEntropyLoss()"),
+    dict(ctor="{cls}().float()", wrap="net"),
+])
+def test_a_model_and_a_loss_passed_from_main_reach_the_parameters_of_another_file(tmp_path: Path,
+                                                                                   variant: dict) -> None:
+    variant = {"loss": "nn.CrossEntropyLoss()", **variant}
+    root = _project(tmp_path, net="probs", **variant)
+    engine = variant.get("engine", "engine")
+    got = {(path, code) for path, _, code in _all_rules(root) if path != "main.py"}
+    # softmax output into the CrossEntropyLoss that main() passes; the model is mode-dependent (batch
+    # norm) and its evaluation helper never sets eval(), nor does any caller
+    assert got == {(f"{engine}.py", "TRN501"), (f"{engine}.py", "TRN602")}, got
+
+
+@pytest.mark.parametrize(("net", "loss", "variant"), [
+    ("logits", "nn.CrossEntropyLoss()", {}),  # the model returns logits: nothing to report
+    ("probs", "nn.NLLLoss()", {}),  # another loss: not TRN501's
+    ("probs", "nn.CrossEntropyLoss()", {"loss_line": "l = c(a(x).log(), y)"}),  # not the output itself
+])
+def test_parameter_facts_near_misses(tmp_path: Path, net: str, loss: str, variant: dict) -> None:
+    root = _project(tmp_path, net=net, loss=loss, **variant)
+    assert "TRN501" not in {code for *_, code in _all_rules(root)}
+
+
+def test_callers_that_disagree_leave_a_parameter_unknown(tmp_path: Path) -> None:
+    root = _project(tmp_path, net="probs", loss="nn.CrossEntropyLoss()")
+    # a second script passes a model of a class nobody can see, and evaluates after eval()
+    (root / "other.py").write_text(
+        "from elsewhere import Mystery\nfrom engine import fit, score\n\n\nif __name__ == '__main__':\n"
+        "    net = Mystery()\n    net.eval()\n    fit(net, [], Mystery(), None)\n    score(net, [])\n")
+    assert {code for path, _, code in _all_rules(root) if path == "engine.py"} == set()
+
+
+def test_summary_records_the_facts_of_module_arguments(tmp_path: Path) -> None:
+    root = _project(tmp_path, net="probs", loss="nn.CrossEntropyLoss()")
+    from lint_rules.analysis.summary import summarise_source
+
+    calls = {c[0]: c for c in summarise_source((root / "main.py").read_text())["calls"]}
+    # [mode-dependent, class, output] per module argument; the imported class is named for the reader
+    assert calls["fit"][5] == [[None, "Tagger", None], None, [False, "torch.nn.CrossEntropyLoss", None], None]
+    assert calls["fit"][2] == ["module", "loader", "criterion", "optimizer"]
+    facts = ProjectFacts(ProjectIndex(), str(root / "engine.py"))
+    from lint_rules.analysis.cross_file import CLASS, MODE, OUTPUT
+
+    assert facts.call_facts(MODE)("fit") == [([True, None, False, None], {})]
+    assert facts.call_facts(OUTPUT)("score") == [(["softmax", None], {})]
+    assert facts.call_facts(CLASS)("fit")[0][0][2] == "torch.nn.CrossEntropyLoss"
+    assert facts.passed_classes() == {"torch.nn.CrossEntropyLoss"}

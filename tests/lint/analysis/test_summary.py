@@ -48,12 +48,12 @@ def test_classes_record_bases_module_verdict_and_forward_output() -> None:
     ''')
     classes = s["classes"]
     assert classes["Net"] == {"bases": ["nn.Module"], "module": True, "forward": True, "output": "log_softmax",
-                              "registers": []}
+                              "mode": False, "registers": []}
     assert classes["Soft"]["output"] == "softmax" and classes["Soft"]["module"] is True
     assert classes["Mixed"]["output"] is None  # two different answers: unknown, never a guess
     # Not shown to be a module by this file alone; phase two follows Base into its own file.
     assert classes["Child"] == {"bases": ["Base"], "module": False, "forward": False, "output": None,
-                                "registers": []}
+                                "mode": None, "registers": []}  # a base of another file: unknown
     assert classes["Plain"]["module"] is False and classes["Plain"]["output"] is None
 
 

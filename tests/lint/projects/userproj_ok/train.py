@@ -7,10 +7,12 @@ def train_one_epoch(net, batches, loss_fn, opt, device):
     for inputs, targets in batches:
         inputs, targets = inputs.to(device), targets.to(device)
         opt.zero_grad()
-        loss = loss_fn(net(inputs), targets)
+        outputs = net(inputs)
+        loss = loss_fn(outputs, targets)
         loss.backward()
         opt.step()
         running += loss.detach()
+        hits = (outputs.argmax(1) == targets).sum()
     return running / len(batches)
 
 
