@@ -193,6 +193,12 @@ def test_a_check_that_raises_is_a_warning(torchcheck_watch, monkeypatch):
         train.train_cleared_too_late(model(), train.Loader())
 
 
+def test_a_selection_of_no_runtime_check_warns(torchcheck_watch):
+    with torchcheck_watch(select="TRN000") as watcher:  # a code of the linter's alone
+        train.train_cleared_too_late(model(), train.Loader())
+    assert watcher.checks == []
+
+
 def test_zz_torch_is_restored_after_every_test():
     assert entry_points() == BEFORE
     assert not hasattr(torch.optim.Optimizer.zero_grad, "__torchcheck_original__")
@@ -248,6 +254,7 @@ def test_marker_fixture_and_their_errors(clean: Inner) -> None:
         "test_the_body_fails_too": "FAILED",
         "test_fixture_block_raises": "FAILED",
         "test_a_check_that_raises_is_a_warning": "PASSED",
+        "test_a_selection_of_no_runtime_check_warns": "PASSED",
         "test_zz_torch_is_restored_after_every_test": "PASSED",
     }, result.stdout.str()
 
@@ -311,7 +318,10 @@ def test_marker_fixture_and_their_errors(clean: Inner) -> None:
 
     # A check that raised is a warning; the test passed.
     result.stdout.fnmatch_lines(["*WatchCheckWarning: torchcheck_watch: a runtime check failed and was skipped "
-                                 "while the block at test_watched.py:* ran: TRN101: RuntimeError: a bug in a check"])
+                                 "while the block at test_watched.py:* ran: TRN101: RuntimeError: a bug in a check",
+                                 "*WatchCheckWarning: torchcheck_watch(...) at test_watched.py:* in test_watched.py::"
+                                 "test_a_selection_of_no_runtime_check_warns: select='TRN000' selects no runtime "
+                                 "check, so nothing is watched; the runtime checks are TRN101, TRN102, *"])
 
 
 def test_the_option_watches_every_test_under_xdist_and_a_marker_opts_out(clean: Inner) -> None:
