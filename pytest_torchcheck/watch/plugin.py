@@ -73,7 +73,8 @@ def _runtest_setup(item: pytest.Item) -> None:
 
     where = f"@pytest.mark.torchcheck_watch on {item.nodeid}"
     try:
-        codes = pytest_form.marker_selection(marker.args, marker.kwargs, where) if marker is not None else \
+        codes = pytest_form.marker_selection(marker.args, marker.kwargs, where, _test_line(item)) \
+            if marker is not None else \
             pytest_form.selection(None, None, f"--torchcheck-watch on {item.nodeid}")
     except TorchcheckUsageError as e:
         item.stash[MARKER_ERROR] = str(e)
@@ -84,6 +85,12 @@ def _runtest_setup(item: pytest.Item) -> None:
     if not isinstance(item, pytest.Function):
         pytest.fail(f"{where}: only test functions can be watched", pytrace=False)
     item.stash[WATCHED] = (codes, marker is not None)
+
+
+def _test_line(item: pytest.Item) -> tuple[str, int] | None:
+    """Where a warning about ``item`` is shown: its function's file and first line."""
+    code = getattr(getattr(item, "function", None), "__code__", None)
+    return (code.co_filename, code.co_firstlineno) if code is not None else None
 
 
 def _runtest_call(item: pytest.Item) -> Iterator[None]:

@@ -50,10 +50,10 @@ def _selectors(value: Any, source: str) -> list[str]:
     return [item.strip() for item in items if item.strip()]
 
 
-def selection(select: Any, ignore: Any, where: str) -> list[str]:
+def selection(select: Any, ignore: Any, where: str, at: tuple[str, int] | None = None) -> list[str]:
     """The runtime checks to run: ``select`` (default: all) less ``ignore``, each code or prefix validated as
     the linter and ``torchcheck run --select`` validate it. A selection that names only codes with no runtime
-    check (yet) runs nothing, with a warning."""
+    check (yet) runs nothing, with a warning (at ``at``, a file and line, when given)."""
     from lint_rules import registry
     from lint_rules.errors import UsageError
     from pytest_torchcheck.watch.watcher import codes
@@ -67,13 +67,13 @@ def selection(select: Any, ignore: Any, where: str) -> list[str]:
     except UsageError as e:
         raise TorchcheckUsageError(f"{where}: {e}; the runtime checks are {', '.join(sorted(available))}") from None
     if selected and not chosen & available:
-        warnings.warn(WatchCheckWarning(
-            f"{where}: select={select!r} selects no runtime check, so nothing is watched; the runtime checks are "
-            f"{', '.join(sorted(available))}"), stacklevel=2)
+        _warn(f"{where}: select={select!r} selects no runtime check, so nothing is watched; the runtime checks "
+              f"are {', '.join(sorted(available))}", at)
     return sorted(chosen & available)
 
 
-def marker_selection(args: tuple, kwargs: dict[str, Any], where: str) -> list[str] | None:
+def marker_selection(args: tuple, kwargs: dict[str, Any], where: str,
+                     at: tuple[str, int] | None = None) -> list[str] | None:
     """The codes a ``@pytest.mark.torchcheck_watch(...)`` watches; None for ``torchcheck_watch(False)``."""
     if len(args) > 1:
         raise TorchcheckUsageError(f"{where}: takes at most 1 positional argument (enabled, True or False), got "
@@ -89,7 +89,7 @@ def marker_selection(args: tuple, kwargs: dict[str, Any], where: str) -> list[st
     if not isinstance(enabled, bool):
         raise TorchcheckUsageError(f"{where}: enabled={enabled!r} must be True or False (False: do not watch this "
                                    f"test, under --torchcheck-watch too); signature: {SIGNATURE}")
-    codes = selection(kwargs.get("select"), kwargs.get("ignore"), where)  # validated even when disabled
+    codes = selection(kwargs.get("select"), kwargs.get("ignore"), where, at)  # validated even when disabled
     return codes if enabled else None
 
 
@@ -130,16 +130,23 @@ def _is_failure(error: BaseException | None) -> bool:
     return isinstance(error, (Exception, pytest.fail.Exception))
 
 
-def _warn_errors(watcher: Watcher, where: str) -> None:
+def _warn(message: str, at: tuple[str, int] | None) -> None:
+    """A WatchCheckWarning shown at the test's line ``at`` (its file and line), not at torchcheck's."""
+    if at is None:
+        warnings.warn(WatchCheckWarning(message), stacklevel=3)
+    else:
+        warnings.warn_explicit(WatchCheckWarning(message), WatchCheckWarning, at[0], at[1])
+
+
+def _warn_errors(watcher: Watcher, where: str, at: tuple[str, int] | None) -> None:
     for error in watcher.errors:
-        warnings.warn(WatchCheckWarning(f"{CHECK}: a runtime check failed and was skipped while {where} ran: "
-                                        f"{error}"), stacklevel=3)
+        _warn(f"{CHECK}: a runtime check failed and was skipped while {where} ran: {error}", at)
 
 
-def _failure(watcher: Watcher, codes: list[str], where: str, change: str,
-             error: BaseException | None) -> TorchcheckFailure | None:
+def _failure(watcher: Watcher, codes: list[str], where: str, change: str, error: BaseException | None,
+             at: tuple[str, int] | None) -> TorchcheckFailure | None:
     """The failure to raise for what ``watcher`` saw (None: nothing to report), chained to the body's ``error``."""
-    _warn_errors(watcher, where)
+    _warn_errors(watcher, where, at)
     if not watcher.findings or (error is not None and not _is_failure(error)):
         return None
     failure = TorchcheckFailure(failure_message(watcher, codes, where, change, error), CHECK)
@@ -169,7 +176,9 @@ def watch_call(item: pytest.Item, codes: list[str]) -> Generator[None, Any, Any]
     change = "@pytest.mark.torchcheck_watch(ignore={ignore!r})"
     if item.get_closest_marker("torchcheck_watch") is None:  # watched by --torchcheck-watch
         change += "; not to watch this test: @pytest.mark.torchcheck_watch(False)"
-    failure = _failure(watcher, codes, item.nodeid, change, error)
+    code = getattr(getattr(item, "function", None), "__code__", None)
+    at = (code.co_filename, code.co_firstlineno) if code is not None else None
+    failure = _failure(watcher, codes, item.nodeid, change, error, at)
     if failure is not None:
         raise_at_test(getattr(item, "function", None), failure)
     if error is not None:
@@ -197,13 +206,14 @@ class WatchFixture:
         caller = sys._getframe(1)
         from pytest_torchcheck.watch.sites import display_path
 
-        site = f"{display_path(caller.f_code.co_filename)}:{caller.f_lineno}"
+        at = (caller.f_code.co_filename, caller.f_lineno)
+        site = f"{display_path(at[0])}:{at[1]}"
         where = f"torchcheck_watch(...) at {site} in {self._test_id}"
         if self._closed:
             raise TorchcheckUsageError(f"{where}: the torchcheck_watch fixture was used after its test ended")
         if select is None and ignore is None:
             select, ignore = self._default
-        return _Block(self, selection(select, ignore, where), f"the block at {site} in {self._test_id}")
+        return _Block(self, selection(select, ignore, where, at), f"the block at {site} in {self._test_id}", at)
 
     def close(self) -> None:
         """After the test: a block entered and never exited (``__enter__`` called by hand) is uninstalled."""
@@ -216,8 +226,8 @@ class _Block:
     """One ``with torchcheck_watch(...)`` block. A class, not a generator, so that its failure's traceback ends
     at the user's ``with`` line instead of in contextlib."""
 
-    def __init__(self, fixture: WatchFixture, codes: list[str], where: str) -> None:
-        self._fixture, self.codes, self._where = fixture, codes, where
+    def __init__(self, fixture: WatchFixture, codes: list[str], where: str, at: tuple[str, int]) -> None:
+        self._fixture, self.codes, self._where, self._at = fixture, codes, where, at
         self.watcher: Any = None
 
     def __enter__(self) -> Watcher:
@@ -237,6 +247,7 @@ class _Block:
         __tracebackhide__ = True
         self._fixture._open.remove(self)
         self.watcher.__exit__(None, None, None)
-        failure = _failure(self.watcher, self.codes, self._where, "torchcheck_watch(ignore={ignore!r})", error)
+        failure = _failure(self.watcher, self.codes, self._where, "torchcheck_watch(ignore={ignore!r})", error,
+                           self._at)
         if failure is not None:
             raise failure

@@ -317,9 +317,12 @@ def test_marker_fixture_and_their_errors(clean: Inner) -> None:
     assert "ValueError: the data ran out" in section and "torchcheck_watch:" not in section
 
     # A check that raised is a warning; the test passed.
-    result.stdout.fnmatch_lines(["*WatchCheckWarning: torchcheck_watch: a runtime check failed and was skipped "
+    # Each warning is shown at the test's with line, not at torchcheck's.
+    result.stdout.fnmatch_lines([f"*test_watched.py:{_line(TESTS, 'broken)') + 1}: "
+                                 "WatchCheckWarning: torchcheck_watch: a runtime check failed and was skipped "
                                  "while the block at test_watched.py:* ran: TRN101: RuntimeError: a bug in a check",
-                                 "*WatchCheckWarning: torchcheck_watch(...) at test_watched.py:* in test_watched.py::"
+                                 f"*test_watched.py:{_line(TESTS, 'TRN000')}: WatchCheckWarning: "
+                                 "torchcheck_watch(...) at test_watched.py:* in test_watched.py::"
                                  "test_a_selection_of_no_runtime_check_warns: select='TRN000' selects no runtime "
                                  "check, so nothing is watched; the runtime checks are TRN101, TRN102, *"])
 
