@@ -121,7 +121,7 @@ def torchcheck_watch(request: pytest.FixtureRequest) -> Iterator[Any]:
 
     marker = _marker(request.node)
     default = (marker.kwargs.get("select"), marker.kwargs.get("ignore")) if marker is not None else (None, None)
-    helper = WatchFixture(request.node.nodeid, default)
+    helper = WatchFixture(request.node.nodeid, default, str(request.config.invocation_params.dir))
     try:
         yield helper
     finally:

@@ -94,8 +94,15 @@ def marker_selection(args: tuple, kwargs: dict[str, Any], where: str,
 
 
 # ------------------------------------------------------------------ failure
-def _finding_line(f: Finding) -> str:
-    return f"{f.location}: {f.code} [{f.severity}] {f.message}"
+def _finding_line(f: Finding, cwd: str, start: str | None) -> str:
+    """The linter's text line for ``f``, its path relative to ``start`` (where pytest was run) when under it:
+    the watch wrote it relative to ``cwd``, the working directory when it started (a test may have changed it)."""
+    import os
+
+    from pytest_torchcheck.watch.sites import display_path
+
+    path = display_path(os.path.join(cwd, f.path), start) if start is not None else f.path
+    return f"{path}:{f.line}:{f.column}: {f.code} [{f.severity}] {f.message}"
 
 
 def _plural(n: int, word: str) -> str:
@@ -103,7 +110,7 @@ def _plural(n: int, word: str) -> str:
 
 
 def failure_message(watcher: Watcher, codes: list[str], where: str, change: str,
-                    test_error: BaseException | None = None) -> str:
+                    test_error: BaseException | None = None, start: str | None = None) -> str:
     """What the checks saw, one linter line per finding, and how to turn a check off (``change``, with
     ``{ignore}`` for the codes found)."""
     from lint_rules.registry import docs_url
@@ -111,7 +118,7 @@ def failure_message(watcher: Watcher, codes: list[str], where: str, change: str,
     findings = watcher.findings
     lines = [f"{CHECK}: {_plural(len(findings), 'finding')} while {where} ran "
              f"({_plural(watcher.events.steps, 'optimizer step')} watched; checks: {', '.join(codes)})"]
-    lines += [f"  {_finding_line(f)}" for f in findings]
+    lines += [f"  {_finding_line(f, watcher.events.sites.cwd, start)}" for f in findings]
     if test_error is not None:
         text = str(test_error).strip().splitlines()
         lines.append(f"  the test also failed (shown above): {type(test_error).__name__}"
@@ -144,12 +151,12 @@ def _warn_errors(watcher: Watcher, where: str, at: tuple[str, int] | None) -> No
 
 
 def _failure(watcher: Watcher, codes: list[str], where: str, change: str, error: BaseException | None,
-             at: tuple[str, int] | None) -> TorchcheckFailure | None:
+             at: tuple[str, int] | None, start: str) -> TorchcheckFailure | None:
     """The failure to raise for what ``watcher`` saw (None: nothing to report), chained to the body's ``error``."""
     _warn_errors(watcher, where, at)
     if not watcher.findings or (error is not None and not _is_failure(error)):
         return None
-    failure = TorchcheckFailure(failure_message(watcher, codes, where, change, error), CHECK)
+    failure = TorchcheckFailure(failure_message(watcher, codes, where, change, error, start), CHECK)
     failure.__cause__ = error
     return failure
 
@@ -178,7 +185,7 @@ def watch_call(item: pytest.Item, codes: list[str]) -> Generator[None, Any, Any]
         change += "; not to watch this test: @pytest.mark.torchcheck_watch(False)"
     code = getattr(getattr(item, "function", None), "__code__", None)
     at = (code.co_filename, code.co_firstlineno) if code is not None else None
-    failure = _failure(watcher, codes, item.nodeid, change, error, at)
+    failure = _failure(watcher, codes, item.nodeid, change, error, at, str(item.config.invocation_params.dir))
     if failure is not None:
         raise_at_test(getattr(item, "function", None), failure)
     if error is not None:
@@ -195,8 +202,9 @@ class WatchFixture:
     :class:`~pytest_torchcheck.watch.watcher.Watcher` (``.findings``, ``.events.steps``) once the block ended.
     """
 
-    def __init__(self, test_id: str, default: tuple[Any, Any]) -> None:
+    def __init__(self, test_id: str, default: tuple[Any, Any], start: str) -> None:
         self._test_id = test_id
+        self._start = start  # where pytest was run: findings' paths are shown relative to it
         self._default = default  # (select, ignore) of the test's marker
         self._open: list[_Block] = []
         self._closed = False
@@ -248,6 +256,6 @@ class _Block:
         self._fixture._open.remove(self)
         self.watcher.__exit__(None, None, None)
         failure = _failure(self.watcher, self.codes, self._where, "torchcheck_watch(ignore={ignore!r})", error,
-                           self._at)
+                           self._at, self._fixture._start)
         if failure is not None:
             raise failure

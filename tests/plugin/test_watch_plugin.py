@@ -168,6 +168,12 @@ def test_fixture_bad_code(torchcheck_watch):
         pass
 
 
+def test_paths_are_relative_to_where_pytest_ran(torchcheck_watch, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    with torchcheck_watch(select="TRN101"):
+        train.train_cleared_too_late(model(), train.Loader())
+
+
 @pytest.mark.torchcheck_watch
 def test_the_body_raises():
     train.train_until_the_data_breaks(model(), train.Loader())
@@ -250,6 +256,7 @@ def test_marker_fixture_and_their_errors(clean: Inner) -> None:
         "test_bad_enabled": "ERROR",
         "test_bad_type": "ERROR",
         "test_fixture_bad_code": "FAILED",
+        "test_paths_are_relative_to_where_pytest_ran": "FAILED",
         "test_the_body_raises": "FAILED",
         "test_the_body_fails_too": "FAILED",
         "test_fixture_block_raises": "FAILED",
@@ -285,6 +292,10 @@ def test_marker_fixture_and_their_errors(clean: Inner) -> None:
     block = _line(TESTS, "TRN101, TRN102")
     assert _frames(_section(result, "test_fixture_own_optimizer_popped_batch")) == [
         f"test_watched.py:{block}: in test_fixture_own_optimizer_popped_batch"]  # ends at the user's with line
+
+    # A test that changed the working directory: the finding's path is still relative to where pytest ran.
+    Inner.message(result, "test_paths_are_relative_to_where_pytest_ran").fnmatch_lines([
+        f"  train.py:{trn101}:13: TRN101 [[]error] *"])
 
     # Bad arguments: one line naming the test, the value and what is allowed; no traceback.
     for test, words in {
