@@ -307,8 +307,8 @@ def test_marker_fixture_and_their_errors(clean: Inner) -> None:
         "test_bad_enabled": ["test_bad_enabled: enabled='yes' must be True or False"],
         "test_bad_type": ["test_bad_type: ignore=101: expected codes or prefixes as a list of strings or one "
                           "comma-separated string"],
-        "test_fixture_bad_code": [f"torchcheck_watch(...) at test_watched.py:{_line(TESTS, BAD_BLOCK)} in test_watched.py::"
-                                  "test_fixture_bad_code: unknown rule code or prefix 'TRN9x'"],
+        "test_fixture_bad_code": [f"torchcheck_watch(...) at test_watched.py:{_line(TESTS, BAD_BLOCK)} in "
+                                  "test_watched.py::test_fixture_bad_code: unknown rule code or prefix 'TRN9x'"],
     }.items():
         section = _section(result, test)
         for word in words:
@@ -320,9 +320,9 @@ def test_marker_fixture_and_their_errors(clean: Inner) -> None:
     assert "ValueError: the data ran out" in section and "torchcheck_watch:" not in section
     # A body that fails after a watched bug: the findings win, the body's failure is printed above them.
     section = _section(result, "test_the_body_fails_too")
-    assert section.index("AssertionError: the loss did not fall") < section.index("direct cause") < \
-        section.index("torchcheck_watch: 1 finding") < section.index("the test also failed (shown above): "
-                                                                      "AssertionError: the loss did not fall")
+    order = ["AssertionError: the loss did not fall", "direct cause", "torchcheck_watch: 1 finding",
+             "the test also failed (shown above): AssertionError: the loss did not fall"]
+    assert [section.index(text) for text in order] == sorted(section.index(text) for text in order), section
     assert f"train.py:{trn101}:13: TRN101" in section
     section = _section(result, "test_fixture_block_raises")
     assert "ValueError: the data ran out" in section and "torchcheck_watch:" not in section
