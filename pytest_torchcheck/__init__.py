@@ -34,6 +34,7 @@ _EXPORTS = {
     "assert_train_mode": "pytest_torchcheck.modes",
     "BudgetFixture": "pytest_torchcheck.budgets.region",
     "BudgetUsageError": "pytest_torchcheck.budgets.spec",
+    "WatchFixture": "pytest_torchcheck.watch.pytest_form",
     "assert_ddp_matches_single_process": "pytest_torchcheck.ddp",
     "assert_replicas_in_sync": "pytest_torchcheck.ddp",
     "assert_sampler_reshuffles": "pytest_torchcheck.ddp",

@@ -117,6 +117,13 @@ def assert_step_gradients(model: "torch.nn.Module", optimizer: "torch.optim.Opti
     was drawn; ``torch.nn.utils.clip_grad_norm_`` in the loop is applied to the expected
     gradient too; the loop gets a copy of each batch, so it may change it. Returns what
     ``run`` returns.
+
+    A loop that builds its own optimizer, or draws from its own DataLoader, cannot be handed
+    over this way without rewiring it; its watched form checks it as it runs, with no
+    monkeypatching: ``with torchcheck_watch(select=["TRN101", "TRN102"]): train(model, loader)``
+    (the ``torchcheck_watch`` fixture, docs/plugin/watch.md) fails on gradients cleared between
+    ``backward()`` and ``step()`` or never cleared. Use this assertion to check the values too
+    (accumulation averaged, the loss scale, clipping).
     """
     __tracebackhide__ = True
     import torch

@@ -141,6 +141,11 @@ def assert_no_graph_retained(optimizer: Any, run: Callable[[], Any], *, growth: 
     a tensor is keeping every iteration's graph: the failure names the tensor holding the
     largest graph and what holds it (a variable, an attribute, a global, a dict's key or
     a list, and who holds that). Returns what ``run`` returns.
+
+    For a loop that builds its own optimizer, the watched form needs no optimizer up front:
+    ``with torchcheck_watch(select=["TRN106"]): train(model, loader)`` (the ``torchcheck_watch``
+    fixture, docs/plugin/watch.md) runs the TRN106 runtime check, where your version has it, as
+    the loop runs. This assertion also names what holds the graphs.
     """
     __tracebackhide__ = True
     import torch

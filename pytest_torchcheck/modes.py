@@ -147,6 +147,11 @@ def assert_train_mode(model: "torch.nn.Module", optimizer: "torch.optim.Optimize
     classic cause is ``model.eval()`` for validation without ``model.train()`` before
     the next epoch. ``ignore`` exempts modules kept in eval mode on purpose (a frozen
     backbone's batch norm). Returns what ``run`` returns.
+
+    For a loop that builds its own optimizer, the watched form needs no optimizer up front:
+    ``with torchcheck_watch(select=["TRN602", "TRN603"]): trainer.fit(epochs=2)`` (the
+    ``torchcheck_watch`` fixture, docs/plugin/watch.md) runs the train/eval mode runtime checks,
+    where your version has them, as the loop runs; ``ignore=`` is this assertion's only.
     """
     __tracebackhide__ = True
     ignore = _check_ignore("assert_train_mode", ignore)

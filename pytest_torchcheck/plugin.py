@@ -22,7 +22,8 @@ from pytest_torchcheck.seeding import derive_seed, seed_everything
 # Capabilities with hooks of their own are sub-plugins, registered with this one (so ``-p no:torchcheck``
 # disables them all). Each one imports no torch at load time, registers its own options and markers through
 # ``core``, and imports nothing from this module.
-pytest_plugins = ("pytest_torchcheck.distributed.plugin", "pytest_torchcheck.budgets.plugin")
+pytest_plugins = ("pytest_torchcheck.distributed.plugin", "pytest_torchcheck.budgets.plugin",
+                  "pytest_torchcheck.watch.plugin")
 
 LINT_HELP = "lint every collected Python file with torchcheck's static rules (one item per file)"
 NAN_GUARD_HELP = "guard every test with nan_guard (fail at the first non-finite module output or gradient)"

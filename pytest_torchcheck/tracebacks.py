@@ -77,3 +77,30 @@ def fold_long_arguments(longrepr: Any) -> None:
                               f"{value.splitlines()[0].rstrip()} ... ({value.count(chr(10)) + 1}-line repr folded; "
                               f"-l shows it)")
                              for name, value in funcargs.args]
+
+
+def raise_at_test(test: Any, error: BaseException) -> None:
+    """Raise ``error`` from a frame that pytest shows as the test's ``def`` line, and no other.
+
+    A failure found after the test's body returned (a watch's findings) has no frame of the test left to end
+    the traceback at; the hook's own frames would print their source instead. This frame has the test's file
+    and line and no locals: pytest shows the test's ``def`` line and the message. ``error``'s cause and context
+    (the body's own failure) are kept, so pytest prints them above it.
+    """
+    __tracebackhide__ = True
+    code = getattr(test, "__code__", None)
+    if code is None:
+        raise error.with_traceback(None)
+    import linecache
+
+    line = code.co_firstlineno
+    while line < code.co_firstlineno + 50 and not linecache.getline(code.co_filename, line).lstrip().startswith(
+            ("def ", "async def ")):
+        line += 1  # past the decorators, to the def line
+    if not linecache.getline(code.co_filename, line).strip():
+        line = code.co_firstlineno
+    namespace: dict[str, Any] = {"__torchcheck_failure__": error.with_traceback(None)}
+    # The raise spans two lines so that pytest draws no column markers under the test's def line.
+    exec(compile("\n" * (line - 1) + f"def {code.co_name}(): raise (\n    __torchcheck_failure__)\n",
+                 code.co_filename, "exec"), namespace)
+    namespace[code.co_name]()

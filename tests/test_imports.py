@@ -32,7 +32,7 @@ def test_no_module_imports_a_private_name_of_another(package: str) -> None:
 
 
 def test_plugin_parts_import_the_core_and_not_each_other() -> None:
-    plugins = {"plugin", "distributed.plugin", "budgets.plugin"}
+    plugins = {"plugin", "distributed.plugin", "budgets.plugin", "watch.plugin"}
     graph = import_graph(ROOT / "pytest_torchcheck", "pytest_torchcheck")
     for name in plugins:
         assert "core" in graph[name], name

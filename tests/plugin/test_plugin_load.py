@@ -91,9 +91,11 @@ def test_markers_are_documented_with_signatures(inner):
     # The sub-plugins register their own markers through pytest_torchcheck.core, each once.
     for line in ("@pytest.mark.distributed(world_size=2, backend='gloo', timeout=60, isolate=False): run the test *",
                  "@pytest.mark.budget(*, cpu_memory=, *warmup=0, repeats=5, tolerance=, name=): fail the test when *",
-                 "@pytest.mark.torchcheck_lint: a torchcheck static-lint item (--torchcheck-lint)"):
+                 "@pytest.mark.torchcheck_lint: a torchcheck static-lint item (--torchcheck-lint)",
+                 "@pytest.mark.torchcheck_watch(enabled=True, *, select=None, ignore=None): run the test's body *"):
         result.stdout.fnmatch_lines([line])
-    for name in ("nan_guard", "requires_cuda", "torchcheck_seed", "distributed", "budget", "torchcheck_lint"):
+    for name in ("nan_guard", "requires_cuda", "torchcheck_seed", "distributed", "budget", "torchcheck_lint",
+                 "torchcheck_watch"):
         assert sum(line.startswith(f"@pytest.mark.{name}(") or line.startswith(f"@pytest.mark.{name}:")
                    for line in result.outlines) == 1, name
 
@@ -109,6 +111,8 @@ def test_help_lists_every_option_with_its_env_and_ini_twin(inner):
         "*devices torch_device runs on*" + glob.escape("[env TORCHCHECK_DEVICES, ini torchcheck_devices]"),
         "  --torchcheck-nan-guard",
         "*guard every test with nan_guard*" + glob.escape("[env TORCHCHECK_NAN_GUARD, ini torchcheck_nan_guard]"),
+        "  --torchcheck-watch *watch every test's body with torchcheck run's runtime checks*"
+        + glob.escape("[env TORCHCHECK_WATCH, ini torchcheck_watch]"),
     ])
     result.stdout.fnmatch_lines([
         "  torchcheck_seed (string):",
