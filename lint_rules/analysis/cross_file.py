@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from lint_rules.analysis.kinds import ARG_CLASS
 from lint_rules.analysis.model import PARAM, dotted
 from lint_rules.analysis.project_index import ProjectIndex
 from lint_rules.analysis.provenance import Provenance
@@ -27,9 +28,6 @@ if TYPE_CHECKING:
     from lint_rules.analysis.model import FileModel
 
 _MAX_DEPTH = 8  # re-exports and base classes followed across files, at most
-
-
-MODE, CLASS, OUTPUT = 0, 1, 2  # the facts of a module argument of a summarised call (call_facts)
 
 
 class ProjectFacts:
@@ -158,7 +156,7 @@ class ProjectFacts:
     def call_facts(self, which: int) -> Callable[[str], list[tuple[list, dict]] | None]:
         """For :func:`~lint_rules.analysis.kinds.agreed_at_call_sites`: given a top-level function of
         this file, one fact of each module argument of every call of it in the project's other files
-        (``MODE``: mode-dependent, ``CLASS``: the torch class that built it, ``OUTPUT``: what calling
+        (``ARG_MODE``: mode-dependent, ``ARG_CLASS``: the torch class that built it, ``ARG_OUTPUT``: what calling
         it returns), as positional and keyword answers per call; None as for :meth:`call_kinds`."""
         def answers(fn_name: str) -> list[tuple[list, dict]] | None:
             found = self._calls_of(fn_name)
@@ -181,8 +179,8 @@ class ProjectFacts:
         functions (``train(model, loader, nn.CrossEntropyLoss(), opt)`` in ``main.py``): a rule whose
         trigger words this file lacks still runs when a caller passes what it looks for."""
         found = self._calls_of(None)
-        return {f[CLASS] for _, _, _, (fargs, fkwargs) in found or ()
-                for f in (*fargs, *fkwargs.values()) if f is not None and f[CLASS] is not None}
+        return {f[ARG_CLASS] for _, _, _, (fargs, fkwargs) in found or ()
+                for f in (*fargs, *fkwargs.values()) if f is not None and f[ARG_CLASS] is not None}
 
     def _calls_of(self, fn_name: str | None) -> list[tuple[list, dict, list, tuple[list, dict]]] | None:
         if fn_name not in self._call_kinds:

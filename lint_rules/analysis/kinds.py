@@ -207,6 +207,11 @@ def _call_site_kind(model: "FileModel", param: cst.Param, fn: cst.FunctionDef, d
                                 project.call_kinds if project is not None else None)
 
 
+# The facts a summarised call records of each module argument, by index (summary._imported_calls,
+# ProjectFacts.call_facts): whether it is mode-dependent, the class that built it, what calling it returns.
+ARG_MODE, ARG_CLASS, ARG_OUTPUT = 0, 1, 2
+
+
 def agreed_at_call_sites(model: "FileModel", param: cst.Param, fn: cst.FunctionDef,
                          of_argument: Callable[[cst.CSTNode], Any],
                          remote: Callable[[str], list[tuple[list, dict]] | None] | None) -> Any:

@@ -157,13 +157,12 @@ class ModuleFacts:
             if bindings and len(bindings) == 1 and bindings[0].kind == PARAM \
                     and isinstance(bindings[0].node, cst.Param) and isinstance(bindings[0].value, cst.FunctionDef):
                 # evaluate(model, loader): what every caller in the project passes, when they agree
-                from lint_rules.analysis.cross_file import MODE
-                from lint_rules.analysis.kinds import agreed_at_call_sites
+                from lint_rules.analysis.kinds import ARG_MODE, agreed_at_call_sites
 
                 project = getattr(model, "project_facts", None)
                 return agreed_at_call_sites(model, bindings[0].node, bindings[0].value,
                                             lambda arg: self.mode_dependent(arg, _depth + 1),
-                                            project.call_facts(MODE) if project is not None else None)
+                                            project.call_facts(ARG_MODE) if project is not None else None)
         return None
 
     def imported_class(self, expr: cst.CSTNode, _seen: frozenset = frozenset()) -> str | None:

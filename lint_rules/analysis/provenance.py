@@ -191,13 +191,12 @@ class Provenance:
             return self._class_output(classdef, depth) if classdef is not None else None
         if b.kind == PARAM and isinstance(b.node, cst.Param) and isinstance(b.value, cst.FunctionDef):
             # train(net, ...): what every caller in the project passes, when they agree
-            from lint_rules.analysis.cross_file import OUTPUT
-            from lint_rules.analysis.kinds import agreed_at_call_sites
+            from lint_rules.analysis.kinds import ARG_OUTPUT, agreed_at_call_sites
 
             project = getattr(self.model, "project_facts", None)
             return agreed_at_call_sites(self.model, b.node, b.value,
                                         lambda arg: self.of_module(arg, arg, depth + 1),
-                                        project.call_facts(OUTPUT) if project is not None else None)
+                                        project.call_facts(ARG_OUTPUT) if project is not None else None)
         return None
 
     def local_class(self, expr: cst.CSTNode) -> cst.ClassDef | None:
@@ -471,11 +470,10 @@ class LossSinks:
         """Whether every call of the function whose parameter ``b`` binds passes one of the losses."""
         if not isinstance(b.value, cst.FunctionDef):
             return False
-        from lint_rules.analysis.cross_file import CLASS
-        from lint_rules.analysis.kinds import agreed_at_call_sites
+        from lint_rules.analysis.kinds import ARG_CLASS, agreed_at_call_sites
 
         project = getattr(self.model, "project_facts", None)
-        remote = project.call_facts(CLASS) if project is not None else None
+        remote = project.call_facts(ARG_CLASS) if project is not None else None
         return agreed_at_call_sites(
             self.model, b.node, b.value, lambda arg: True if self._constructs_loss(arg, 1) else None,
             (lambda fn: [([c in self.classes or None if c else None for c in a],

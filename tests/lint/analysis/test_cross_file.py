@@ -577,9 +577,9 @@ def test_summary_records_the_facts_of_module_arguments(tmp_path: Path) -> None:
     assert calls["fit"][5] == [[None, "Tagger", None], None, [False, "torch.nn.CrossEntropyLoss", None], None]
     assert calls["fit"][2] == ["module", "loader", "criterion", "optimizer"]
     facts = ProjectFacts(ProjectIndex(), str(root / "engine.py"))
-    from lint_rules.analysis.cross_file import CLASS, MODE, OUTPUT
+    from lint_rules.analysis.kinds import ARG_CLASS, ARG_MODE, ARG_OUTPUT
 
-    assert facts.call_facts(MODE)("fit") == [([True, None, False, None], {})]
-    assert facts.call_facts(OUTPUT)("score") == [(["softmax", None], {})]
-    assert facts.call_facts(CLASS)("fit")[0][0][2] == "torch.nn.CrossEntropyLoss"
+    assert facts.call_facts(ARG_MODE)("fit") == [([True, None, False, None], {})]
+    assert facts.call_facts(ARG_OUTPUT)("score") == [(["softmax", None], {})]
+    assert facts.call_facts(ARG_CLASS)("fit")[0][0][2] == "torch.nn.CrossEntropyLoss"
     assert facts.passed_classes() == {"torch.nn.CrossEntropyLoss"}
