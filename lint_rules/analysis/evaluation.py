@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 
 # Last-resort hint that a loop iterates data: the iterable's spelling.
 _DATA_NAME = re.compile(
-    r"loader|(^|_)dl($|_)|batches|dataset|(^|_)ds$|(^|_)data($|_)|samples|(^|_)(val|valid|validation|test|eval)(_|$)",
+    r"loader|(^|_)dl($|_)|batches|dataset|(^|_)ds$|(^|_)data($|_)|samples"
+    r"|(^|_)(val|valid|validation|test|testing|eval|evaluation|dev|holdout)(_|$)",
     re.I)
 # A container of loaders, subscripted: `loaders["valid"]`, `self.dataloaders[split]`,
 # `self.data_loader["dev"]`.
@@ -158,6 +159,13 @@ class FileFacts:
             for node in self.body_nodes(loop):
                 if isinstance(node, cst.Call) and self.is_model_call(node) and self._innermost_data_loop(node) is loop:
                     calls.append(node)
+        elif isinstance(loop, cst.For) and (trained := self._trained_by_sibling(loop)):
+            # for i, batch in enumerate(genval): ... net(images_val), after a loop of the same function
+            # that trains net: whatever it iterates, it scores the model that loop trains
+            for node in self.body_nodes(loop):
+                if isinstance(node, cst.Call) and dotted(forward_target(node.func)) in trained \
+                        and self.model.enclosing_loops(node)[:1] == [loop]:
+                    calls.append(node)
         elif not self.model.enclosing_loops(loop):
             # Not a data loop, but the outermost loop of a function that put the model in eval mode
             # first (`model.eval()` ... `for t in steps: x = model(x)`): evaluation by declaration.
@@ -174,6 +182,26 @@ class FileFacts:
             calls = []
         self._evaluation_calls[key] = calls
         return calls
+
+    def _trained_by_sibling(self, loop: cst.For) -> set[str]:
+        """The models (dotted spellings) that an earlier top-level loop of ``loop``'s function trains
+        (calls, then backward or step in the same loop), when ``loop`` is itself a top-level loop of
+        that function: the function's training pass, followed by a pass that only scores."""
+        model = self.model
+        fn = model.enclosing_function(loop)
+        if not isinstance(fn, cst.FunctionDef) or model.enclosing_loops(loop):
+            return set()
+        facts = model.training
+        out: set[str] = set()
+        for other in model.within(cst.For, fn):
+            if other is loop or model.enclosing_loops(other) or model.enclosing_function(other) is not fn \
+                    or model.order[id(other)] > model.order[id(loop)] or not facts.is_training_loop(other):
+                continue
+            for node in self.body_nodes(other):
+                if isinstance(node, cst.Call) and self.is_model_call(node) \
+                        and (text := dotted(forward_target(node.func))) is not None:
+                    out.add(text)
+        return out
 
     def _indexed_by(self, call: cst.Call, loop: cst.For) -> bool:
         """An argument of ``call`` is computed from ``loop``'s target, through the assignments of

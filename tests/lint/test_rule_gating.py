@@ -51,7 +51,7 @@ def test_every_source_lints_alike_with_and_without_the_gate(monkeypatch):
     assert sum(map(len, gated.values())) > 100  # the corpus has findings to lose
     # The gate is not a no-op: some rule is skipped on some of these sources.
     assert any(not rule.applies_to(src) for rule in RULES.values() for _, src in SOURCES)
-    monkeypatch.setattr(engine, "_applicable", lambda enabled, source: tuple(enabled))
+    monkeypatch.setattr(engine, "_applicable", lambda enabled, source, facts=None: tuple(enabled))
     engine._interesting.cache_clear()
     try:
         ungated = _all_findings()
