@@ -185,6 +185,47 @@ def test_max_steps_with_findings_exits_1(tmp_path: Path) -> None:
     assert "train.py:9:9: TRN102" in r.stderr
 
 
+# ---------------------------------------------------------------- torchrun: every rank watched, one report
+RANKS = """\
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+torch.manual_seed(0)
+model = DDP(nn.Linear(4, 2))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x, y = torch.randn(8, 4), torch.randn(8, 2)
+for step in range(4):
+    opt.zero_grad()
+    loss = nn.functional.mse_loss(model(x), y)
+    loss.backward()
+    opt.step()
+    print(f"rank {rank} loss {loss.item():.4f}")
+    if rank == 1:
+        torch.cuda.empty_cache()
+dist.destroy_process_group()
+"""
+
+
+def test_under_torchrun_every_rank_is_watched_and_rank_0_reports_for_all(tmp_path: Path) -> None:
+    write(tmp_path / "train.py", RANKS)
+    r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "-m", "lint_rules",
+                        "run", "--format", "json", "--output-file", "out.json", "--select", "TRN201,TRN202",
+                        "train.py"], cwd=tmp_path, capture_output=True, text=True, timeout=240, env=ENV)
+    # both ranks ran the program; rank 0 exits 1 for the findings, which torchrun reports as its failure
+    assert sorted(line for line in r.stdout.splitlines() if line.endswith("loss 0.5889")) == [
+        "rank 0 loss 0.5889", "rank 1 loss 0.5889"], r.stderr[-3000:]
+    assert r.returncode == 1 and "exitcode  : 1" in r.stderr and "rank      : 0" in r.stderr, r.stderr[-3000:]
+    report = json.loads((tmp_path / "out.json").read_text())  # one file: rank 0's, merged
+    assert [(f["code"], f["line"], f["message"].rsplit(" (", 1)[1]) for f in report] == [
+        ("TRN201", 17, "ranks 0, 1)"), ("TRN202", 19, "rank 1)")]
+    assert report[0]["message"].startswith(".item() ran 4 times from this line")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json", "train.py"]
+
+
 # ---------------------------------------------------------------- usage errors: exit 2, nothing runs
 @pytest.mark.parametrize(("args", "message"), [
     (["run", "missing.py"], "cannot run 'missing.py': no such file"),
