@@ -111,6 +111,9 @@ def run(args: argparse.Namespace) -> int:
         findings, errors, watched = _merge_ranks(launch, started, findings, errors)
     for error in errors:
         print(f"torchcheck: warning: a runtime check failed and was skipped: {error}", file=sys.stderr)
+    note = watcher.compiled.note(watcher.checks)
+    if note is not None:
+        print(note, file=sys.stderr)
     if outcome.stopped:
         print(f"torchcheck: stopped the program after {args.max_steps} optimizer "
               f"{'step' if args.max_steps == 1 else 'steps'} (--max-steps)",

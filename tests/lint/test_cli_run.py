@@ -226,6 +226,28 @@ def test_under_torchrun_every_rank_is_watched_and_rank_0_reports_for_all(tmp_pat
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json", "train.py"]
 
 
+# ---------------------------------------------------------------- torch.compile: said once, not missed silently
+def test_compiled_code_is_named_once_with_the_checks_that_cannot_see_inside(tmp_path: Path) -> None:
+    write(tmp_path / "train.py", """\
+        import torch
+        model = torch.nn.Linear(4, 2)
+        fast = torch.compile(model, backend="eager")
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(3):
+            opt.zero_grad()
+            fast(torch.randn(8, 4)).sum().backward()
+            opt.step()
+        """)
+    r = torchcheck("run", "--select", "TRN201,TRN202", "train.py", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    notes = [line for line in r.stderr.splitlines() if "torch.compile" in line]
+    assert notes == ["torchcheck: note: the program compiled code with torch.compile at train.py:3; TRN201 cannot "
+                     "see the calls made inside compiled code and may miss what happens there"]
+    # checks that see through compiled code: no note
+    r = torchcheck("run", "--select", "TRN202", "train.py", cwd=tmp_path)
+    assert r.returncode == 0 and "torch.compile" not in r.stderr, r.stderr
+
+
 # ---------------------------------------------------------------- usage errors: exit 2, nothing runs
 @pytest.mark.parametrize(("args", "message"), [
     (["run", "missing.py"], "cannot run 'missing.py': no such file"),
