@@ -62,12 +62,27 @@ def selected_codes(args: argparse.Namespace) -> list[str]:
     select = [c for group in args.select or [] for c in group]
     ignore = [c for group in args.ignore or [] for c in group]
     available = set(codes())
-    chosen = registry.expand(select, "--select") if select else set(available)
-    chosen -= registry.expand(ignore, "--ignore")
+    chosen = _expand(select, "--select", available) if select else set(available)
+    chosen -= _expand(ignore, "--ignore", available)
     if select and not chosen & available:
         print(f"torchcheck: warning: --select {','.join(select)} selects no runtime check; the runtime checks "
               f"are {', '.join(sorted(available))}", file=sys.stderr)
     return sorted(chosen & available)
+
+
+def _expand(selectors: list[str], source: str, available: set[str]) -> set[str]:
+    """``registry.expand`` that also knows the runtime-only codes (TRN9xx: checks with no lint rule)."""
+    runtime_only = sorted(c for c in available if registry.lookup(c) is None)
+    linter = registry.rule_codes()
+    out: set[str] = set()
+    rest: list[str] = []
+    for raw in selectors:
+        sel = raw.strip().upper()
+        hits = {c for c in runtime_only if sel and (sel == "ALL" or c.startswith(sel))}
+        out |= hits
+        if not hits or sel == "ALL" or any(c.startswith(sel) for c in linter):
+            rest.append(raw)
+    return out | (registry.expand(rest, source) if rest else set())
 
 
 def run(args: argparse.Namespace) -> int:

@@ -4,17 +4,10 @@ program in a gloo group of two (one test, the buggy line and its near misses in 
 
 from __future__ import annotations
 
-import json
-import os
-import socket
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 from tests.plugin.watch_helpers import line_of
-
-REPO = Path(__file__).resolve().parents[3]
+from tests.plugin.watch_ranks import run_ranks
 
 PROGRAM = """
     import io, os, tempfile
@@ -38,27 +31,9 @@ PROGRAM = """
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_two_ranks_saving_one_path_are_reported_once_at_the_save(tmp_path: Path) -> None:
-    (tmp_path / "train.py").write_text(textwrap.dedent(PROGRAM))
-    port = str(_free_port())
-    ranks = []
-    for rank in range(2):
-        env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "RANK": str(rank),
-               "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}
-        env.pop("TORCHELASTIC_RUN_ID", None)
-        ranks.append(subprocess.Popen(
-            [sys.executable, "-m", "lint_rules", "run", "--select", "TRN304", "--format", "json",
-             "--output-file", f"rank{rank}.json", "train.py"],
-            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    outs = [p.communicate(timeout=180) for p in ranks]
-    codes = [p.returncode for p in ranks]
-    findings = [f for rank in range(2) for f in json.loads((tmp_path / f"rank{rank}.json").read_text())]
+    codes, by_rank, outs = run_ranks(tmp_path, PROGRAM, "TRN304")
+    findings = [f for rank in by_rank for f in rank]
     # whichever rank saved second saw the first's count: one finding, at the buggy line only
     assert sorted(codes) == [0, 1], outs
     assert [(f["code"], f["line"]) for f in findings] == [("TRN304", line_of(PROGRAM, "# <- bug"))], outs
