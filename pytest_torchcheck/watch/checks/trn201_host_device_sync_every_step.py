@@ -42,6 +42,7 @@ class HostDeviceSyncEveryStep(Check):
         super().__init__()
         self._sites = EverySite()
         self._real: set[tuple[str, int]] = set()  # sites that synced with an accelerator
+        self._site_of: dict[tuple[Any, int], Any] = {}  # (code, instruction) -> its Site
 
     def install(self, events: Any) -> None:
         super().install(events)
@@ -86,14 +87,19 @@ class HostDeviceSyncEveryStep(Check):
             frame = frame.f_back
         if frame is None or kind(frame.f_code.co_filename) != USER:
             return
-        site = self.site()
+        # the user's frame is the site's: found once per instruction (a loop's call is one instruction)
+        where = (frame.f_code, frame.f_lasti)
+        site = self._site_of.get(where)
         if site is None:
-            return
+            site = self._site_of[where] = self.site()
+            if site is None:
+                return
         self._sites.call(site, shown)
         if real:
             self._real.add((site.path, site.line))
 
     def finish(self) -> None:
+        self._site_of.clear()
         for calls, steps, total in self._sites.every_step():
             shown = " and ".join(calls.what)
             where = (calls.site.path, calls.site.line)

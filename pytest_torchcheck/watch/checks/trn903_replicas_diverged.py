@@ -124,6 +124,8 @@ model = DistributedDataParallel(nn.Linear(16, 4))
         self._steps[len(self._steps)] = 0
 
     def on_step_pre(self, optimizer: Any) -> None:
+        if not self._wrapped and not self._reduced:  # no DDP model, no all-reduce: nothing replicated
+            return
         serial = self._serial.get(optimizer)
         if serial is None or serial in self._replicas:
             return
@@ -140,8 +142,8 @@ model = DistributedDataParallel(nn.Linear(16, 4))
             self._replicas[serial] = "their gradients were all-reduced across the ranks"
 
     def on_step_post(self, optimizer: Any) -> None:
-        reduced, self._reduced = self._reduced, set()
-        del reduced
+        if self._reduced:
+            self._reduced = set()
         serial = self._serial.get(optimizer)
         if serial is None:
             return
