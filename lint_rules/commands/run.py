@@ -119,6 +119,7 @@ def run(args: argparse.Namespace) -> int:
     except program.ProgramNotFound as e:
         raise UsageError(str(e)) from None
     findings, errors, steps, watched = watcher.findings, watcher.errors, watcher.events.steps, []
+    findings, errors, spawned = _merge_spawned(watcher, findings, errors)
     if launch is not None:
         if quiet_rank:
             ranks.write(launch, findings, errors, steps)
@@ -135,6 +136,9 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
     where = f"ranks {', '.join(map(str, watched))} watched; {steps} optimizer steps on rank {launch.rank}" \
         if launch is not None else f"{steps} optimizer steps watched"
+    if spawned:
+        where += (f"; spawned {'rank' if len(spawned) == 1 else 'ranks'} {', '.join(map(str, sorted(spawned)))}: "
+                  f"{', '.join(str(spawned[i]) for i in sorted(spawned))} optimizer steps")
     try:
         _report(args, findings, where, chosen, report_to or sys.stderr)
     finally:
@@ -143,6 +147,24 @@ def run(args: argparse.Namespace) -> int:
     if outcome.code != 0:
         return outcome.code
     return EXIT_FINDINGS if findings else EXIT_OK
+
+
+def _merge_spawned(watcher, findings: list, errors: list[str]) -> tuple[list, list[str], dict[int, int]]:
+    """The findings and check errors of the ranks the program spawned itself (torch.multiprocessing)
+    added to the program's own, and each spawned rank's optimizer steps."""
+    from lint_rules.diagnostics import Finding
+    from pytest_torchcheck.watch import ranks
+
+    reports, missing = watcher.spawned.collect()
+    if missing:
+        print(f"torchcheck: warning: {missing} of the processes the program spawned sent no report: their "
+              "findings are missing", file=sys.stderr)
+    if not reports:
+        return findings, errors, {}
+    by_rank = {i: [Finding.from_dict(f) for f in data.get("findings", [])] for i, data in reports.items()}
+    errors = errors + [f"spawned rank {i}: {e}" for i, data in sorted(reports.items()) for e in data.get("errors", [])]
+    merged = sorted(findings + ranks.merge(by_rank, "spawned rank", "spawned ranks"), key=Finding.sort_key)
+    return merged, errors, {i: int(data.get("steps", 0)) for i, data in reports.items()}
 
 
 def _merge_ranks(launch, started: float, findings: list, errors: list[str]) -> tuple[list, list[str], list[int]]:

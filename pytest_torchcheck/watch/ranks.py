@@ -120,9 +120,9 @@ def collect(where: Launch, since: float, wait_s: float = WAIT_S) -> tuple[dict[i
     return found, max(0, wanted - len(found))
 
 
-def merge(by_rank: dict[int, list[Finding]]) -> list[Finding]:
+def merge(by_rank: dict[int, list[Finding]], one: str = "rank", many: str = "ranks") -> list[Finding]:
     """One finding per site and code, the lowest rank's message with the ranks that saw it added:
-    ``... (ranks 0, 1)``."""
+    ``... (ranks 0, 1)`` (``one``/``many``: what a rank is called)."""
     from lint_rules.diagnostics import Finding
     from lint_rules.records import replace
 
@@ -134,7 +134,7 @@ def merge(by_rank: dict[int, list[Finding]]) -> list[Finding]:
                 seen[key][1].append(rank)
             else:
                 seen[key] = (f, [rank])
-    merged = [replace(f, message=f"{f.message} ({'rank' if len(ranks) == 1 else 'ranks'} "
+    merged = [replace(f, message=f"{f.message} ({one if len(ranks) == 1 else many} "
                                  f"{', '.join(map(str, ranks))})")
               for f, ranks in seen.values()]
     return sorted(merged, key=Finding.sort_key)

@@ -226,6 +226,21 @@ def test_under_torchrun_every_rank_is_watched_and_rank_0_reports_for_all(tmp_pat
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json", "train.py"]
 
 
+def test_ranks_the_program_spawns_itself_are_watched_in_their_processes(tmp_path: Path) -> None:
+    # torch.multiprocessing.spawn: each spawned process runs its function under its own watch
+    fixture = REPO / "fixtures" / "buggy" / "ddp_train__model_moved_after_wrap.py"
+    r = torchcheck("run", "--format", "json", "--output-file", "out.json", "--select", "TRN804,TRN903", str(fixture),
+                   cwd=tmp_path)
+    assert r.returncode == 1, r.stderr[-3000:]
+    report = json.loads((tmp_path / "out.json").read_text())
+    source = fixture.read_text().splitlines()
+    moved = next(i for i, text in enumerate(source, 1) if "# BUG" in text)
+    assert [(f["code"], f["line"]) for f in report][:1] == [("TRN804", moved)]
+    assert all(f["message"].endswith("(spawned ranks 0, 1)") for f in report), report
+    # the drift that cast causes, seen by comparing the replicas after their steps
+    assert [f["code"] for f in report] == ["TRN804", "TRN903"]
+
+
 # ---------------------------------------------------------------- torch.compile: said once, not missed silently
 def test_compiled_code_is_named_once_with_the_checks_that_cannot_see_inside(tmp_path: Path) -> None:
     write(tmp_path / "train.py", """\
@@ -277,9 +292,8 @@ def test_the_linter_does_not_import_torch(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------- the clean corpus
 CORRECT = REPO / "fixtures" / "correct"
-# Spawned DDP ranks run in their own processes, which the watch does not follow (yet): under `run` these
-# watch 0 optimizer steps, so a clean report would say nothing about them.
-NOT_WATCHED = {"ddp.py": "spawns ranks", "ddp_metrics.py": "spawns ranks", "ddp_train.py": "spawns ranks"}
+# The fixtures that spawn their ranks (ddp*.py) are watched in each spawned process: they are in the corpus.
+NOT_WATCHED: dict[str, str] = {}
 WATCHED = sorted(p.name for p in CORRECT.glob("*.py") if p.name not in NOT_WATCHED)
 
 

@@ -189,8 +189,8 @@ model = DistributedDataParallel(nn.Linear(16, 4))
                 self.report(site,
                             f"after optimizer step {step}, rank {rank} and rank {other} of {world} held different "
                             f"parameters (the {what} of parameter {i // 2}: {own[i]:.6g} here, {theirs[i]:.6g} on "
-                            f"rank {other}), though they are replicas: {self._replicas[serial]}; the ranks train "
-                            "different models (initialise them alike, or broadcast rank 0's weights)")
+                            f"rank {other}), though they are replicas: {self._replicas[serial]}; the ranks now train "
+                            "different models (replicas must start alike and receive the same updates)")
                 return
 
     def finish(self) -> None:

@@ -56,4 +56,5 @@ def test_replicas_apart_are_reported_on_each_rank_and_the_near_misses_are_not(tm
     assert message.startswith("after optimizer step 1, rank 0 and rank 1 of 2 held different parameters (the sum of "
                               "parameter 0: "), message
     assert message.endswith("though they are replicas: their gradients were all-reduced across the ranks; the "
-                            "ranks train different models (initialise them alike, or broadcast rank 0's weights)")
+                            "ranks now train different models (replicas must start alike and receive the same "
+                            "updates)")
