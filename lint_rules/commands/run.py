@@ -108,10 +108,14 @@ def run(args: argparse.Namespace) -> int:
 
     from pytest_torchcheck.watch.watcher import Watcher
 
+    from pytest_torchcheck.watch.spawned import SpawnedRanks
+
     watcher = Watcher(chosen, max_steps=args.max_steps)
+    spawned = SpawnedRanks(chosen)  # the ranks the program starts itself, each watched
 
     def within(body) -> None:
         with watcher:
+            spawned.install(watcher.events)
             body()
 
     try:
@@ -119,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
     except program.ProgramNotFound as e:
         raise UsageError(str(e)) from None
     findings, errors, steps, watched = watcher.findings, watcher.errors, watcher.events.steps, []
-    findings, errors, spawned = _merge_spawned(watcher, findings, errors)
+    findings, errors, spawned_steps = _merge_spawned(spawned, findings, errors)
     if launch is not None:
         if quiet_rank:
             ranks.write(launch, findings, errors, steps)
@@ -136,9 +140,10 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
     where = f"ranks {', '.join(map(str, watched))} watched; {steps} optimizer steps on rank {launch.rank}" \
         if launch is not None else f"{steps} optimizer steps watched"
-    if spawned:
-        where += (f"; spawned {'rank' if len(spawned) == 1 else 'ranks'} {', '.join(map(str, sorted(spawned)))}: "
-                  f"{', '.join(str(spawned[i]) for i in sorted(spawned))} optimizer steps")
+    if spawned_steps:
+        where += (f"; spawned {'rank' if len(spawned_steps) == 1 else 'ranks'} "
+                  f"{', '.join(map(str, sorted(spawned_steps)))}: "
+                  f"{', '.join(str(spawned_steps[i]) for i in sorted(spawned_steps))} optimizer steps")
     try:
         _report(args, findings, where, chosen, report_to or sys.stderr)
     finally:
@@ -149,13 +154,13 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_FINDINGS if findings else EXIT_OK
 
 
-def _merge_spawned(watcher, findings: list, errors: list[str]) -> tuple[list, list[str], dict[int, int]]:
+def _merge_spawned(spawned, findings: list, errors: list[str]) -> tuple[list, list[str], dict[int, int]]:
     """The findings and check errors of the ranks the program spawned itself (torch.multiprocessing)
     added to the program's own, and each spawned rank's optimizer steps."""
     from lint_rules.diagnostics import Finding
     from pytest_torchcheck.watch import ranks
 
-    reports, missing = watcher.spawned.collect()
+    reports, missing = spawned.collect()
     if missing:
         print(f"torchcheck: warning: {missing} of the processes the program spawned sent no report: their "
               "findings are missing", file=sys.stderr)

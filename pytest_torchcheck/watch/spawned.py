@@ -57,6 +57,7 @@ class SpawnedRanks:
         self.events: Events | None = None
 
     def install(self, events: Events) -> None:
+        """Wrap ``start_processes`` now, until ``events`` is uninstalled (any time while it is installed)."""
         self.events = events
         import torch.multiprocessing
 

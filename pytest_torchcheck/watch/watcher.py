@@ -72,9 +72,6 @@ class Watcher:
         from pytest_torchcheck.watch.compiled import CompileSites
 
         self.compiled = CompileSites()  # where the program called torch.compile
-        from pytest_torchcheck.watch.spawned import SpawnedRanks
-
-        self.spawned = SpawnedRanks([c.CODE for c in self.checks])  # ranks the program starts itself
 
     def __enter__(self) -> Watcher:
         try:
@@ -83,7 +80,6 @@ class Watcher:
             if self.max_steps is not None:
                 self.events.subscribe(self)
             self.compiled.install(self.events)
-            self.spawned.install(self.events)
             self.events.install()
         except BaseException:
             self.events.uninstall()

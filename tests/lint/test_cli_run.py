@@ -107,7 +107,8 @@ def test_a_clean_program_exits_0(tmp_path: Path) -> None:
     write(tmp_path / "train.py", BUGGY)
     r = torchcheck("run", "--ignore", "TRN101,TRN202", "train.py", cwd=tmp_path)
     assert (r.returncode, r.stdout) == (0, "trained\n"), r.stderr
-    assert "No findings at run time (4 optimizer steps watched; checks: TRN102, TRN107, TRN203)" in r.stderr
+    assert "No findings at run time (4 optimizer steps watched; checks: TRN102, TRN107, TRN201, TRN203, TRN302, " \
+           "TRN304, TRN804, TRN903)" in r.stderr
 
 
 @pytest.mark.parametrize("exit_code", ["3", "0"])
