@@ -89,3 +89,18 @@ def test_torchs_own_syncs_inside_its_functions_do_not_count(tmp_path) -> None:
                             "torch.optim.Adam(model.parameters(), lr=0.1, capturable=False)")
     r = watch_program(tmp_path, source, ["TRN201"])
     assert (r.errors, r.code, r.findings) == ([], 0, [])
+
+
+def test_a_sync_an_installed_package_makes_is_not_the_users(tmp_path) -> None:
+    # a framework's logger reading the loss every step: not a line of the user's to change
+    (tmp_path / "site-packages").mkdir()
+    (tmp_path / "site-packages" / "framework.py").write_text("def log(loss):\n    return loss.item()\n")
+    source = program("framework.log(loss)").replace(
+        "import torch\n", "import sys, os\n    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "
+                          "'site-packages'))\n    import framework\n    import torch\n", 1)
+    r = watch_program(tmp_path, source, ["TRN201"])
+    assert (r.errors, r.code, r.findings) == ([], 0, [])
+    # the same call in the user's own module is the user's
+    r = watch_program(tmp_path, source.replace("framework.log(loss)", "mine.log(loss)").replace(
+        "import framework", "import mine"), ["TRN201"], files={"mine.py": "def log(loss):\n    return loss.item()\n"})
+    assert [(f.path, f.line) for f in r.findings] == [("mine.py", 2)]
