@@ -124,7 +124,8 @@ def _index_rows() -> dict[str, dict[str, str]]:
 
 def test_rule_index_lists_every_registered_code_with_its_page():
     rows = _index_rows()
-    rules = {**registry.BUILTINS, **registry.all_rules()}
+    runtime_only = {c: registry.runtime_check(c) for c in registry.runtime_only_codes()}
+    rules = {**registry.BUILTINS, **registry.all_rules(), **runtime_only}
     assert sorted(rows) == sorted(rules)
     is_preview = getattr(registry, "is_preview", None)
     for code, rule in rules.items():
@@ -132,10 +133,26 @@ def test_rule_index_lists_every_registered_code_with_its_page():
         assert row["name"].startswith(f"[{rule.NAME}]({rule.NAME}.md)"), code
         assert row["severity"] == rule.SEVERITY, code
         if callable(is_preview):  # the registry has a preview tier: the index must show it
-            tier = "built-in" if code in registry.BUILTINS else "core" if code in registry.CERTAIN_CORE \
-                else "preview" if is_preview(code) else "default"
+            tier = "built-in" if code in registry.BUILTINS else "runtime" if code in runtime_only \
+                else "core" if code in registry.CERTAIN_CORE else "preview" if is_preview(code) else "default"
             assert row["tier"] == tier, code
         assert (ROOT / "docs" / "rules" / f"{rule.NAME}.md").is_file(), code
+
+
+def test_runtime_checks_document_themselves_on_the_rule_pages():
+    """A rule whose pitfall torchcheck run watches has an "At run time" section, the check's own
+    docstring; a runtime-only code (TRN9) has a page of its own, with a rule's sections."""
+    from pytest_torchcheck.watch.watcher import check_class, codes
+
+    assert registry.runtime_only_codes(), "no runtime-only check to document"
+    for code in codes():
+        check = check_class(code)
+        page = (ROOT / "docs" / "rules" / f"{check.NAME}.md").read_text(encoding="utf-8")
+        assert "## At run time" in page and check.observed().splitlines()[0] in page, code
+        if code in registry.runtime_only_codes():
+            assert page.startswith(f"# {check.NAME} ({code})\n") and "| tier | runtime |" in page, code
+            for heading in ("## What it does", "## Why is this bad?", "## Example"):
+                assert heading in page, (code, heading)
 
 
 def test_rule_page_carries_the_rules_documentation_and_examples():

@@ -6,6 +6,11 @@ The report goes to standard error (or ``--output-file``), so the program's own s
 its own. Exit code: the program's when it failed (its findings so far are reported first), else 1 with
 findings, else 0; 2 for a usage error, before anything ran. torch is imported only here, when the
 program is about to run: the linter's commands never load it.
+
+Under ``torchrun`` with several ranks (see :mod:`pytest_torchcheck.watch.ranks`), every rank runs the
+program watched; the node's first rank reports for all of them, each finding naming its ranks, and its
+exit code counts every rank's findings; the other ranks report nothing and exit with their program's
+code.
 """
 
 from __future__ import annotations
@@ -78,34 +83,97 @@ def run(args: argparse.Namespace) -> int:
             program.locate(args.script, None)
         except program.ProgramNotFound as e:
             raise UsageError(str(e)) from None
-    report_to = _open_output(args.output_file)  # before the program runs: a bad path is a usage error
+    from pytest_torchcheck.watch import ranks
+
+    launch = ranks.launch()
+    started = ranks.now()
+    quiet_rank = launch is not None and not launch.reports  # its findings go to the reporting rank
+    # before the program runs: a bad path is a usage error
+    report_to = None if quiet_rank else _open_output(args.output_file)
 
     from pytest_torchcheck.watch.watcher import Watcher
 
+    from pytest_torchcheck.watch.spawned import SpawnedRanks
+
     watcher = Watcher(chosen, max_steps=args.max_steps)
+    spawned = SpawnedRanks(chosen)  # the ranks the program starts itself, each watched
 
     def within(body) -> None:
         with watcher:
+            spawned.install(watcher.events)
             body()
 
     try:
         outcome = program.run(args.script, args.module, args.program, within)
     except program.ProgramNotFound as e:
         raise UsageError(str(e)) from None
-    for error in watcher.errors:
+    findings, errors, steps, watched = watcher.findings, watcher.errors, watcher.events.steps, []
+    findings, errors, spawned_steps = _merge_spawned(spawned, findings, errors)
+    if launch is not None:
+        if quiet_rank:
+            ranks.write(launch, findings, errors, steps)
+            return outcome.code
+        findings, errors, watched = _merge_ranks(launch, started, findings, errors)
+    for error in errors:
         print(f"torchcheck: warning: a runtime check failed and was skipped: {error}", file=sys.stderr)
+    note = watcher.compiled.note(watcher.checks)
+    if note is not None:
+        print(note, file=sys.stderr)
     if outcome.stopped:
         print(f"torchcheck: stopped the program after {args.max_steps} optimizer "
               f"{'step' if args.max_steps == 1 else 'steps'} (--max-steps)",
               file=sys.stderr)
+    where = f"ranks {', '.join(map(str, watched))} watched; {steps} optimizer steps on rank {launch.rank}" \
+        if launch is not None else f"{steps} optimizer steps watched"
+    if spawned_steps:
+        where += (f"; spawned {'rank' if len(spawned_steps) == 1 else 'ranks'} "
+                  f"{', '.join(map(str, sorted(spawned_steps)))}: "
+                  f"{', '.join(str(spawned_steps[i]) for i in sorted(spawned_steps))} optimizer steps")
     try:
-        _report(args, watcher, chosen, report_to or sys.stderr)
+        _report(args, findings, where, chosen, report_to or sys.stderr)
     finally:
         if report_to is not None:
             report_to.close()
     if outcome.code != 0:
         return outcome.code
-    return EXIT_FINDINGS if watcher.findings else EXIT_OK
+    return EXIT_FINDINGS if findings else EXIT_OK
+
+
+def _merge_spawned(spawned, findings: list, errors: list[str]) -> tuple[list, list[str], dict[int, int]]:
+    """The findings and check errors of the ranks the program spawned itself (torch.multiprocessing)
+    added to the program's own, and each spawned rank's optimizer steps."""
+    from lint_rules.diagnostics import Finding
+    from pytest_torchcheck.watch import ranks
+
+    reports, missing = spawned.collect()
+    if missing:
+        print(f"torchcheck: warning: {missing} of the processes the program spawned sent no report: their "
+              "findings are missing", file=sys.stderr)
+    if not reports:
+        return findings, errors, {}
+    by_rank = {i: [Finding.from_dict(f) for f in data.get("findings", [])] for i, data in reports.items()}
+    errors = errors + [f"spawned rank {i}: {e}" for i, data in sorted(reports.items()) for e in data.get("errors", [])]
+    merged = sorted(findings + ranks.merge(by_rank, "spawned rank", "spawned ranks"), key=Finding.sort_key)
+    return merged, errors, {i: int(data.get("steps", 0)) for i, data in reports.items()}
+
+
+def _merge_ranks(launch, started: float, findings: list, errors: list[str]) -> tuple[list, list[str], list[int]]:
+    """This rank's findings and check errors with those the other ranks of its node left, and the ranks
+    that reported."""
+    from lint_rules.diagnostics import Finding
+    from pytest_torchcheck.watch import ranks
+
+    others, missing = ranks.collect(launch, started)
+    by_rank = {launch.rank: findings}
+    merged_errors = [f"rank {launch.rank}: {e}" for e in errors]
+    for rank, data in sorted(others.items()):
+        by_rank[rank] = [Finding.from_dict(f) for f in data.get("findings", [])]
+        merged_errors += [f"rank {rank}: {e}" for e in data.get("errors", [])]
+    if missing:
+        print(f"torchcheck: warning: {missing} of the {launch.local_world_size} ranks on this machine sent no "
+              f"report within {ranks.WAIT_S:.0f} s after rank {launch.rank} ended: their findings are missing",
+              file=sys.stderr)
+    return ranks.merge(by_rank), merged_errors, sorted(by_rank)
 
 
 def _open_output(path: str | None):
@@ -117,10 +185,9 @@ def _open_output(path: str | None):
         raise UsageError(f"--output-file {path!r}: cannot write: {e.strerror}") from None
 
 
-def _report(args: argparse.Namespace, watcher, chosen: list[str], out) -> None:
+def _report(args: argparse.Namespace, findings: list, where: str, chosen: list[str], out) -> None:
     from lint_rules.output import write_report
 
-    findings = watcher.findings
     rules = []
     if args.format == "sarif":  # the rules' metadata: their docs are the linter's
         rules = [r for c in sorted({f.code for f in findings}) if (r := registry.lookup(c)) is not None]
@@ -128,12 +195,10 @@ def _report(args: argparse.Namespace, watcher, chosen: list[str], out) -> None:
     write_report(out, args.format, findings, 1, quiet=True, checked_paths=sorted({f.path for f in findings}),
                  rules=rules)
     if args.format in ("text", "concise") and not args.quiet:
-        steps = watcher.events.steps
         checks = ", ".join(chosen) or "none"
         if findings:
             noun = "finding" if len(findings) == 1 else "findings"
-            out.write(f"Found {len(findings)} {noun} at run time ({steps} optimizer steps watched; "
-                      f"checks: {checks}).\n")
+            out.write(f"Found {len(findings)} {noun} at run time ({where}; checks: {checks}).\n")
         else:
-            out.write(f"No findings at run time ({steps} optimizer steps watched; checks: {checks}).\n")
+            out.write(f"No findings at run time ({where}; checks: {checks}).\n")
     out.flush()

@@ -52,6 +52,9 @@ class Check:
         import textwrap
 
         return textwrap.dedent(cls.__doc__ or "").strip()
+    # False: the check watches calls that code compiled by torch.compile does not make (dynamo traces
+    # them into a graph), so a compiled region hides them; ``torchcheck run`` then says so
+    SEES_COMPILED = True
 
     def __init__(self) -> None:
         self.findings: list[Finding] = []

@@ -61,6 +61,9 @@ class Watcher:
         self.events = Events(Sites())
         self.findings: list[Finding] = []
         self.stopped = False  # ended by max_steps
+        from pytest_torchcheck.watch.compiled import CompileSites
+
+        self.compiled = CompileSites()  # where the program called torch.compile
 
     def __enter__(self) -> Watcher:
         try:
@@ -68,6 +71,7 @@ class Watcher:
                 check.install(self.events)
             if self.max_steps is not None:
                 self.events.subscribe(self)
+            self.compiled.install(self.events)
             self.events.install()
         except BaseException:
             self.events.uninstall()

@@ -330,6 +330,7 @@ def test_rules_is_a_table_with_severity_tier_and_fix_that_fits_100_columns():
     assert rows["TRN202"][2] == "preview"
     assert rows["TRN503"][1:] == ["warning", "default", "safe"]
     assert rows["TRN000"][1:3] == ["error", "builtin"]
+    assert rows["TRN903"] == ["replicas-diverged", "error", "runtime", "-"]  # torchcheck run's own
     assert not any(line.endswith("(preview)") for line in lines)
 
 
@@ -388,6 +389,22 @@ def test_explain_prints_documentation():
         assert section in r.stdout
     by_name = run("explain", "zero-grad-between-backward-and-step", cwd=REPO)
     assert by_name.stdout == r.stdout
+
+
+def test_explain_shows_what_torchcheck_run_watches():
+    r = run("explain", "TRN101", cwd=REPO)
+    assert "## At run time\nObserved" in r.stdout  # the rule's runtime check
+    own = run("explain", "replicas-diverged", cwd=REPO)  # a runtime-only code, by name
+    assert own.returncode == 0 and own.stdout.startswith("# TRN903 replicas-diverged")
+    assert "## What it does" in own.stdout and "## At run time" in own.stdout
+
+
+def test_a_runtime_only_code_is_a_valid_selector(tmp_path):
+    # a configuration shared by lint and run may name torchcheck run's codes; lint has nothing to run
+    write(tmp_path, {"t.py": CLEAN, "pyproject.toml": '[tool.torchcheck]\nextend-select = ["TRN9"]\n'})
+    r = run("lint", "--select", "TRN101,TRN903", "t.py", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert run("lint", "t.py", cwd=tmp_path).returncode == 0
 
 
 def test_explain_unknown_code():

@@ -107,7 +107,8 @@ def test_a_clean_program_exits_0(tmp_path: Path) -> None:
     write(tmp_path / "train.py", BUGGY)
     r = torchcheck("run", "--ignore", "TRN101,TRN202", "train.py", cwd=tmp_path)
     assert (r.returncode, r.stdout) == (0, "trained\n"), r.stderr
-    assert "No findings at run time (4 optimizer steps watched; checks: TRN102, TRN107, TRN203)" in r.stderr
+    assert "No findings at run time (4 optimizer steps watched; checks: TRN102, TRN107, TRN201, TRN203, TRN302, " \
+           "TRN304, TRN804, TRN903)" in r.stderr
 
 
 @pytest.mark.parametrize("exit_code", ["3", "0"])
@@ -185,6 +186,84 @@ def test_max_steps_with_findings_exits_1(tmp_path: Path) -> None:
     assert "train.py:9:9: TRN102" in r.stderr
 
 
+# ---------------------------------------------------------------- torchrun: every rank watched, one report
+RANKS = """\
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+torch.manual_seed(0)
+model = DDP(nn.Linear(4, 2))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x, y = torch.randn(8, 4), torch.randn(8, 2)
+for step in range(4):
+    opt.zero_grad()
+    loss = nn.functional.mse_loss(model(x), y)
+    loss.backward()
+    opt.step()
+    print(f"rank {rank} loss {loss.item():.4f}")
+    if rank == 1:
+        torch.cuda.empty_cache()
+dist.destroy_process_group()
+"""
+
+
+def test_under_torchrun_every_rank_is_watched_and_rank_0_reports_for_all(tmp_path: Path) -> None:
+    write(tmp_path / "train.py", RANKS)
+    r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "-m", "lint_rules",
+                        "run", "--format", "json", "--output-file", "out.json", "--select", "TRN201,TRN202",
+                        "train.py"], cwd=tmp_path, capture_output=True, text=True, timeout=240, env=ENV)
+    # both ranks ran the program; rank 0 exits 1 for the findings, which torchrun reports as its failure
+    assert sorted(line for line in r.stdout.splitlines() if line.endswith("loss 0.5889")) == [
+        "rank 0 loss 0.5889", "rank 1 loss 0.5889"], r.stderr[-3000:]
+    assert r.returncode == 1 and "exitcode  : 1" in r.stderr and "rank      : 0" in r.stderr, r.stderr[-3000:]
+    report = json.loads((tmp_path / "out.json").read_text())  # one file: rank 0's, merged
+    assert [(f["code"], f["line"], f["message"].rsplit(" (", 1)[1]) for f in report] == [
+        ("TRN201", 17, "ranks 0, 1)"), ("TRN202", 19, "rank 1)")]
+    assert report[0]["message"].startswith(".item() ran 4 times from this line")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json", "train.py"]
+
+
+def test_ranks_the_program_spawns_itself_are_watched_in_their_processes(tmp_path: Path) -> None:
+    # torch.multiprocessing.spawn: each spawned process runs its function under its own watch
+    fixture = REPO / "fixtures" / "buggy" / "ddp_train__model_moved_after_wrap.py"
+    r = torchcheck("run", "--format", "json", "--output-file", "out.json", "--select", "TRN804,TRN903", str(fixture),
+                   cwd=tmp_path)
+    assert r.returncode == 1, r.stderr[-3000:]
+    report = json.loads((tmp_path / "out.json").read_text())
+    source = fixture.read_text().splitlines()
+    moved = next(i for i, text in enumerate(source, 1) if "# BUG" in text)
+    assert [(f["code"], f["line"]) for f in report][:1] == [("TRN804", moved)]
+    assert all(f["message"].endswith("(spawned ranks 0, 1)") for f in report), report
+    # the drift that cast causes, seen by comparing the replicas after their steps
+    assert [f["code"] for f in report] == ["TRN804", "TRN903"]
+
+
+# ---------------------------------------------------------------- torch.compile: said once, not missed silently
+def test_compiled_code_is_named_once_with_the_checks_that_cannot_see_inside(tmp_path: Path) -> None:
+    write(tmp_path / "train.py", """\
+        import torch
+        model = torch.nn.Linear(4, 2)
+        fast = torch.compile(model, backend="eager")
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(3):
+            opt.zero_grad()
+            fast(torch.randn(8, 4)).sum().backward()
+            opt.step()
+        """)
+    r = torchcheck("run", "--select", "TRN201,TRN202", "train.py", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    notes = [line for line in r.stderr.splitlines() if "torch.compile" in line]
+    assert notes == ["torchcheck: note: the program compiled code with torch.compile at train.py:3; TRN201 cannot "
+                     "see the calls made inside compiled code and may miss what happens there"]
+    # checks that see through compiled code: no note
+    r = torchcheck("run", "--select", "TRN202", "train.py", cwd=tmp_path)
+    assert r.returncode == 0 and "torch.compile" not in r.stderr, r.stderr
+
+
 # ---------------------------------------------------------------- usage errors: exit 2, nothing runs
 @pytest.mark.parametrize(("args", "message"), [
     (["run", "missing.py"], "cannot run 'missing.py': no such file"),
@@ -214,9 +293,8 @@ def test_the_linter_does_not_import_torch(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------- the clean corpus
 CORRECT = REPO / "fixtures" / "correct"
-# Spawned DDP ranks run in their own processes, which the watch does not follow (yet): under `run` these
-# watch 0 optimizer steps, so a clean report would say nothing about them.
-NOT_WATCHED = {"ddp.py": "spawns ranks", "ddp_metrics.py": "spawns ranks", "ddp_train.py": "spawns ranks"}
+# The fixtures that spawn their ranks (ddp*.py) are watched in each spawned process: they are in the corpus.
+NOT_WATCHED: dict[str, str] = {}
 WATCHED = sorted(p.name for p in CORRECT.glob("*.py") if p.name not in NOT_WATCHED)
 
 
