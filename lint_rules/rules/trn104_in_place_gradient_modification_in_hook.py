@@ -3,6 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from lint_rules.analysis.model import DEF
+from lint_rules.analysis.mutations import in_place_writes
 from lint_rules.rule import Rule
 from lint_rules.rules.examples import trn104 as examples
 
@@ -12,7 +13,6 @@ _HOOKS: dict[str, tuple[int, ...]] = {
     "register_full_backward_hook": (1, 2),
     "register_full_backward_pre_hook": (1,),
 }
-_NOT_MUTATING = frozenset({"requires_grad_", "retain_grad_"})
 
 
 class InPlaceGradientModificationInHook(Rule):
@@ -76,7 +76,7 @@ class InPlaceGradientModificationInHook(Rule):
         if not grad_names:
             return
         body = target.body
-        for mutation in _in_place_mutations(body, grad_names):
+        for mutation in in_place_writes(body, grad_names):
             self.report(mutation)
 
     def _resolve_hook(self, hook: cst.CSTNode) -> cst.Lambda | cst.FunctionDef | None:
@@ -107,55 +107,3 @@ def _is_method(model, fn: cst.FunctionDef) -> bool:
 def _positional_params(fn: cst.Lambda | cst.FunctionDef) -> list[str]:
     p = fn.params
     return [param.name.value for param in (*p.posonly_params, *p.params)]
-
-
-def _root_name(expr: cst.CSTNode) -> str | None:
-    """`g`, `g[0]`, `g.data`, `grad_input[0]` -> the parameter name they alias."""
-    while True:
-        if isinstance(expr, cst.Name):
-            return expr.value
-        if isinstance(expr, cst.Subscript):
-            expr = expr.value
-        elif isinstance(expr, cst.Attribute) and expr.attr.value == "data":
-            expr = expr.value
-        else:
-            return None
-
-
-def _in_place_mutations(body: cst.CSTNode, grad_names: set[str]) -> list[cst.CSTNode]:
-    """In-place writes to a gradient parameter, in statement order, until it is rebound."""
-    found: list[cst.CSTNode] = []
-    live = set(grad_names)
-
-    class Finder(cst.CSTVisitor):
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return False  # nested functions have their own parameters
-
-        def visit_Lambda(self, node: cst.Lambda) -> bool:
-            return False
-
-        def visit_Assign(self, node: cst.Assign) -> None:
-            for t in node.targets:
-                target = t.target
-                if isinstance(target, cst.Subscript) and _root_name(target) in live:
-                    found.append(node)
-
-        def leave_Assign(self, node: cst.Assign) -> None:
-            for t in node.targets:
-                if isinstance(t.target, cst.Name):
-                    live.discard(t.target.value)  # rebound: later writes hit a new tensor
-
-        def visit_AugAssign(self, node: cst.AugAssign) -> None:
-            if _root_name(node.target) in live:
-                found.append(node)
-
-        def visit_Call(self, node: cst.Call) -> None:
-            func = node.func
-            if isinstance(func, cst.Attribute):
-                method = func.attr.value
-                if method.endswith("_") and not method.startswith("_") and method not in _NOT_MUTATING \
-                        and _root_name(func.value) in live:
-                    found.append(node)
-
-    body.visit(Finder())
-    return found

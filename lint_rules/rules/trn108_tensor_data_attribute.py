@@ -5,6 +5,7 @@ import libcst as cst
 from lint_rules.analysis import names as N
 from lint_rules.analysis.kinds import LEAF, LOSS, MODULE, PARAMETER
 from lint_rules.analysis.model import FOR, PARAM, call_method, dotted
+from lint_rules.analysis.mutations import reads_attribute
 from lint_rules.analysis.training import BACKWARD, STEP
 from lint_rules.rule import WARNING, Rule
 from lint_rules.analysis.autograd_flow import class_has_base, enclosing_class, is_torch_module_class
@@ -46,20 +47,6 @@ def _written_values(model, node: cst.Attribute) -> list[cst.CSTNode]:
         if isinstance(anc, (cst.Assign, cst.AugAssign)):
             return [anc.value]
     return []
-
-
-def _reads_grad(stmt: cst.CSTNode) -> bool:
-    """``stmt`` reads some ``.grad``: a hand-written parameter update."""
-    found = False
-
-    class _Find(cst.CSTVisitor):
-        def visit_Attribute(self, node: cst.Attribute) -> bool:
-            nonlocal found
-            found = found or node.attr.value == "grad"
-            return not found
-
-    stmt.visit(_Find())
-    return found
 
 
 class TensorDataAttribute(Rule):
@@ -286,4 +273,4 @@ class TensorDataAttribute(Rule):
         fn = model.enclosing_function(node)
         if fn is not None and any(ev.kind in (BACKWARD, STEP) for ev in facts.function_events(fn)):
             return True
-        return any(_reads_grad(v) for v in _written_values(model, node))
+        return any(reads_attribute(v, "grad") for v in _written_values(model, node))

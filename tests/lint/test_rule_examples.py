@@ -74,15 +74,18 @@ def test_codes_and_names_are_unique():
 
 
 def test_selector_expansion():
-    assert registry.expand(["ALL"], "t") == set(RULES) | {"TRN002"}  # ALL includes the opt-in TRN002
+    runtime = set(registry.runtime_only_codes())  # torchcheck run's own codes (TRN9): valid selectors
+    assert runtime and all(c.startswith("TRN9") for c in runtime)
+    assert registry.expand(["ALL"], "t") == set(RULES) | {"TRN002"} | runtime  # with the opt-in TRN002
     # preview rules are off, but those with a certain core run (and report only certain findings)
     assert registry.default_codes() == set(RULES) - (set(registry.PREVIEW_RULES) - set(registry.CERTAIN_CORE))
     assert set(registry.CERTAIN_CORE) <= set(registry.PREVIEW_RULES)
     assert registry.default_codes(preview=True) == set(RULES)
     assert registry.expand(["TRN1"], "t") == {c for c in RULES if c.startswith("TRN1")}
     assert registry.expand(["trn301"], "t") == {"TRN301"}
-    with pytest.raises(registry.UsageError, match="'TRN9'.*in --select"):
-        registry.expand(["TRN9"], "--select")
+    assert registry.expand(["TRN9"], "t") == runtime
+    with pytest.raises(registry.UsageError, match="'TRN8888'.*in --select"):
+        registry.expand(["TRN8888"], "--select")
     with pytest.raises(registry.UsageError, match="'E501'"):
         registry.expand(["E501"], "--select")
 
