@@ -1,0 +1,82 @@
+"""TRN504 at run time: ``nll_loss`` was given values that are not log-probabilities."""
+
+from __future__ import annotations
+
+from pytest_torchcheck.watch.check import Check, plural
+from pytest_torchcheck.watch.checks._common import Sampler, argument, class_dim, floating, made_by
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+TOLERANCE = 0.05  # |log of a row's probability mass|: 5% of the mass, far above rounding in half precision
+
+
+def unnormalised_rows(x: Any, target: Any, ignore_index: int) -> tuple[int, int, float, float] | None:
+    """(rows whose exp() does not sum to 1, rows looked at, the smallest and largest such sum) over the rows
+    whose target is not ``ignore_index``; None when every row is a log-probability distribution. Rows whose
+    sum is not finite (NaN, all -inf) are left out. One host sync."""
+    import torch
+
+    dim = class_dim(x)
+    classes = x.shape[dim]
+    with torch.no_grad():
+        rows = x.detach().float().movedim(dim, -1).reshape(-1, classes)
+        lse = torch.logsumexp(rows, dim=-1)
+        keep = torch.isfinite(lse)
+        if isinstance(target, torch.Tensor) and not target.is_floating_point() and target.numel() == lse.numel():
+            keep &= target.reshape(-1).to(lse.device) != ignore_index
+        bad = keep & (lse.abs() > TOLERANCE)
+        inf = torch.tensor(float("inf"), device=lse.device)
+        count, seen, low, high = torch.stack([
+            bad.sum().float(), keep.sum().float(),
+            torch.where(bad, lse, inf).min(), torch.where(bad, lse, -inf).max()]).tolist()
+    if not count:
+        return None
+    import math
+
+    return int(count), int(seen), math.exp(low), math.exp(high) if high < 700 else float("inf")
+
+
+class NllLossWithoutLogSoftmax(Check):
+    """
+    Observed: a call of `torch.nn.functional.nll_loss` (which `nn.NLLLoss` makes) whose input holds values
+    that are not log-probabilities: for at least one sample, the exponentials of its class values (along
+    the class dimension) do not sum to 1, off by more than 5% of the probability mass. Raw logits and
+    softmax probabilities both fail it; `log_softmax()` outputs, and `log()` of probabilities that sum
+    to 1, never do. Samples whose target is `ignore_index` (padding) and samples whose values are NaN
+    or all `-inf` are left out. Checked on a sample of the calls (the first 8, then one in 32), on
+    every call when the input came from `softmax()`, each check costing one reduction.
+    """
+
+    CODE = "TRN504"
+    NAME = "nll-loss-without-log-softmax"
+    SEVERITY = "error"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._sample = Sampler()
+
+    def install(self, events: Any) -> None:
+        super().install(events)
+        events.intercept("torch.nn.functional.nll_loss", pre=self._loss)
+
+    def _loss(self, args: tuple, kwargs: dict) -> None:
+        x = argument(args, kwargs, 0, "input")
+        if not floating(x):
+            return
+        softmax = made_by(x) == "SoftmaxBackward0"
+        if not softmax and not self._sample.due():
+            return
+        found = unnormalised_rows(x, argument(args, kwargs, 1, "target"), argument(args, kwargs, 4, "ignore_index", -100))
+        if found is None:
+            return
+        bad, seen, low, high = found
+        span = f"{low:.3g}" if low == high else f"{low:.3g} to {high:.3g}"
+        advice = ("they came from softmax(): use log_softmax()" if softmax else
+                  "apply log_softmax() first, or use cross_entropy() on the logits")
+        self.report(self.site(),
+                    f"nll_loss() was given values that are not log-probabilities: in {bad} of "
+                    f"{plural(seen, 'sample')} the exp() of the {x.shape[class_dim(x)]} class values sums to "
+                    f"{span}, not 1; nll_loss only negates the value at the target, so the loss is unbounded "
+                    f"(raw logits) or meaningless (probabilities): {advice}")
