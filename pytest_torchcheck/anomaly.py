@@ -50,6 +50,15 @@ def _nonfinite_counts(t: "torch.Tensor") -> tuple[int, int]:
     return int(torch.isnan(t).sum()), int(torch.isinf(t).sum())
 
 
+def first_nonfinite(obj: Any) -> tuple[str, "torch.Tensor"] | None:
+    """The first floating-point tensor in a nested structure that holds a NaN or an Inf, with its path; None
+    when every one is finite (one reduction per tensor on the common path)."""
+    for path, t in iter_tensors(obj):
+        if (t.is_floating_point() or t.is_complex()) and not torch_isfinite_all(t):
+            return path, t
+    return None
+
+
 def _describe_range(t: "torch.Tensor") -> str:
     import torch
 
@@ -196,7 +205,7 @@ class NanGuard:
         nan, inf = _nonfinite_counts(t)
         inputs = [f"    input{p}: {_describe_range(x)}" for p, x in iter_tensors(args)] or ["    (no tensor inputs)"]
         name = self._name(module)
-        first_bad_input = any(sum(_nonfinite_counts(x)) for _, x in iter_tensors(args))
+        first_bad_input = first_nonfinite(args) is not None
         cause = ("its inputs were already non-finite: the data or an op outside any module produced them"
                  if first_bad_input else
                  f"{type(module).__name__}.forward produced them from finite inputs "
