@@ -95,24 +95,24 @@ class LogScale(nn.Module):
 
         if not torch.is_grad_enabled():
             return
-        from pytest_torchcheck.anomaly import _nonfinite_counts, first_nonfinite
+        from pytest_torchcheck.anomaly import nonfinite_counts, first_nonfinite
 
         bad = first_nonfinite(output)
         if bad is None or first_nonfinite(args) is not None:
             return
         path, t = bad
-        self._origin = _Origin(self.site(), _name(root, module), f"output{path}", _nonfinite_counts(t), t.numel())
+        self._origin = _Origin(self.site(), _name(root, module), f"output{path}", nonfinite_counts(t), t.numel())
 
     def on_backward_pre(self, tensors: Any, retain_graph: Any, create_graph: Any) -> None:
         origin, self._origin = self._origin, None
         if self._done or self._scaler:
             return
-        from pytest_torchcheck.anomaly import _nonfinite_counts, first_nonfinite
+        from pytest_torchcheck.anomaly import nonfinite_counts, first_nonfinite
 
         bad = first_nonfinite(tensors_of(tensors))
         if bad is None:
             return
-        nan, inf = _nonfinite_counts(bad[1])
+        nan, inf = nonfinite_counts(bad[1])
         what = f"the loss given to backward() holds {_counts(nan, inf)}"
         self._conclude(origin, what)
 
