@@ -29,14 +29,17 @@ class EvaluationWithoutEvalMode(TopLevel):
     Observed: a model called from your code (a top-level forward, not a layer inside another model's
     forward) while autograd was off (`torch.no_grad()`, `torch.inference_mode()`) and the model was in
     training mode, with dropout layers (`p > 0`) or batch/instance norm layers tracking running
-    statistics in training mode too, and whose result was used; and an optimizer steps this model's
-    parameters at some point of the run. Dropout then drops activations and batch norm normalises with
+    statistics in training mode too, and whose result was used, outside a training step (after an
+    optimizer's `step()` and before the next `zero_grad()`, or before any); and an optimizer steps this
+    model's parameters at some point of the run. Dropout then drops activations and batch norm normalises with
     the batch's statistics and folds this data into its running ones: what is measured is not the model.
     Never reported: a model no optimizer steps (an EMA or teacher copy, a target network), a forward
     whose result is thrown away (`model(x)` alone as a statement: a batch-norm recalibration or warm-up
     pass), a model whose batch norm has `momentum=None` (a cumulative recalibration, as
     `torch.optim.swa_utils.update_bn` does), a model called by torch's own code, and a model whose
-    mode-dependent layers are all in eval mode (frozen batch norm during fine-tuning).
+    mode-dependent layers are all in eval mode (frozen batch norm during fine-tuning), a forward between
+    a `zero_grad()` and the next `step()` (targets or pseudo-labels computed inside a training step; a
+    program that clears gradients right after each step is therefore never reported).
     """
 
     CODE = "TRN602"
@@ -46,12 +49,15 @@ class EvaluationWithoutEvalMode(TopLevel):
     def __init__(self) -> None:
         super().__init__()
         self._trained = Trained()
+        # between a zero_grad() and the next step(): a forward there belongs to a training step (pseudo-labels
+        # or targets computed by the model itself), not to an evaluation
+        self._in_step = False
         self._pending: dict[tuple[str, int, int], _Seen] = {}  # by site and model, seen before the model was known to be trained
 
     def on_top_pre(self, module: Any, args: Any) -> None:
         import torch
 
-        if torch.is_grad_enabled() or not module.training:
+        if torch.is_grad_enabled() or not module.training or self._in_step:
             return
         layers = [m for m in mode_layers(module) if m.training]
         if not layers or any(getattr(m, "momentum", 0.1) is None for m in layers):
@@ -73,7 +79,11 @@ class EvaluationWithoutEvalMode(TopLevel):
         if self._trained.ids:
             self._decide()
 
+    def on_grads_cleared(self, owner: Any) -> None:
+        self._in_step = True
+
     def on_step_post(self, optimizer: Any) -> None:
+        self._in_step = False
         self._trained.stepped(optimizer)
         if self._pending:
             self._decide()

@@ -75,6 +75,12 @@ for _ in range(3):
     frozen_opt.zero_grad()
     frozen(x).sum().backward()
     frozen_opt.step()
+for _ in range(2):  # pseudo-labels from the model itself, inside its training step
+    opt.zero_grad()
+    with torch.no_grad():
+        pseudo = model(x).argmax(dim=1)
+    F.cross_entropy(model(x), pseudo).backward()
+    opt.step()
 # a cumulative recalibration, as torch.optim.swa_utils.update_bn does
 model[1].momentum = None
 with torch.no_grad():
