@@ -9,13 +9,15 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-TOLERANCE = 0.05  # |log of a row's probability mass|: 5% of the mass, far above rounding in half precision
+# log of a row's probability mass above which it is not a distribution: 10.5% more mass than 1, far above
+# rounding in half precision and above log(p + eps) over 100,000 classes with eps = 1e-6
+TOLERANCE = 0.1
 
 
 def unnormalised_rows(x: Any, target: Any, ignore_index: int) -> tuple[int, int, float, float] | None:
-    """(rows whose exp() does not sum to 1, rows looked at, the smallest and largest such sum) over the rows
-    whose target is not ``ignore_index``; None when every row is a log-probability distribution. Rows whose
-    sum is not finite (NaN, all -inf) are left out. One host sync."""
+    """(rows whose exp() sums to more than 1, rows looked at, the smallest and largest such sum) over the rows
+    whose target is not ``ignore_index``; None when every row could be log-probabilities of some classes of a
+    distribution. Rows whose sum is not finite (NaN, all -inf) are left out. One host sync."""
     import torch
 
     dim = class_dim(x)
@@ -26,7 +28,7 @@ def unnormalised_rows(x: Any, target: Any, ignore_index: int) -> tuple[int, int,
         keep = torch.isfinite(lse)
         if isinstance(target, torch.Tensor) and not target.is_floating_point() and target.numel() == lse.numel():
             keep &= target.reshape(-1).to(lse.device) != ignore_index
-        bad = keep & (lse.abs() > TOLERANCE)
+        bad = keep & (lse > TOLERANCE)
         inf = torch.tensor(float("inf"), device=lse.device)
         count, seen, low, high = torch.stack([
             bad.sum().float(), keep.sum().float(),
@@ -41,10 +43,11 @@ def unnormalised_rows(x: Any, target: Any, ignore_index: int) -> tuple[int, int,
 class NllLossWithoutLogSoftmax(Check):
     """
     Observed: a call of `torch.nn.functional.nll_loss` (which `nn.NLLLoss` makes) whose input holds values
-    that are not log-probabilities: for at least one sample, the exponentials of its class values (along
-    the class dimension) do not sum to 1, off by more than 5% of the probability mass. Raw logits and
-    softmax probabilities both fail it; `log_softmax()` outputs, and `log()` of probabilities that sum
-    to 1, never do. Samples whose target is `ignore_index` (padding) and samples whose values are NaN
+    that cannot be log-probabilities: for at least one sample, the exponentials of its class values (along
+    the class dimension) sum to more than 1.1, more probability mass than any distribution has. Raw
+    logits and softmax probabilities (whose exponentials sum to more than the number of classes times
+    e^(1/classes)) fail it; `log_softmax()` outputs, `log()` of probabilities, and log-probabilities of
+    some of the classes only (a mass below 1) never do. Samples whose target is `ignore_index` (padding) and samples whose values are NaN
     or all `-inf` are left out. Checked on a sample of the calls (the first 8, then one in 32), on
     every call when the input came from `softmax()`, each check costing one reduction.
     """
@@ -78,5 +81,5 @@ class NllLossWithoutLogSoftmax(Check):
         self.report(self.site(),
                     f"nll_loss() was given values that are not log-probabilities: in {bad} of "
                     f"{plural(seen, 'sample')} the exp() of the {x.shape[class_dim(x)]} class values sums to "
-                    f"{span}, not 1; nll_loss only negates the value at the target, so the loss is unbounded "
+                    f"{span}, more than any distribution; nll_loss only negates the value at the target, so the loss is unbounded "
                     f"(raw logits) or meaningless (probabilities): {advice}")
