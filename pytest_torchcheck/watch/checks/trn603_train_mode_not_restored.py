@@ -56,7 +56,7 @@ class TrainModeNotRestored(TopLevel):
     def __init__(self) -> None:
         super().__init__()
         self._modes: weakref.WeakKeyDictionary[Any, _Mode] = weakref.WeakKeyDictionary()
-        self._before: list[bool] = []  # training flags of the modules whose eval()/train() runs
+        self._before: list[tuple[int, bool]] = []  # (id, training flag) of each module whose eval()/train() runs
 
     def install(self, events: Any) -> None:
         super().install(events)
@@ -64,11 +64,17 @@ class TrainModeNotRestored(TopLevel):
             events.intercept(f"torch.nn.Module.{name}", pre=self._mode_pre, post=self._mode_post, direct=True)
 
     def _mode_pre(self, args: tuple, kwargs: dict) -> None:
-        self._before.append(bool(getattr(args[0], "training", False)) if args else False)
+        if args:
+            self._before.append((id(args[0]), bool(getattr(args[0], "training", False))))
 
     def _mode_post(self, args: tuple, kwargs: dict, result: Any) -> None:
-        was = self._before.pop() if self._before else False
         module = args[0] if args else None
+        was = False
+        while self._before:  # a call that raised left its entry: skipped
+            key, flag = self._before.pop()
+            if key == id(module):
+                was = flag
+                break
         if module is None or not hasattr(module, "training"):
             return
         if module.training:
