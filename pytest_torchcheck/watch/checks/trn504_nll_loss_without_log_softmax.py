@@ -35,9 +35,13 @@ def unnormalised_rows(x: Any, target: Any, ignore_index: int) -> tuple[int, int,
             torch.where(bad, lse, inf).min(), torch.where(bad, lse, -inf).max()]).tolist()
     if not count:
         return None
+    return int(count), int(seen), _exp(low), _exp(high)
+
+
+def _exp(x: float) -> float:
     import math
 
-    return int(count), int(seen), math.exp(low), math.exp(high) if high < 700 else float("inf")
+    return math.exp(x) if x < 700 else math.inf  # logits running away: their mass overflows a float
 
 
 class NllLossWithoutLogSoftmax(Check):

@@ -36,6 +36,16 @@ def test_its_fixed_twin_with_log_softmax_is_clean(tmp_path) -> None:
     assert watched.findings == [] and watched.errors == []
 
 
+def test_logits_running_away_are_reported_with_an_infinite_mass(tmp_path) -> None:
+    source = HEAD + """\
+loss = F.nll_loss(model(x) * 1e4, y)  # <-
+"""
+    watched = watch_program(tmp_path, source, ["TRN504"])
+    assert watched.lines == [("TRN504", line_of(source, "# <-"))]
+    assert "to inf, more than any distribution" in watched.messages("TRN504")[0]
+    assert watched.errors == []
+
+
 def test_softmax_probabilities_given_to_nn_nll_loss_are_reported(tmp_path) -> None:
     source = HEAD + """\
 criterion = torch.nn.NLLLoss()
