@@ -63,11 +63,11 @@ def class_dim(t: Any) -> int:
     return 1 if t.dim() >= 2 else 0
 
 
-def user_frame(sites: Sites, depth: int = 1) -> FrameType | None:
-    """The innermost frame outside torch, torchcheck and the standard library."""
+def user_frame(sites: Sites, depth: int = 1, frame: FrameType | None = None) -> FrameType | None:
+    """The innermost frame outside torch, torchcheck and the standard library (from ``frame`` outwards)."""
     from pytest_torchcheck.watch.sites import LIBRARY
 
-    frame = sys._getframe(depth)
+    frame = sys._getframe(depth) if frame is None else frame
     while frame is not None and sites.kind(frame.f_code.co_filename) == LIBRARY:
         frame = frame.f_back
     return frame

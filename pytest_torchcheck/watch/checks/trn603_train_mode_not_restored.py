@@ -81,8 +81,17 @@ class TrainModeNotRestored(TopLevel):
             self._modes.pop(module, None)  # back in training mode
         elif was:
             frame = user_frame(self.events.sites)
+            # the model class's own train()/eval() override (its super().train(mode)) is not where it was asked
+            while frame is not None and frame.f_code.co_name in ("train", "eval") and \
+                    frame.f_locals.get("self") is module:
+                frame = user_frame(self.events.sites, frame=frame.f_back)
             if frame is not None:
-                self._modes[module] = _Mode(self.site(), (id(frame), frame.f_code), frame.f_code.co_name)
+                import os
+
+                from pytest_torchcheck.watch.sites import Site
+
+                site = Site(os.path.abspath(frame.f_code.co_filename), frame.f_lineno, 1, frame.f_lineno, 2)
+                self._modes[module] = _Mode(site, (id(frame), frame.f_code), frame.f_code.co_name)
 
     def on_top_pre(self, module: Any, args: Any) -> None:
         mode = self._modes.get(module) if not module.training else None

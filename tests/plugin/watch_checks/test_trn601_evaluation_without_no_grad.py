@@ -63,6 +63,20 @@ for i in range(8):
     ck = checkpoint(model, x, use_reentrant=False)  # recomputed during the backward
     (F.cross_entropy(out, y) + sum(losses) + ck.sum()).backward()
     opt.step()
+class TwoHeads(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(4, 3), torch.nn.Linear(4, 1)
+
+    def forward(self, x):
+        return {"logits": self.a(x), "aux": self.b(x)}
+
+heads = TwoHeads()
+heads_opt = torch.optim.SGD(heads.parameters(), lr=0.1)
+for _ in range(4):
+    heads_opt.zero_grad()
+    F.cross_entropy(heads(x)["logits"], y).backward()  # only one output is backpropagated
+    heads_opt.step()
 frozen = torch.nn.Linear(4, 3)
 for _ in range(4):
     frozen(x).sum()  # no optimizer trains it

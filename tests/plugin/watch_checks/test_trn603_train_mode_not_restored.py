@@ -40,6 +40,22 @@ def test_training_after_an_evaluation_left_eval_mode_is_reported_at_the_forward(
     assert watched.errors == [] and watched.code == 0
 
 
+def test_train_false_in_a_model_class_that_overrides_train_is_reported_too(tmp_path) -> None:
+    source = BUGGY.replace("    m.eval()  # eval here", "    m.train(False)  # eval here").replace(
+        "model = torch.nn.Sequential(", """class Net(torch.nn.Sequential):
+    def train(self, mode=True):
+        super().train(mode)
+        self[1].eval()  # its batch norm stays frozen, as fine-tuning does
+        return self
+
+model = Net(""")
+    watched = watch_program(tmp_path, source, ["TRN603"])
+    assert watched.lines == [("TRN603", line_of(source, "# <-"))]
+    [message] = watched.messages("TRN603")
+    assert f"train.py:{line_of(source, '# eval here')} (in evaluate())" in message and "Net was trained" in message
+    assert watched.errors == []
+
+
 def test_its_fixed_twin_is_clean(tmp_path) -> None:
     watched = watch_program(tmp_path, BUGGY.replace("    for _ in range(2):", "    model.train()\n    for _ in range(2):"),
                             ["TRN603"])
