@@ -42,12 +42,21 @@ def iter_tensors(obj: Any, path: str = "", depth: int = 0) -> Iterator[tuple[str
             yield from iter_tensors(getattr(obj, f.name), f"{path}.{f.name}", depth + 1)
 
 
-def _nonfinite_counts(t: "torch.Tensor") -> tuple[int, int]:
+def nonfinite_counts(t: "torch.Tensor") -> tuple[int, int]:
     import torch
 
     if not (t.is_floating_point() or t.is_complex()):
         return 0, 0
     return int(torch.isnan(t).sum()), int(torch.isinf(t).sum())
+
+
+def first_nonfinite(obj: Any) -> tuple[str, "torch.Tensor"] | None:
+    """The first floating-point tensor in a nested structure that holds a NaN or an Inf, with its path; None
+    when every one is finite (one reduction per tensor on the common path)."""
+    for path, t in iter_tensors(obj):
+        if (t.is_floating_point() or t.is_complex()) and not torch_isfinite_all(t):
+            return path, t
+    return None
 
 
 def _describe_range(t: "torch.Tensor") -> str:
@@ -59,7 +68,7 @@ def _describe_range(t: "torch.Tensor") -> str:
     if d.is_complex():
         d = d.abs()
     finite = d[torch.isfinite(d)]
-    nan, inf = _nonfinite_counts(d)
+    nan, inf = nonfinite_counts(d)
     rng = f"min {finite.min().item():.4g}, max {finite.max().item():.4g}" if finite.numel() else "no finite values"
     extra = f", {nan} NaN, {inf} Inf" if nan or inf else ""
     return f"shape {tuple(d.shape)}, {rng}{extra}"
@@ -90,7 +99,7 @@ def assert_finite(obj: Any, name: str | None = None) -> None:
             raise TypeError(f"assert_finite: no tensor found in {type(obj).__name__}")
     bad = []
     for where, t in items:
-        nan, inf = _nonfinite_counts(t)
+        nan, inf = nonfinite_counts(t)
         if nan or inf:
             flat = (~torch.isfinite(t.detach())).flatten().nonzero()
             first = tuple(int(i) for i in torch.unravel_index(flat[0, 0], t.shape)) if flat.numel() else ()
@@ -193,10 +202,10 @@ class NanGuard:
 
     def _fail_forward(self, module: Any, args: tuple, where: str, t: Any) -> None:
         __tracebackhide__ = True
-        nan, inf = _nonfinite_counts(t)
+        nan, inf = nonfinite_counts(t)
         inputs = [f"    input{p}: {_describe_range(x)}" for p, x in iter_tensors(args)] or ["    (no tensor inputs)"]
         name = self._name(module)
-        first_bad_input = any(sum(_nonfinite_counts(x)) for _, x in iter_tensors(args))
+        first_bad_input = first_nonfinite(args) is not None
         cause = ("its inputs were already non-finite: the data or an op outside any module produced them"
                  if first_bad_input else
                  f"{type(module).__name__}.forward produced them from finite inputs "
@@ -247,7 +256,7 @@ class NanGuard:
 
     def _fail_backward(self, grad: Any, roles: list) -> None:
         __tracebackhide__ = True
-        nan, inf = _nonfinite_counts(grad)
+        nan, inf = nonfinite_counts(grad)
         culprit = None
         for m, where, side in roles:
             if side == "input" and id(m) in self._finite_out:
