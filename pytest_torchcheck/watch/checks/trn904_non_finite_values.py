@@ -3,6 +3,8 @@ whose output turned non-finite from finite inputs."""
 
 from __future__ import annotations
 
+import weakref
+
 from lint_rules.records import record
 from pytest_torchcheck.watch.check import optimizer_params, plural
 from pytest_torchcheck.watch.checks._common import TopLevel, tensors_of
@@ -74,7 +76,7 @@ class LogScale(nn.Module):
         self._origin: _Origin | None = None
         self._scaler = False
         self._done = False
-        self._root: Any = None  # the running top-level module, to name its layers
+        self._root: Any = None  # a weak reference to the running top-level module, to name its layers
 
     def install(self, events: Any) -> None:
         super().install(events)
@@ -84,10 +86,11 @@ class LogScale(nn.Module):
         self._scaler = True
 
     def on_top_pre(self, module: Any, args: Any) -> None:
-        self._root = module
+        # weakly: a strong reference would keep a DDP wrapper, and its process group's threads, alive
+        self._root = weakref.ref(module)
 
     def on_forward_post(self, module: Any, args: Any, output: Any) -> None:
-        root = self._root
+        root = self._root() if self._root is not None else None
         super().on_forward_post(module, args, output)
         if self._done or self._origin is not None or self._scaler:
             return
