@@ -29,6 +29,7 @@ class _Suspect:
     holder: str
     steps: list  # the earlier steps whose losses it reaches, sorted
     site: Site | None  # the step() where it was seen
+    at: int  # the watch's step count then
 
 
 @record
@@ -94,7 +95,7 @@ class LossGraphsKeptAcrossSteps(Check):
             if holder in self._done:
                 continue
             if not armed or holder not in previous:
-                self._state.suspects[holder] = _Suspect(holder, earlier, step)
+                self._state.suspects[holder] = _Suspect(holder, earlier, step, steps)
                 self._armed = True
                 continue
             grown = next((site for ref, site in adds if any(ref() is t for t in tensors)), None)
@@ -104,17 +105,16 @@ class LossGraphsKeptAcrossSteps(Check):
         # the program ended before the step that would have shown which line grows it
         for holder, suspect in self._state.suspects.items():
             if holder not in self._done:
-                self._report(holder, suspect.steps, suspect.site, None)
+                self._report(holder, suspect.steps, suspect.site, suspect.at)
         self._state = _State()
 
-    def _report(self, holder: str, earlier: list, site: Site | None, steps: int | None) -> None:
+    def _report(self, holder: str, earlier: list, site: Site | None, steps: int) -> None:
         self._done.add(holder)
-        at = f" (step {steps})" if steps is not None else ""
         self.report(site,
                     f"`{holder}` holds a tensor whose autograd graph reaches the losses of "
-                    f"{plural(len(earlier), 'earlier optimizer step')} (backward() at steps {earlier[0] + 1} to "
-                    f"{earlier[-1] + 1}){at}: every step's graph is kept alive and memory grows each step; "
-                    "accumulate loss.detach() or loss.item()")
+                    f"{plural(len(earlier), 'earlier optimizer step')} (steps {earlier[0] + 1} to "
+                    f"{earlier[-1] + 1}, seen at the end of step {steps}): every step's graph is kept alive and "
+                    "memory grows each step; accumulate loss.detach() or loss.item()")
 
     # -- what the user's frames hold
 
