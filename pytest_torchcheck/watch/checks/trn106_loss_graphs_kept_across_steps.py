@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import sys
 import weakref
 
@@ -143,13 +144,13 @@ class LossGraphsKeptAcrossSteps(Check):
         while frame is not None and seen_frames < FRAMES:
             if kind(frame.f_code.co_filename) == USER:
                 seen_frames += 1
-                for name, value in list(frame.f_locals.items())[:256]:
+                for name, value in list(itertools.islice(frame.f_locals.items(), 256)):
                     if name.startswith("__"):
                         continue
                     yield from _tensors_in(name, value)
                     if self._is_user_object(value) and id(value) not in seen_objects:
                         seen_objects.add(id(value))
-                        for attr, item in list(vars(value).items())[:ENTRIES]:
+                        for attr, item in list(itertools.islice(vars(value).items(), ENTRIES)):
                             if not attr.startswith("_"):
                                 yield from _tensors_in(f"{name}.{attr}", item)
             frame = frame.f_back
@@ -181,11 +182,11 @@ def _tensors_in(holder: str, value: Any) -> Iterator[tuple[str, Any]]:
                 if item.grad_fn is not None:
                     yield holder, item
             elif isinstance(item, dict):  # a step's output dict kept whole
-                for entry in list(item.values())[:ENTRIES]:
+                for entry in itertools.islice(item.values(), ENTRIES):
                     if isinstance(entry, torch.Tensor) and entry.grad_fn is not None:
                         yield holder, entry
     elif isinstance(value, dict):
-        for key, entry in list(value.items())[:ENTRIES]:
+        for key, entry in list(itertools.islice(value.items(), ENTRIES)):
             if isinstance(key, (str, int)) and isinstance(entry, (torch.Tensor, list, tuple)):
                 yield from _tensors_in(f"{holder}[{key!r}]", entry)
 

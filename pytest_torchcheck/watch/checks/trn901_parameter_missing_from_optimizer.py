@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import sys
 import weakref
 
@@ -191,9 +192,8 @@ computed for it, and nothing is reported.
                 for value in list(frame.f_locals.values()):
                     if isinstance(value, torch.nn.Module):
                         modules[id(value)] = value
-                    elif hasattr(value, "__dict__") and not isinstance(value, type) and \
-                            type(value).__module__ not in ("builtins",) and not type(value).__module__.startswith("torch"):
-                        for item in list(vars(value).values())[:64]:
+                    elif _plain_object(value):  # a trainer of yours holding the model
+                        for item in list(itertools.islice(vars(value).values(), 64)):
                             if isinstance(item, torch.nn.Module):
                                 modules[id(item)] = item
             frame = frame.f_back
@@ -264,6 +264,15 @@ computed for it, and nothing is reported.
                         "they stay at their initial values; pass them to the optimizer (model.parameters()), "
                         "or freeze them with requires_grad_(False)")
         self._missing = {}
+
+
+def _plain_object(value: Any) -> bool:
+    """An instance whose attributes may hold the model: not a class, a module object or torch's."""
+    import types
+
+    module = str(getattr(type(value), "__module__", None))
+    return (isinstance(getattr(value, "__dict__", None), dict) and not isinstance(value, (type, types.ModuleType))
+            and module != "builtins" and not module.startswith("torch"))
 
 
 def _children(node: Any) -> list:
