@@ -52,7 +52,8 @@ class LossGraphsKeptAcrossSteps(Check):
     holds (``total_loss += loss``), else at the ``step()`` (``losses.append(loss)``), naming the holder.
     Never reported: ``loss.item()`` or ``loss.detach()`` accumulated, a loss kept for one or two more
     steps (``prev_loss = loss``), micro-batch losses summed within one step before its ``backward()``, a
-    GAN's two losses, and tensors held only by torch or by an installed package's objects.
+    GAN's two losses, tensors held only by torch or by an installed package's objects, and a program
+    whose optimizer is built with ``differentiable=True`` (a meta-loss summed over unrolled steps).
     """
 
     CODE = "TRN106"
@@ -65,6 +66,7 @@ class LossGraphsKeptAcrossSteps(Check):
         self._armed = False
         self._done: set[str] = set()  # holders reported
         self._user_types: dict[type, bool] = {}
+        self._unrolled = False
 
     def install(self, events: Any) -> None:
         super().install(events)
@@ -84,6 +86,10 @@ class LossGraphsKeptAcrossSteps(Check):
             self._state.adds.append((weakref.ref(result), self.site()))
 
     def on_step_post(self, optimizer: Any) -> None:
+        if optimizer.defaults.get("differentiable"):
+            self._unrolled = True  # steps inside the graph: a meta-loss over them is the point
+        if self._unrolled:
+            return
         steps = self.events.steps
         if not self._armed and (steps < FIRST or (steps - FIRST) % EVERY):
             return
@@ -103,6 +109,8 @@ class LossGraphsKeptAcrossSteps(Check):
             self._report(holder, earlier, grown or previous[holder].site, steps)
 
     def finish(self) -> None:
+        if self._unrolled:
+            return
         # the program ended before the step that would have shown which line grows it
         for holder, suspect in self._state.suspects.items():
             if holder not in self._done:

@@ -37,14 +37,15 @@ class ParameterNeverGetsGradient(Check):
     """
     Observed: at each optimizer step, which of its parameters have no gradient (only those that had none
     at every earlier step are followed, so the cost shrinks to nothing after the first step); and each
-    ``detach()`` your code calls on a tensor computed, a few operations up, from such a parameter (a
-    module's output detached in ``forward``). Reported when the program ends, at the ``detach()``, for
-    parameters that require grad, had no gradient at any of at least three steps of the optimizer holding
-    them, while its other parameters had gradients, and were not loaded from a checkpoint
-    (``load_state_dict``). Never reported: a module that is never called, or whose output is unused (a
-    pooler whose result a task ignores: common, and harmless), a branch taken only in some steps (it gets
-    a gradient then), parameters frozen with ``requires_grad_(False)``, and a pretrained part kept fixed by
-    detaching its output.
+    ``detach()`` your code calls, in a method of your module, on a tensor computed a few operations up
+    from such a parameter of that module (a branch's output detached in ``forward``). Reported when the
+    program ends, at the ``detach()``, for parameters that require grad and had no gradient at any of at
+    least three steps of the optimizer holding them, while its other parameters had gradients. Never
+    reported: a module that is never called, or whose output is unused (a pooler whose result a task
+    ignores: common, and harmless), a branch taken only in some steps (it gets a gradient then),
+    parameters frozen with ``requires_grad_(False)``, and a pretrained part kept fixed by detaching its
+    output: parameters set by ``load_state_dict``, a model read whole with ``torch.load``, or a part built
+    from an installed package's class (a transformers or timm backbone).
     """
 
     CODE = "TRN902"
@@ -89,6 +90,7 @@ reported for it.
         super().install(events)
         events.intercept("torch.Tensor.detach", pre=self._detaching, direct=True)
         events.intercept("torch.nn.Module._load_from_state_dict", pre=self._loading)
+        events.intercept("torch.load", post=self._loaded_whole)
 
     def on_optimizer_created(self, optimizer: Any) -> None:
         self._optimizers[optimizer] = _Optimizer()
@@ -120,6 +122,13 @@ reported for it.
             if p is not None:
                 self._loaded[id(p)] = weakref.ref(p)
 
+    def _loaded_whole(self, args: Any, kwargs: Any, result: Any) -> None:
+        import torch
+
+        if isinstance(result, torch.nn.Module):  # a pickled model: its values come from a file
+            for p in result.parameters():
+                self._loaded[id(p)] = weakref.ref(p)
+
     def _detaching(self, args: Any, kwargs: Any) -> None:
         if not self._never:
             return
@@ -143,10 +152,36 @@ reported for it.
             if depth < DEPTH:
                 todo.extend((n, depth + 1) for n, _ in node.next_functions if n is not None)
         if found:
-            site, names = self.site(), _names(found)
+            site, names = self.site(), self._names(found)
             for p in found:
-                self._cut[id(p)] = _Cut(weakref.ref(p), names.get(id(p), "x".join(map(str, p.shape)) or "scalar"),
-                                        site)
+                if id(p) in names:
+                    self._cut[id(p)] = _Cut(weakref.ref(p), names[id(p)], site)
+
+    def _names(self, params: list) -> dict[int, str]:
+        """The parameters' names (``shortcut.weight``) in the module of yours whose method called detach(),
+        leaving out those of a part built from an installed package's class (a pretrained transformers or
+        timm backbone, detached on purpose)."""
+        import torch
+
+        from pytest_torchcheck.watch.sites import USER
+
+        kind = self.events.sites.kind
+        frame = sys._getframe(2)
+        while frame is not None:
+            code = frame.f_code
+            if code.co_argcount and kind(code.co_filename) == USER:
+                owner = frame.f_locals.get(code.co_varnames[0])
+                if isinstance(owner, torch.nn.Module):
+                    wanted = {id(p) for p in params}
+                    names = {id(p): name for name, p in owner.named_parameters() if id(p) in wanted}
+                    for key, name in list(names.items()):
+                        part = owner.get_submodule(name.split(".")[0]) if "." in name else owner
+                        source = getattr(sys.modules.get(type(part).__module__), "__file__", None) or ""
+                        if source and not _torch_file(source) and kind(source) != USER:
+                            del names[key]
+                    return names
+            frame = frame.f_back
+        return {}
 
     def finish(self) -> None:
         by_site: dict[Any, list[tuple[_Cut, _Optimizer]]] = {}
@@ -173,17 +208,9 @@ def _is(refs: dict, obj: Any) -> bool:
     return ref is not None and ref() is obj
 
 
-def _names(params: list) -> dict[int, str]:
-    """The parameters' names in the module whose method called detach() (``shortcut.weight``), if any."""
+def _torch_file(path: str) -> bool:
+    import os
+
     import torch
 
-    frame = sys._getframe(2)
-    while frame is not None:
-        code = frame.f_code
-        if code.co_argcount and code.co_varnames[0] == "self":
-            owner = frame.f_locals.get("self")
-            if isinstance(owner, torch.nn.Module):
-                wanted = {id(p) for p in params}
-                return {id(p): name for name, p in owner.named_parameters() if id(p) in wanted}
-        frame = frame.f_back
-    return {}
+    return os.path.abspath(path).startswith(os.path.dirname(os.path.abspath(torch.__file__)) + os.sep)

@@ -185,3 +185,20 @@ for step in range(4):
     total_loss = total_loss + loss
 """
     assert check(tmp_path, source).lines == [("TRN106", line_of(HEAD + source, "# <-"))]
+
+
+def test_a_meta_loss_over_differentiable_steps_is_not_reported(tmp_path: Path) -> None:
+    source = """\
+w0 = torch.randn(4, 2, requires_grad=True)
+w = w0.clone()
+w.retain_grad()
+meta = torch.optim.SGD([w], lr=0.01, differentiable=True)  # steps inside the graph
+meta_loss = 0.0
+for step in range(12):
+    loss = ((x @ w - y) ** 2).mean()
+    loss.backward(retain_graph=True)
+    meta.step()
+    meta_loss = meta_loss + loss  # the unrolled objective, backpropagated at the end
+meta_loss.backward()
+"""
+    assert check(tmp_path, source).findings == []

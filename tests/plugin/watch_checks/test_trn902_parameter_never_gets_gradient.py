@@ -89,3 +89,26 @@ def test_a_branch_frozen_later_is_not_reported(tmp_path: Path) -> None:
     source = program("        return self.deep(x) + self.shortcut(x).detach()") + \
         "model.shortcut.requires_grad_(False)\n"
     assert check(tmp_path, source).findings == []
+
+
+def test_a_model_read_whole_with_torch_load_and_detached_is_not_reported(tmp_path: Path) -> None:
+    source = program("        return self.deep(x) + self.shortcut(x).detach()",
+                     "torch.save(nn.Linear(4, 2), 'branch.pt')\n"
+                     "model.shortcut = torch.load('branch.pt', weights_only=False)  # pretrained, kept fixed\n")
+    assert check(tmp_path, source).findings == []
+
+
+def test_a_part_built_from_an_installed_packages_class_is_not_reported(tmp_path: Path) -> None:
+    # a pretrained backbone of an installed package (transformers, timm), its output detached on purpose
+    package = tmp_path / "site-packages" / "backbones"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("from torch import nn\nclass Backbone(nn.Linear):\n    pass\n")
+    source = program("        return self.deep(x) + self.shortcut(x).detach()",
+                     "import sys\nsys.path.insert(0, 'site-packages')\nfrom backbones import Backbone\n"
+                     "model.shortcut = Backbone(4, 2)\n")
+    try:
+        assert check(tmp_path, source).findings == []
+    finally:
+        import sys
+
+        sys.modules.pop("backbones", None)
