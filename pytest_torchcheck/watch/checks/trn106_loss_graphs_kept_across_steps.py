@@ -7,7 +7,7 @@ import sys
 import weakref
 
 from lint_rules.records import factory, record
-from pytest_torchcheck.watch.check import Check, plural
+from pytest_torchcheck.watch.check import Check, frame_locals, plural
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -152,7 +152,7 @@ class LossGraphsKeptAcrossSteps(Check):
         while frame is not None and seen_frames < FRAMES:
             if kind(frame.f_code.co_filename) == USER:
                 seen_frames += 1
-                for name, value in list(itertools.islice(frame.f_locals.items(), 256)):
+                for name, value in list(itertools.islice(frame_locals(frame).items(), 256)):
                     if name.startswith("__"):
                         continue
                     yield from _tensors_in(name, value)

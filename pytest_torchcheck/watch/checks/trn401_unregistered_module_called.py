@@ -10,7 +10,7 @@ import textwrap
 import weakref
 
 from lint_rules.records import record
-from pytest_torchcheck.watch.check import Check, optimizer_params, plural
+from pytest_torchcheck.watch.check import Check, frame_locals, optimizer_params, plural
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -99,7 +99,7 @@ class UnregisteredModuleCalled(Check):
             # torch's own frames (nn.Sequential.forward, _call_impl) may be classified as an installed
             # package's when torch was imported after the watch began: told apart by their folder
             if where != LIBRARY and code.co_argcount and not code.co_filename.startswith(_torch_dir()):
-                owner = frame.f_locals.get(code.co_varnames[0])
+                owner = frame_locals(frame).get(code.co_varnames[0])
                 if isinstance(owner, torch.nn.Module) and owner is not module:
                     if where != USER:
                         return  # called by an installed package's model: its own business

@@ -7,7 +7,7 @@ import sys
 import weakref
 
 from lint_rules.records import record
-from pytest_torchcheck.watch.check import Check, optimizer_params, plural
+from pytest_torchcheck.watch.check import Check, frame_locals, optimizer_params, plural
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -189,7 +189,7 @@ computed for it, and nothing is reported.
         while frame is not None and seen < FRAMES:
             if kind(frame.f_code.co_filename) == USER:
                 seen += 1
-                for value in list(frame.f_locals.values()):
+                for value in list(frame_locals(frame).values()):
                     if isinstance(value, torch.nn.Module):
                         modules[id(value)] = value
                     elif _plain_object(value):  # a trainer of yours holding the model

@@ -6,7 +6,7 @@ import sys
 import weakref
 
 from lint_rules.records import factory, record
-from pytest_torchcheck.watch.check import Check, optimizer_params, plural
+from pytest_torchcheck.watch.check import Check, frame_locals, optimizer_params, plural
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -170,7 +170,7 @@ reported for it.
         while frame is not None:
             code = frame.f_code
             if code.co_argcount and kind(code.co_filename) == USER:
-                owner = frame.f_locals.get(code.co_varnames[0])
+                owner = frame_locals(frame).get(code.co_varnames[0])
                 if isinstance(owner, torch.nn.Module):
                     wanted = {id(p) for p in params}
                     names = {id(p): name for name, p in owner.named_parameters() if id(p) in wanted}

@@ -202,3 +202,26 @@ for step in range(12):
 meta_loss.backward()
 """
     assert check(tmp_path, source).findings == []
+
+
+def test_a_look_at_the_users_frames_keeps_none_of_their_tensors_alive(tmp_path: Path) -> None:
+    # reading a function's f_locals leaves a snapshot on its frame; the step-4 look must not make the
+    # loss of step 4 outlive its rebinding
+    source = """\
+import weakref
+
+def train():
+    refs = []
+    for step in range(6):
+        opt.zero_grad()
+        loss = F.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        refs.append(weakref.ref(loss))
+    loss = None
+    alive = [i + 1 for i, ref in enumerate(refs) if ref() is not None]
+    assert not alive, f"the losses of steps {alive} are still alive"
+
+train()
+"""
+    assert check(tmp_path, source).findings == []
