@@ -225,3 +225,19 @@ def train():
 train()
 """
     assert check(tmp_path, source).findings == []
+
+
+def test_a_list_in_a_history_dict_is_reported_naming_its_key(tmp_path: Path) -> None:
+    source = """\
+history = {"loss": [], "lr": []}
+for step in range(12):
+    opt.zero_grad()
+    loss = F.mse_loss(model(x), y)
+    loss.backward()
+    opt.step()  # <-
+    history["loss"].append(loss)
+    history["lr"].append(0.01)
+"""
+    watched = check(tmp_path, source)
+    assert watched.lines == [("TRN106", line_of(HEAD + source, "# <-"))]
+    assert watched.messages("TRN106")[0].startswith("`history['loss']` holds")

@@ -158,3 +158,23 @@ for step in range(5):
     opt_g.step()
 """
     assert check(tmp_path, source).findings == []
+
+
+def test_an_ema_teacher_whose_output_enters_the_loss_is_not_reported(tmp_path: Path) -> None:
+    # mean teacher: the EMA copy gets gradients through the consistency term, no optimizer holds it, and
+    # its values move with every EMA update
+    source = HEAD + """\
+import copy
+model = EncoderHead()
+ema = copy.deepcopy(model)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(5):
+    opt.zero_grad()
+    out = model(x)
+    (F.mse_loss(out, y) + F.mse_loss(out, ema(x))).backward()
+    opt.step()
+    with torch.no_grad():
+        for e, p in zip(ema.parameters(), model.parameters()):
+            e.lerp_(p, 0.1)
+"""
+    assert check(tmp_path, source).findings == []
