@@ -88,11 +88,11 @@ class UnregisteredModuleCalled(Check):
     def _look(self, module: Any) -> None:
         import torch
 
-        from pytest_torchcheck.watch.sites import LIBRARY, USER, _site
+        from pytest_torchcheck.watch.sites import LIBRARY, USER
 
         kind = self.events.sites.kind
         frame = sys._getframe(2)
-        models: list[tuple[Any, Any]] = []  # (the model, the frame of its method), innermost first
+        models: list[Any] = []  # the modules whose methods are on the stack, innermost first
         while frame is not None and len(models) < CALLERS:
             code = frame.f_code
             where = kind(code.co_filename)
@@ -103,12 +103,12 @@ class UnregisteredModuleCalled(Check):
                 if isinstance(owner, torch.nn.Module) and owner is not module:
                     if where != USER:
                         return  # called by an installed package's model: its own business
-                    models.append((owner, frame))
+                    models.append(owner)
             frame = frame.f_back
         if not models:
             return
-        model, caller = models[0]
-        for outer, _ in models:
+        model = models[0]
+        for outer in models:
             if self._registered(outer, module):
                 return
         attribute = _holding_attribute(model, module)
@@ -118,7 +118,7 @@ class UnregisteredModuleCalled(Check):
         if key in self._found:
             self._found[key].modules.append(weakref.ref(module))
         else:
-            site = _assignment(type(model), attribute) or _site(caller)
+            site = _assignment(type(model), attribute) or self.site()  # else the call
             self._found[key] = _Unregistered([weakref.ref(module)], type(model).__name__, attribute, site,
                                              self.events.steps)
 
