@@ -173,7 +173,8 @@ def _holding_attribute(model: Any, module: Any) -> str | None:
             continue
         items = list(value.values()) if isinstance(value, dict) else list(value)
         for item in items:
-            inner = list(item.values()) if isinstance(item, dict) else item if isinstance(item, (list, tuple)) else [item]
+            inner = list(item.values()) if isinstance(item, dict) else \
+                item if isinstance(item, (list, tuple)) else [item]
             if any(x is module for x in inner):
                 return f"{name}:{type(value).__name__}"
     return None

@@ -188,7 +188,8 @@ reported for it.
         for key, cut in self._cut.items():
             state = self._never.get(key)
             p = cut.param()
-            if state is None or state.never.get(key) is None or (p is not None and (p.grad is not None or not p.requires_grad)):
+            if state is None or state.never.get(key) is None or \
+                    (p is not None and (p.grad is not None or not p.requires_grad)):
                 continue  # it got a gradient after all, or was frozen
             if state.steps >= MIN_STEPS and state.others:
                 by_site.setdefault(cut.site, []).append((cut, state))
