@@ -134,3 +134,15 @@ def nonzero(tensors: Iterable[Any], unknown: bool) -> list[bool]:
             for i, flag in zip(indices, flags):
                 out[i] = bool(flag)
     return [bool(x) for x in out]
+
+
+def frame_locals(frame: Any) -> dict:
+    """A copy of a frame's local variables. Before Python 3.13, reading ``f_locals`` leaves a snapshot
+    dict on a function's frame that keeps every local it saw alive after the function rebinds it (a
+    step's loss, and its graph, one step longer): the snapshot is emptied once copied (a module's or a
+    class body's namespace is the real one, and is left alone)."""
+    snapshot = frame.f_locals
+    copy = dict(snapshot)
+    if type(snapshot) is dict and frame.f_code.co_flags & 0x1 and snapshot is not frame.f_globals:  # CO_OPTIMIZED
+        snapshot.clear()
+    return copy
