@@ -170,6 +170,9 @@ def test_pair_layout_and_markers(case: str) -> None:
     marked = set().union(*bug_markers(buggy).values()) if bug_markers(buggy) else set()
     assert marked == {PAIRS[case]["code"], *PAIRS[case].get("also", [])}, f"{case}: marked codes {sorted(marked)}"
     assert bug_markers(fixed) == {}, f"{case}: the fixed twin marks a bug"
+    if PAIRS[case]["shape"] not in ("container", "spelling"):
+        elsewhere = {path for path, _ in bug_markers(buggy)} != {PAIRS[case]["main"]}
+        assert elsewhere == (PAIRS[case]["shape"] == "other file"), f"{case}: shape {PAIRS[case]['shape']!r}"
     assert any((buggy / n).read_text() != (fixed / n).read_text() for n in names), f"{case}: the twins are equal"
 
 

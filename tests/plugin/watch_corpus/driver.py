@@ -80,6 +80,8 @@ def run_one(entry: dict, plain: bool) -> dict:
     saved_cwd = os.getcwd()
     output = io.StringIO()
     _forget_corpus_modules()
+    # a module already loaded under the name of one of the program's files would stand in for it
+    shadowed = {p.stem: sys.modules.pop(p.stem) for p in folder.glob("*.py") if p.stem in sys.modules}
     started = time.perf_counter()
     try:
         os.chdir(folder)
@@ -88,6 +90,7 @@ def run_one(entry: dict, plain: bool) -> dict:
     finally:
         os.chdir(saved_cwd)
         _forget_corpus_modules()
+        sys.modules.update(shadowed)
     seconds = time.perf_counter() - started
     findings = [] if watcher is None else [
         {"code": f.code, "path": _relative(f.path, folder, saved_cwd), "line": f.line, "message": f.message}
