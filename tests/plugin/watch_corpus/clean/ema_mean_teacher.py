@@ -1,6 +1,6 @@
 """Mean teacher for semi-supervised learning: the student trains on labelled data plus a consistency loss
-toward the teacher (run in eval mode, under no_grad), the teacher is an exponential moving average of the student (no gradients, in no
-optimizer) updated after each step."""
+toward the teacher (run in eval mode, under no_grad); the teacher is an exponential moving average of the
+student (no gradients, in no optimizer) updated after each step."""
 import copy
 
 import torch

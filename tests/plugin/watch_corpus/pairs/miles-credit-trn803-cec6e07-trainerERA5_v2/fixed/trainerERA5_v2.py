@@ -1,6 +1,5 @@
 """Weather-model trainer: multi-step rollouts, mixed precision, gradient clipping."""
 import torch
-import torch.nn.functional as F
 
 
 class Trainer:

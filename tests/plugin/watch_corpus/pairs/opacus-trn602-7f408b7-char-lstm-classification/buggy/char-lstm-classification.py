@@ -29,7 +29,8 @@ def train(model, criterion, optimizer, train_loader, epoch, device="cpu"):
         optimizer.zero_grad()
         accs.append((logits.argmax(1) == y).float().mean().detach())
         losses.append(loss.detach())
-    print(f"Train epoch {epoch}: loss {float(torch.stack(losses).mean()):.4f} acc {float(torch.stack(accs).mean()):.3f}")
+    loss, acc = float(torch.stack(losses).mean()), float(torch.stack(accs).mean())
+    print(f"Train epoch {epoch}: loss {loss:.4f} acc {acc:.3f}")
 
 
 def test(model, test_loader, privacy_engine, device="cpu"):

@@ -45,7 +45,7 @@ def train(train_loader, model, criterion, optimizer, epoch):
 
 def validate(val_loader, model, criterion):
     model.eval()
-    correct, seen = torch.zeros(()), 0
+    correct, losses, seen = torch.zeros(()), torch.zeros(()), 0
     for i, (input, target) in enumerate(val_loader):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # "volatile was removed": the old spelling still runs
@@ -53,8 +53,10 @@ def validate(val_loader, model, criterion):
             target_var = torch.autograd.Variable(target, volatile=True)
         output = model(input_var)  # BUG TRN601
         loss = criterion(output, target_var)
+        losses += loss.detach() * target.size(0)
         correct += (output.argmax(1) == target_var).sum()
         seen += target.size(0)
+    print(f"validation loss {float(losses / seen):.4f}")
     return float(100.0 * correct / seen)
 
 

@@ -44,13 +44,15 @@ def train(train_loader, model, criterion, optimizer, epoch):
 
 def validate(val_loader, model, criterion):
     model.eval()
-    correct, seen = torch.zeros(()), 0
+    correct, losses, seen = torch.zeros(()), torch.zeros(()), 0
     with torch.no_grad():
         for i, (input, target) in enumerate(val_loader):
             output = model(input)
             loss = criterion(output, target)
+            losses += loss * target.size(0)
             correct += (output.argmax(1) == target).sum()
             seen += target.size(0)
+    print(f"validation loss {float(losses / seen):.4f}")
     return float(100.0 * correct / seen)
 
 

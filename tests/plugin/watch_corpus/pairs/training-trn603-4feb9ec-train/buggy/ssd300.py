@@ -1,5 +1,4 @@
 """A pocket SSD: a BatchNorm backbone and per-location box and class heads."""
-import torch
 from torch import nn
 
 
