@@ -150,13 +150,43 @@ def _tune_cases() -> dict[str, dict]:
     return {i: row for i, row in candidates.items() if row["half"] == "tune" and i in verified}
 
 
+def _realbugs_cases() -> dict[str, dict]:
+    manifest = tomllib.loads((REPO / "benchmarks" / "realbugs" / "manifest.toml").read_text(encoding="utf-8"))
+    return {case["id"]: case for case in manifest["case"]}
+
+
+# benchmarks/precision/README.md: kept for the independent measurement, never a source
+RESERVED = {"Lightning-AI/pytorch-lightning", "facebookresearch/fairseq", "facebookresearch/detectron2",
+            "mlfoundations/open_clip", "ultralytics/yolov5", "eriklindernoren/PyTorch-GAN",
+            "hunkim/PyTorchZeroToAll", "kuangliu/pytorch-cifar", "MorvanZhou/PyTorch-Tutorial",
+            "yunjey/pytorch-tutorial"}
+SOURCES = {"mined", "realbugs", "fetched"}
+
+
 def test_every_pair_is_a_verified_tune_case_with_its_source() -> None:
-    tune = _tune_cases()
+    """A pair reduces a verified case of the mined tune half (the default source), a case of the older
+    real-bug benchmark (``source = "realbugs"``: same id, repository, fix commit and path), or a fix commit
+    read in the repository's history (``source = "fetched"``: its full hash, the commit's subject, and an id
+    that names the repository, the code and the commit like every other)."""
+    tune, realbugs = _tune_cases(), _realbugs_cases()
     for case in PAIRS.values():
-        assert case["id"] in tune, f"{case['id']}: not a verified case of the tune half"
-        source = tune[case["id"]]
+        source = case.get("source", "mined")
+        assert source in SOURCES, f"{case['id']}: source {source!r} is none of {sorted(SOURCES)}"
+        if source == "mined":
+            assert case["id"] in tune, f"{case['id']}: not a verified case of the tune half"
+            origin = tune[case["id"]]
+        elif source == "realbugs":
+            assert case["id"] in realbugs, f"{case['id']}: not a case of benchmarks/realbugs/manifest.toml"
+            origin = realbugs[case["id"]]
+        else:
+            assert case["id"] not in tune and case["id"] not in realbugs, f"{case['id']}: a benchmark case"
+            assert re.fullmatch(r"[0-9a-f]{40}", case["fix_commit"]), f"{case['id']}: fix_commit is no full hash"
+            name, code, sha = case["repository"].split("/")[1].lower(), case["code"].lower(), case["fix_commit"][:7]
+            assert case["id"].startswith(f"{name}-{code}-{sha}-"), f"{case['id']}: not <repo>-<code>-<sha7>-<stem>"
+            assert case["subject"] and case["repository"] not in RESERVED, case["id"]
+            origin = case
         assert (case["repository"], case["fix_commit"], case["path"]) == (
-            source["repository"], source["fix_commit"], source["path"]), case["id"]
+            origin["repository"], origin["fix_commit"], origin["path"]), case["id"]
         assert case["shape"] in SHAPES, f"{case['id']}: shape {case['shape']!r} is none of {sorted(SHAPES)}"
         assert case["bug"] and case["site"], case["id"]
 
@@ -177,7 +207,7 @@ def test_pair_layout_and_markers(case: str) -> None:
 
 
 def test_corpus_size() -> None:
-    assert len(PAIRS) >= 34 and len(CLEAN) >= 10, (len(PAIRS), len(CLEAN))
+    assert len(PAIRS) >= 37 and len(CLEAN) >= 10, (len(PAIRS), len(CLEAN))
     assert set(CLEAN) == {Path(s["main"]).stem for s in CLEAN.values()}
     assert sorted(p.name for p in (CORPUS / "clean").glob("*.py")) == sorted(s["main"] for s in CLEAN.values())
     assert sorted(p.name for p in (CORPUS / "pairs").iterdir() if p.is_dir()) == sorted(PAIRS)
