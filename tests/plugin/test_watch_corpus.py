@@ -1,6 +1,7 @@
 """The validation corpus of ``torchcheck run`` (tests/plugin/watch_corpus/, issue #23), run under the watch.
 
-Each real-bug pair (a reduction of a verified bug-fix commit of the mined benchmark's tune half) must be
+Each real-bug pair (a reduction of a public bug-fix commit: a verified case of the mined benchmark's tune
+half, a case of the older real-bug benchmark, or a fix commit read in its repository's history) must be
 reported at the lines its buggy program marks ``# BUG TRNxxx``, with those codes, and nowhere else; its
 fixed twin and every clean training script must run with no finding. All single-process programs run in
 ONE subprocess (watch_corpus/driver.py: torch is imported once); the multi-process ones (``ranks = 2``,
@@ -199,6 +200,8 @@ def test_pair_layout_and_markers(case: str) -> None:
     assert PAIRS[case]["main"] in names, f"{case}: no {PAIRS[case]['main']}"
     marked = set().union(*bug_markers(buggy).values()) if bug_markers(buggy) else set()
     assert marked == {PAIRS[case]["code"], *PAIRS[case].get("also", [])}, f"{case}: marked codes {sorted(marked)}"
+    not_also = PAIRS[case].get("not_also", {})
+    assert not set(not_also) & marked and all(not_also.values()), f"{case}: not_also {not_also} (marked, or no reason)"
     assert bug_markers(fixed) == {}, f"{case}: the fixed twin marks a bug"
     if PAIRS[case]["shape"] not in ("container", "spelling"):
         elsewhere = {path for path, _ in bug_markers(buggy)} != {PAIRS[case]["main"]}
