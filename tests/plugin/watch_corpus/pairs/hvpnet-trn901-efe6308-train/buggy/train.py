@@ -1,5 +1,4 @@
 """The NER trainer: parameter groups with their own learning rates, a linear warm-up schedule, the loop."""
-import torch
 from torch import optim
 
 
