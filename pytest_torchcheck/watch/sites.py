@@ -55,9 +55,10 @@ class Sites:
     """Classifies the files of the stack once each, and finds the user's frame of a call."""
 
     def __init__(self) -> None:
-        torch = sys.modules.get("torch")
-        torch_dir = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep if torch is not None else None
-        self._library = tuple(p for p in (*_OWN, torch_dir) if p)
+        import torch  # a watch is about to patch it: its files are a library's, whoever imports it first
+
+        torch_dir = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+        self._library = (*_OWN, torch_dir)
         self._kinds: dict[str, int] = {}
         self.cwd = os.getcwd()  # findings are shown relative to where the program started, whatever it chdirs to
 
