@@ -33,6 +33,19 @@ class Sampler:
         return self.calls <= self.first or self.calls % self.every == 0
 
 
+def loss_input(args: tuple, kwargs: dict, sampler: Sampler) -> tuple[Any, bool] | None:
+    """The floating-point input of a loss call (its first argument, ``input``) when this call is one to
+    check, and whether ``softmax()`` produced it: every call whose input softmax made, a sample of the
+    others (TRN501, TRN504)."""
+    x = argument(args, kwargs, 0, "input")
+    if not floating(x):
+        return None
+    softmax = made_by(x) == "SoftmaxBackward0"
+    if not softmax and not sampler.due():
+        return None
+    return x, softmax
+
+
 def argument(args: tuple, kwargs: dict, index: int, name: str, default: Any = None) -> Any:
     """The argument a call passed at position ``index`` or as keyword ``name``."""
     if len(args) > index:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from pytest_torchcheck.watch.check import Check, plural
-from pytest_torchcheck.watch.checks._common import Sampler, argument, class_dim, floating, made_by
+from pytest_torchcheck.watch.checks._common import Sampler, class_dim, loss_input
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -52,12 +52,10 @@ class SoftmaxBeforeCrossEntropy(Check):
         events.intercept("torch.nn.functional.cross_entropy", pre=self._loss)
 
     def _loss(self, args: tuple, kwargs: dict) -> None:
-        x = argument(args, kwargs, 0, "input")
-        if not floating(x):
+        checked = loss_input(args, kwargs, self._sample)
+        if checked is None:
             return
-        softmax = made_by(x) == "SoftmaxBackward0"
-        if not softmax and not self._sample.due():
-            return
+        x, softmax = checked
         dim = class_dim(x)
         found = probability_rows(x, dim)
         if found is None:

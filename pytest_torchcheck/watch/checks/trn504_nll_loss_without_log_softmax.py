@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pytest_torchcheck.watch.check import Check, plural
-from pytest_torchcheck.watch.checks._common import Sampler, argument, class_dim, floating, made_by
+from pytest_torchcheck.watch.checks._common import Sampler, argument, class_dim, loss_input
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -69,12 +69,10 @@ class NllLossWithoutLogSoftmax(Check):
         events.intercept("torch.nn.functional.nll_loss", pre=self._loss)
 
     def _loss(self, args: tuple, kwargs: dict) -> None:
-        x = argument(args, kwargs, 0, "input")
-        if not floating(x):
+        checked = loss_input(args, kwargs, self._sample)
+        if checked is None:
             return
-        softmax = made_by(x) == "SoftmaxBackward0"
-        if not softmax and not self._sample.due():
-            return
+        x, softmax = checked
         found = unnormalised_rows(x, argument(args, kwargs, 1, "target"), argument(args, kwargs, 4, "ignore_index", -100))
         if found is None:
             return
