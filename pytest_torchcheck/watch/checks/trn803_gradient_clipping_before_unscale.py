@@ -53,8 +53,8 @@ class GradientClippingBeforeUnscale(Check):
     `clip_grad_value_` (any spelling, `torch.nn.utils.clip_grad.*` and the deprecated `clip_grad_norm`
     included) that changed some of those gradients while they were still exactly as the backward left
     them: no `scaler.unscale_(optimizer)` of their optimizer (nor `scaler.step()`, which unscales), no
-    step of it, no zeroing and no other backward into them since. Reported at the clip, with the scale
-    factor and the threshold the clip applied to the true gradients (`max_norm / scale`).
+    zeroing and no other backward into them since. Reported at the clip, with the scale factor and the
+    threshold the clip applied to the true gradients (`max_norm / scale`).
 
     Never reported: a disabled scaler (`enabled=False`, or a CUDA scaler that disabled itself on a
     machine without CUDA), a scale factor of 1.0, gradients unscaled before the clip, a clip after the
