@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import weakref
 
 from lint_rules.records import record
@@ -57,8 +58,9 @@ class GradientClippingBeforeUnscale(Check):
     threshold the clip applied to the true gradients (`max_norm / scale`).
 
     Never reported: a disabled scaler (`enabled=False`, or a CUDA scaler that disabled itself on a
-    machine without CUDA), a scale factor of 1.0, gradients unscaled before the clip, a clip after the
-    step, the parameters of a model whose loss no scaler multiplied (a second optimizer without AMP).
+    machine without CUDA), a scale factor of 1.0, an infinite threshold (a norm measured for a log),
+    gradients unscaled before the clip, a clip after the step, the parameters of a model whose loss no
+    scaler multiplied (a second optimizer without AMP).
     Not followed: a loss computed from scaled ones (`(scaler.scale(a) + scaler.scale(b)).backward()`),
     FSDP's `ShardedGradScaler`, and clipping by other means (`clip_grads_with_norm_`, FSDP's own
     `clip_grad_norm_`, gradients edited by hand).
@@ -175,18 +177,19 @@ class GradientClippingBeforeUnscale(Check):
             site = self.site()
             if site is None or (site.path, site.line) in self._reported:
                 return  # reported there already: no second read of the scale
+            limit = _number(argument(args, kwargs, 1, threshold))
+            if limit is None or not math.isfinite(limit):
+                return  # max_norm=inf: a norm measured for a log, nothing clipped whatever the scale
             scaled = clipped[0]
             scale = float(scaled.scale)
             if scale == 1.0:
                 return  # the gradients are the true ones
-            limit = _number(argument(args, kwargs, 1, threshold))
-            became = f"{threshold}/scale = {limit!r}/{scale!r} = {limit / scale:.3g}" if limit is not None \
-                else f"{threshold}/{scale!r}"
             self.report(site,
                         f"{name}() clipped {plural(len(clipped), 'gradient')} that still carried the GradScaler's "
                         f"scale factor {scale!r} from the scaled backward() {self._where(scaled.site, site)}, "
-                        f"with no scaler.unscale_() of their optimizer since: the threshold was applied to the "
-                        f"scaled gradients, so on the true gradients it became {became}; call "
+                        "with no scaler.unscale_() of their optimizer since: the threshold was applied to the "
+                        "scaled gradients, so on the true gradients it became "
+                        f"{threshold}/scale = {limit!r}/{scale!r} = {limit / scale:.3g}; call "
                         "scaler.unscale_(optimizer) before clipping")
 
         post.__self__ = self  # type: ignore[attr-defined]

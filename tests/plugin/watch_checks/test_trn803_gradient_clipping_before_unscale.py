@@ -87,7 +87,8 @@ def test_every_spelling_of_the_clip_is_seen(tmp_path, clip) -> None:
 def test_clip_grad_value_of_scaled_gradients_of_one_layer_is_reported(tmp_path) -> None:
     source = program().replace(
         "torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)  # <- clip",
-        "from torch.nn.utils.clip_grad import clip_grad_value_; clip_grad_value_(model[2].parameters(), 0.5)  # <- clip")
+        "from torch.nn.utils.clip_grad import clip_grad_value_; "
+        "clip_grad_value_(model[2].parameters(), 0.5)  # <- clip")
     r = watch_program(tmp_path, source, ["TRN803"])
     assert r.errors == []
     assert r.lines == [("TRN803", line_of(source, "# <- clip"))]
@@ -114,6 +115,11 @@ def test_a_clip_after_the_step_is_clean(tmp_path) -> None:
         "        scaler.update()\n        torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)\n")
     assert source.count("clip_grad_norm_") == 1
     clean(tmp_path, source)
+
+
+def test_a_norm_measured_with_an_infinite_threshold_is_clean(tmp_path) -> None:
+    # clip_grad_norm_(..., inf) only measures: nothing is clipped whatever the scale
+    clean(tmp_path, program().replace("max_norm=1.0", 'max_norm=float("inf")'))
 
 
 def test_gradients_unscaled_by_hand_are_clean(tmp_path) -> None:
