@@ -75,9 +75,9 @@ class GradientClippingBeforeUnscale(Check):
         self._optimizers: weakref.WeakSet[Any] = weakref.WeakSet()
         # id(scaled output) -> (weakref to it, weakref to its scaler): outputs of scale() not yet freed
         self._outputs: dict[int, tuple[Any, Any]] = {}
-        # during a scaled backward: (parameter, its gradient, the gradient's version) before it, and the backward
+        # during a scaled backward: (parameter, its gradient, the gradient's version) before it
         self._before: list[tuple[Any, Any, int]] | None = None
-        self._scaled: _Scaled | None = None
+        self._scaled: _Scaled | None = None  # the last scaled backward
         self._marks: dict[int, _Mark] = {}  # id(parameter) -> its gradient as a scaled backward left it
         self._clipping: list[tuple[Any, int, _Scaled]] | None = None  # marked gradients when a clip started
 

@@ -1,6 +1,6 @@
 """TRN803 at run time (pytest_torchcheck/watch/checks/trn803_gradient_clipping_before_unscale.py): gradients
 clipped while they still carried a GradScaler's scale factor, reported at the clip with the factor and the
-threshold it became; unscaled, unscaled-by-nobody-needed and fresh gradients are not. The programs use
+threshold it became; unscaled gradients, gradients no scaler multiplied and fresh ones are not. The programs use
 torch.amp.GradScaler("cpu") on float32 losses: scale() multiplies whatever it is given."""
 
 from __future__ import annotations
