@@ -23,6 +23,9 @@ ELEMENTS = 16  # the last elements of a list looked at
 ENTRIES = 32  # entries of a dict, attributes of an object looked at
 NODES = 5_000  # graph operations walked per look, over all holders: a look never costs more than a step
 ADDS = 256  # additions remembered while armed
+# a backward's root and the operations just below it are marked: the terms of a summed loss (box, objectness
+# and class losses kept one by one) belong to that step as much as their sum does
+MARK_DEPTH, MARK_NODES = 4, 64
 
 
 @record
@@ -41,8 +44,9 @@ class _State:
 
 class LossGraphsKeptAcrossSteps(Check):
     """
-    Observed: the tensor each ``backward()`` runs on is marked with the step count at that backward (a
-    key in its graph node's ``metadata``; nothing is held). At the end of the 4th optimizer step and of
+    Observed: the tensor each ``backward()`` runs on, and the operations just below it (the terms of a
+    summed loss), are marked with the step count at that backward (a key in their graph nodes'
+    ``metadata``; nothing is held). At the end of the 4th optimizer step and of
     every 8th after it, the local variables of your frames on the stack of the ``step()`` call (the
     step's caller and its callers in your code), the public attributes of your objects among them, and
     the last entries of lists and dicts among those are looked at: a tensor there whose graph reaches the
@@ -78,8 +82,8 @@ class LossGraphsKeptAcrossSteps(Check):
 
         for t in [tensors] if isinstance(tensors, torch.Tensor) else tensors:
             fn = getattr(t, "grad_fn", None)
-            if fn is not None and MARK not in fn.metadata:
-                fn.metadata[MARK] = self.events.steps
+            if fn is not None:
+                _mark(fn, self.events.steps)
 
     def _added(self, args: Any, kwargs: Any, result: Any) -> None:
         if self._armed and len(self._state.adds) < ADDS and getattr(result, "grad_fn", None) is not None:
@@ -197,6 +201,26 @@ def _tensors_in(holder: str, value: Any) -> Iterator[tuple[str, Any]]:
         for key, entry in list(itertools.islice(value.items(), ENTRIES)):
             if isinstance(key, (str, int)) and isinstance(entry, (torch.Tensor, list, tuple)):
                 yield from _tensors_in(f"{holder}[{key!r}]", entry)
+
+
+def _mark(root: Any, steps: int) -> None:
+    """Mark ``root`` and the operations up to MARK_DEPTH below it with the step count (a node already
+    marked keeps its earlier step: it belongs to the graph that used it first)."""
+    level, seen, left = [root], {id(root)}, MARK_NODES
+    for _ in range(MARK_DEPTH + 1):
+        below = []
+        for node in level:
+            if left <= 0:
+                return
+            left -= 1
+            if type(node).__name__ == "AccumulateGrad":
+                continue
+            node.metadata.setdefault(MARK, steps)
+            for n, _ in node.next_functions:
+                if n is not None and id(n) not in seen:
+                    seen.add(id(n))
+                    below.append(n)
+        level = below
 
 
 def _marks(tensors: list, budget: list) -> set:

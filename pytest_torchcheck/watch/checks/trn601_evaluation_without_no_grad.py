@@ -22,6 +22,8 @@ REPEATS = 3  # a single probing forward (a shape check, a warm-up) is not an eva
 class _Calls:
     site: Site
     module: Any  # a weak reference to the model
+    name: str  # the model's class name, for a report made after it is gone
+    trained: bool = False  # an optimizer was seen stepping the model while it lived
     used: int = 0  # forwards whose graph autograd went through (as soon as it did)
     unused: int = 0  # forwards whose graph was freed without autograd going through it
 
@@ -64,9 +66,11 @@ class EvaluationWithoutNoGrad(TopLevel):
         key = (site.path, site.line, id(module))
         calls = self._calls.get(key)
         if calls is None or calls.module() is not module:
-            calls = self._calls[key] = _Calls(site, weakref.ref(module))
+            calls = self._calls[key] = _Calls(site, weakref.ref(module), type(module).__name__)
         if calls.used:  # a line that trains: nothing more to learn there
             return
+        if not calls.trained and self._trained.trained(module):
+            calls.trained = True
         probe_graph(output, calls, done=self._freed, traversed=self._traversed)
 
     @staticmethod
@@ -94,11 +98,14 @@ class EvaluationWithoutNoGrad(TopLevel):
             if calls.used or calls.unused < REPEATS:
                 continue
             module = calls.module()
-            if module is None or not self._trained.trained(module):
+            if module is not None and self._trained.trained(module):
+                calls.trained = True
+            # the model may die with its last graphs (a main() returning): what was seen while it lived counts
+            if not calls.trained:
                 continue
             del self._calls[key]
             self.report(calls.site,
-                        f"{type(module).__name__} ran with autograd recording {plural(calls.unused, 'time')} "
+                        f"{calls.name} ran with autograd recording {plural(calls.unused, 'time')} "
                         f"here and no backward() went through its output any of those times: each call "
                         f"recorded a graph and kept its activations for a gradient never computed, while an "
                         f"optimizer trains this model; run it under torch.no_grad() or torch.inference_mode()")

@@ -58,6 +58,26 @@ train({"loss": torch.zeros(())})
     assert watched.messages("TRN106")[0].startswith("`stats['loss']` holds")
 
 
+def test_the_terms_of_a_summed_loss_kept_one_by_one_are_reported_at_the_addition(tmp_path: Path) -> None:
+    # the backward runs on the sum; the totals hold its terms, operations below the sum (a detector's
+    # box, objectness and class losses)
+    source = """\
+totals = {}
+for step in range(12):
+    out = model(x)
+    each = {"a": F.mse_loss(out[:, 0], y[:, 0]), "b": F.l1_loss(out[:, 1], y[:, 1])}
+    opt.zero_grad()
+    sum(each.values()).backward()
+    opt.step()
+    for name, value in each.items():
+        totals[name] = totals.get(name, 0.0) + value  # <-
+"""
+    watched = check(tmp_path, source)
+    assert watched.lines == [("TRN106", line_of(HEAD + source, "# <-"))]
+    assert watched.messages("TRN106")[0].startswith("`totals['a']` holds a tensor whose autograd graph reaches "
+                                                    "the losses of 4 earlier optimizer steps")
+
+
 def test_a_list_attribute_of_the_users_object_is_reported_at_the_step(tmp_path: Path) -> None:
     source = """\
 class Trainer:

@@ -41,6 +41,40 @@ def test_forwards_never_backpropagated_are_reported_at_the_call(tmp_path) -> Non
     assert watched.errors == [] and watched.code == 0
 
 
+def test_a_model_gone_with_its_last_evaluation_graphs_is_still_reported(tmp_path) -> None:
+    # the last evaluation's graph lives in main()'s locals with the model: both die when main() returns,
+    # after the last step, so the forwards are counted when the model is already gone
+    source = """\
+import torch
+import torch.nn.functional as F
+
+def evaluate(model, x):
+    total = 0
+    for _ in range(2):
+        total += model(x).sum()  # <-
+    return total
+
+def main():
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 3)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(8, 4), torch.randint(0, 3, (8,))
+    for _ in range(2):
+        opt.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        opt.step()
+        last = evaluate(model, x)
+    print(float(last))
+
+main()
+"""
+    watched = watch_program(tmp_path, source, ["TRN601"])
+    assert watched.lines == [("TRN601", line_of(source, "# <-"))]
+    [message] = watched.messages("TRN601")
+    assert message.startswith("Linear ran with autograd recording 4 times here")
+    assert watched.errors == [] and watched.code == 0
+
+
 def test_its_fixed_twin_is_clean(tmp_path) -> None:
     source = BUGGY.replace("    for _ in range(2):\n        correct", "    with torch.no_grad():\n      for _ in range(2):\n        correct")
     watched = watch_program(tmp_path, source, ["TRN601"])

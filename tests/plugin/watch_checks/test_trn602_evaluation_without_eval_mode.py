@@ -90,3 +90,52 @@ torch.optim.swa_utils.update_bn([x], model)  # torch's own code runs the model
 """
     watched = watch_program(tmp_path, source, ["TRN602"])
     assert watched.findings == [] and watched.errors == [] and watched.code == 0
+
+
+FUNCTIONAL = """\
+import torch
+import torch.nn.functional as F
+torch.manual_seed(0)
+
+class Scorer(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(4, 8), torch.nn.Linear(8, 3)
+
+    def forward(self, x):
+        return self.b(F.dropout(F.relu(self.a(x)), p=0.5, training=self.training))  # as nn.Dropout would
+
+
+class MonteCarloScorer(Scorer):
+    def forward(self, x):
+        return self.b(F.dropout(F.relu(self.a(x)), 0.5, True))  # on whatever the mode
+
+def run(kind):
+    model = kind()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(8, 4), torch.randint(0, 3, (8,))
+    for _ in range(3):
+        model.train()
+        opt.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        opt.step()
+        with torch.no_grad():
+            print((model(x).argmax(1) == y).float().mean())  # <-
+"""
+
+
+def test_a_functional_dropout_that_follows_the_mode_is_reported(tmp_path) -> None:
+    # a model with no nn.Dropout layer: F.dropout(..., training=self.training) in its forward (OGB's style)
+    source = FUNCTIONAL + 'run(Scorer)\n'
+    watched = watch_program(tmp_path, source, ["TRN602"])
+    assert watched.lines == [("TRN602", line_of(source, "# <-"))]
+    [message] = watched.messages("TRN602")
+    assert "Scorer ran without autograd but in training mode (1 call here)" in message
+    assert "functional dropout (training=self.training)" in message
+    assert watched.errors == [] and watched.code == 0
+
+
+def test_a_functional_dropout_on_whatever_the_mode_is_not_reported(tmp_path) -> None:
+    # training=True written out: eval() would not turn it off, so evaluating in eval mode changes nothing
+    watched = watch_program(tmp_path, FUNCTIONAL + 'run(MonteCarloScorer)\n', ["TRN602"])
+    assert watched.findings == [] and watched.errors == []

@@ -68,7 +68,8 @@ def train_loop(g, d, train_dataset, epochs=2, batchsize=4, generator_warmup_step
             optimizer_g.zero_grad()
 
             if batch_counter > generator_warmup_steps:
-                new_pred = g(melspec).squeeze(1).detach()
+                with torch.no_grad():  # the original recorded a graph here and detached it (TRN601, not this pair's)
+                    new_pred = g(melspec).squeeze(1)
                 fake = sum(discriminator_criterion(o, 0.0) for o in d(new_pred))
                 real = sum(discriminator_criterion(o, 1.0) for o in d(gold_wave))
                 discriminator_mse_loss = (fake + real) / 2

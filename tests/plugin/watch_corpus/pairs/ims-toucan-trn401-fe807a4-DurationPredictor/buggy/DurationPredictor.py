@@ -8,7 +8,7 @@ class DurationPredictor(torch.nn.Module):
         self.offset = offset
         self.conv = torch.nn.ModuleList()
         self.dropouts = list()
-        self.norms = list()
+        self.norms = list()  # BUG TRN401
         for idx in range(n_layers):
             in_chans = idim if idx == 0 else n_chans
             self.conv.append(torch.nn.Sequential(
@@ -21,7 +21,7 @@ class DurationPredictor(torch.nn.Module):
     def _forward(self, xs, x_masks=None):
         xs = xs.transpose(1, -1)  # (B, idim, Tmax)
         for f, c, d in zip(self.conv, self.norms, self.dropouts):
-            xs = d(c(f(xs).transpose(1, -1)).transpose(1, -1))  # BUG TRN401
+            xs = d(c(f(xs).transpose(1, -1)).transpose(1, -1))
         xs = self.linear(xs.transpose(1, -1)).squeeze(-1)  # (B, Tmax)
         if x_masks is not None:
             xs = xs.masked_fill(x_masks, 0.0)

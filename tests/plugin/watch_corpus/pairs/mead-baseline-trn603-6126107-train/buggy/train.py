@@ -23,10 +23,10 @@ class TaggerTrainerPyTorch:
         steps = len(ts)
         for x, y in ts:
             self.optimizer.zero_grad()
-            scores = self.model(x)
+            scores = self.model(x)  # BUG TRN603
             loss = F.cross_entropy(scores.reshape(-1, scores.size(-1)), y.reshape(-1))
             total_loss += loss.detach()
-            loss.backward()  # BUG TRN603
+            loss.backward()
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.clip)
             self.optimizer.step()
         return {"avg_loss": float(total_loss / steps)}

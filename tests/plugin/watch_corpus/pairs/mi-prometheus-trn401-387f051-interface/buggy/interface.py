@@ -12,7 +12,7 @@ class Interface(torch.nn.Module):
         self.read_param_locations = self.calculate_param_locations(num_memory_content_bits, shift_size)
         num_read_params = self.read_param_locations[-1]
         # Forward linear layers that generate parameters of read heads.
-        self.hidden2read_list = []
+        self.hidden2read_list = []  # BUG TRN401
         for _ in range(self.interface_num_read_heads):
             self.hidden2read_list.append(torch.nn.Linear(self.ctrl_hidden_state_size, num_read_params))
 
@@ -37,7 +37,7 @@ class Interface(torch.nn.Module):
     def forward(self, ctrl_hidden_state, prev_memory, prev_read_attentions):
         read_vectors, read_attentions = [], []
         for i in range(self.interface_num_read_heads):
-            params = self.hidden2read_list[i](ctrl_hidden_state)  # BUG TRN401
+            params = self.hidden2read_list[i](ctrl_hidden_state)
             loc = self.read_param_locations
             query, beta, gate, shift, gamma = (params[:, loc[j]:loc[j + 1]] for j in range(5))
             attention = self.update_attention(query, beta, gate, shift, gamma, prev_memory, prev_read_attentions[i])

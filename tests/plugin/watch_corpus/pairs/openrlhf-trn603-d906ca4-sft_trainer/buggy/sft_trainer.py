@@ -17,9 +17,9 @@ class SFTTrainer:
         for epoch in range(self.epochs):
             self.model.train()
             for (inputs,) in self.train_dataloader:
-                logits = self.model(inputs)
+                logits = self.model(inputs)  # BUG TRN603
                 gpt_loss = self.loss_fn(logits, inputs)
-                gpt_loss.backward()  # BUG TRN603
+                gpt_loss.backward()
                 self.optimizer.step()
                 self.optimizer.zero_grad()
                 global_step += 1

@@ -30,9 +30,9 @@ def train300_mlperf_coco(args):
     iter_num = 0
     for epoch in range(args["epochs"]):
         for img, bbox, label in train_batches:
-            ploc, plabel = ssd300(img)
+            ploc, plabel = ssd300(img)  # BUG TRN603
             loss = loss_func(ploc, plabel, bbox, label)
-            loss.backward()  # BUG TRN603
+            loss.backward()
             optim.step()
             optim.zero_grad()
             iter_num += 1

@@ -77,7 +77,7 @@ def evaluate(args, model, dataloader):
         loss = loss_fct(pred, target)
         _, logits = torch.max(pred, 1)
         score += (logits == target).sum()
-        total_loss += loss.sum()  # BUG TRN106
+        total_loss += loss.sum()
         num_data += loss.size(0)
     return total_loss / num_data, score / num_data
 
