@@ -154,8 +154,33 @@ def test_every_active_rule_has_a_buggy_twin() -> None:
         f"with 'Expected codes: <CODE>' in its docstring")
 
 
-@pytest.mark.parametrize("path", CORRECT, ids=_ids(CORRECT))
-def test_correct_reference_runs(path: Path, tmp_path: Path) -> None:
+# The references that start their own ranks run as `python path`; the others run, as python would run
+# each, in one process (tests/plugin/watch_corpus/driver.py --plain): one torch import for all of them.
+SPAWNING = [p for p in CORRECT if p.name.startswith("ddp")]
+IN_ONE_PROCESS = [p for p in CORRECT if p not in SPAWNING]
+
+
+@pytest.fixture(scope="module")
+def plain_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    out = tmp_path_factory.mktemp("references") / "results.json"
+    driver = ROOT / "tests" / "plugin" / "watch_corpus" / "driver.py"
+    done = subprocess.run([sys.executable, str(driver), str(out), "--plain", "--scripts",
+                           *(str(p) for p in IN_ONE_PROCESS)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    import json
+
+    return {p["id"].split("/", 1)[1]: p for p in json.loads(out.read_text())["programs"]}
+
+
+@pytest.mark.parametrize("path", IN_ONE_PROCESS, ids=_ids(IN_ONE_PROCESS))
+def test_correct_reference_runs(path: Path, plain_runs: dict[str, dict]) -> None:
+    result = plain_runs[path.name]
+    assert result["exit_code"] == 0, (
+        f"{path.relative_to(ROOT)} exited with {result['exit_code']}\n--- output ---\n{result['output']}")
+
+
+@pytest.mark.parametrize("path", SPAWNING, ids=_ids(SPAWNING))
+def test_correct_reference_that_spawns_its_ranks_runs(path: Path, tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, str(path)], cwd=tmp_path, capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 0, (

@@ -2,6 +2,7 @@
 and write what happened as JSON.
 
     python tests/plugin/watch_corpus/driver.py OUT.json [--plain] [--only ID ...]
+    python tests/plugin/watch_corpus/driver.py OUT.json [--plain] [--all-checks] --scripts PATH ...
 
 Starting a Python process costs about 3 s of ``import torch`` on a busy machine; one process for the
 whole corpus pays it once. Each program runs through :func:`pytest_torchcheck.watch.program.run` under a
@@ -9,6 +10,9 @@ fresh :class:`~pytest_torchcheck.watch.watcher.Watcher` (``--plain``: no watch, 
 themselves), from its own folder, with the corpus's own modules dropped from ``sys.modules`` before and
 after: a buggy and a fixed ``utils.py`` must never stand in for each other. Its standard output and
 error are captured, so one program's noise cannot hide another's result.
+
+``--scripts``: the given scripts instead of the corpus (id ``script/<file name>``; the reference
+fixtures' tests use it), ``--all-checks``: every check, the opt-in ones too (``--select ALL``).
 
 Per program: ``id`` (``<case>/buggy``, ``<case>/fixed`` or ``clean/<name>``), ``exit_code``,
 ``findings`` (code, path relative to the program's folder, line), ``errors`` (the watcher's: a check
@@ -66,12 +70,12 @@ def _relative(path: str, folder: Path, cwd: str) -> str:
     return path
 
 
-def run_one(entry: dict, plain: bool) -> dict:
+def run_one(entry: dict, plain: bool, every_check: bool = False) -> dict:
     from pytest_torchcheck.watch import program
-    from pytest_torchcheck.watch.watcher import Watcher
+    from pytest_torchcheck.watch.watcher import Watcher, codes
 
     folder: Path = entry["folder"]
-    watcher = None if plain else Watcher()
+    watcher = None if plain else Watcher(codes() if every_check else None)
 
     def within(body) -> None:
         with watcher:
@@ -103,16 +107,22 @@ def run_one(entry: dict, plain: bool) -> dict:
 def main(argv: list[str]) -> int:
     out, rest = argv[0], argv[1:]
     plain = "--plain" in rest
+    every_check = "--all-checks" in rest
     only = set(rest[rest.index("--only") + 1:]) if "--only" in rest else None
+    scripts = [Path(p).resolve() for p in rest[rest.index("--scripts") + 1:]] if "--scripts" in rest else None
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     started = time.perf_counter()
     import torch  # noqa: F401  (timed apart from the programs)
 
     torch.set_num_threads(1)
     imported = time.perf_counter() - started
-    manifest = tomllib.loads((CORPUS / "manifest.toml").read_text(encoding="utf-8"))
-    results = [run_one(entry, plain) for entry in programs(manifest)
-               if only is None or entry["id"].split("/")[0] in only or entry["id"] in only]
+    if scripts is not None:
+        entries = [{"id": f"script/{p.name}", "folder": p.parent, "main": p.name, "args": []} for p in scripts]
+    else:
+        manifest = tomllib.loads((CORPUS / "manifest.toml").read_text(encoding="utf-8"))
+        entries = [e for e in programs(manifest)
+                   if only is None or e["id"].split("/")[0] in only or e["id"] in only]
+    results = [run_one(entry, plain, every_check) for entry in entries]
     Path(out).write_text(json.dumps({"import_seconds": round(imported, 3), "programs": results,
                                      "seconds": round(time.perf_counter() - started, 3)}, indent=1))
     return 0
