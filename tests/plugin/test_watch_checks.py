@@ -313,3 +313,15 @@ def test_a_buggy_fixture_is_caught_at_its_bug_line(tmp_path: Path, path: Path) -
     lines = bug_lines(path.read_text(encoding="utf-8"))
     assert got and {code for code, _ in got} == expected_codes(path) & set(CASES), got
     assert {line for _, line in got} <= lines, (got, lines)
+
+
+def test_a_check_that_watches_forward_says_it_cannot_see_compiled_code() -> None:
+    # A compiled region runs its modules' forwards as one graph: forward hooks and the functions called
+    # inside forward are not seen there, and torchcheck run must say so rather than miss silently.
+    from pytest_torchcheck.watch.watcher import check_class, codes
+
+    for code in codes():
+        check = check_class(code)
+        watches_forward = any(hasattr(check, name) for name in ("on_forward_pre", "on_forward_post"))
+        if watches_forward:
+            assert check.SEES_COMPILED is False, code

@@ -50,6 +50,7 @@ class UnregisteredModuleCalled(Check):
     CODE = "TRN401"
     NAME = "unregistered-submodules"
     SEVERITY = "error"
+    SEES_COMPILED = False  # it watches calls made inside forward, which a compiled region makes as one graph
 
     def __init__(self) -> None:
         super().__init__()

@@ -42,6 +42,7 @@ class SoftmaxBeforeCrossEntropy(Check):
     CODE = "TRN501"
     NAME = "softmax-before-cross-entropy"
     SEVERITY = "error"
+    SEES_COMPILED = False  # it watches calls made inside forward, which a compiled region makes as one graph
 
     def __init__(self) -> None:
         super().__init__()

@@ -42,6 +42,7 @@ class SigmoidBeforeBceLoss(Check):
     CODE = "TRN502"
     NAME = "sigmoid-before-bce-loss"
     SEVERITY = "warning"
+    SEES_COMPILED = False  # it watches calls made inside forward, which a compiled region makes as one graph
 
     def __init__(self) -> None:
         super().__init__()

@@ -24,6 +24,7 @@ class LogOfSoftmax(Check):
     CODE = "TRN503"
     NAME = "log-of-softmax"
     SEVERITY = "warning"
+    SEES_COMPILED = False  # it watches calls made inside forward, which a compiled region makes as one graph
 
     def __init__(self) -> None:
         super().__init__()

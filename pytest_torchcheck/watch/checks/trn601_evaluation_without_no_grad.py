@@ -45,6 +45,7 @@ class EvaluationWithoutNoGrad(TopLevel):
     CODE = "TRN601"
     NAME = "evaluation-without-no-grad"
     SEVERITY = "warning"
+    SEES_COMPILED = False  # it watches calls made inside forward, which a compiled region makes as one graph
 
     def __init__(self) -> None:
         super().__init__()

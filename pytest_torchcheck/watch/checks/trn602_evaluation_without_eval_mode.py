@@ -51,6 +51,7 @@ class EvaluationWithoutEvalMode(TopLevel):
     CODE = "TRN602"
     NAME = "evaluation-without-eval-mode"
     SEVERITY = "warning"
+    SEES_COMPILED = False  # it watches calls made inside forward, which a compiled region makes as one graph
 
     def __init__(self) -> None:
         super().__init__()

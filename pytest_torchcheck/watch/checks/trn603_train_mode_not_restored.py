@@ -52,6 +52,7 @@ class TrainModeNotRestored(TopLevel):
     CODE = "TRN603"
     NAME = "train-mode-not-restored"
     SEVERITY = "warning"
+    SEES_COMPILED = False  # it watches calls made inside forward, which a compiled region makes as one graph
 
     def __init__(self) -> None:
         super().__init__()

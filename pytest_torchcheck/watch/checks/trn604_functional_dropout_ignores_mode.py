@@ -36,6 +36,7 @@ class FunctionalDropoutIgnoresMode(Check):
     CODE = "TRN604"
     NAME = "functional-dropout-ignores-mode"
     SEVERITY = "error"
+    SEES_COMPILED = False  # it watches calls made inside forward, which a compiled region makes as one graph
 
     def install(self, events: Any) -> None:
         super().install(events)

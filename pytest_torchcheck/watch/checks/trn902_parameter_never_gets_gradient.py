@@ -51,6 +51,7 @@ class ParameterNeverGetsGradient(Check):
     CODE = "TRN902"
     NAME = "parameter-never-gets-gradient"
     SEVERITY = "warning"
+    SEES_COMPILED = False  # it watches calls made inside forward, which a compiled region makes as one graph
     SUMMARY = ("A detach() cuts parameters that an optimizer holds from every backward: they never receive a "
                "gradient and never train")
     DOC = """\

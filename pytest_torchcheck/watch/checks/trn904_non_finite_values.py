@@ -43,6 +43,7 @@ class NonFiniteValues(TopLevel):
     CODE = "TRN904"
     NAME = "non-finite-values"
     SEVERITY = "error"
+    SEES_COMPILED = False  # it watches calls made inside forward, which a compiled region makes as one graph
     DEFAULT = False
     SUMMARY = "A loss or the gradients an optimizer applied hold NaN or Inf"
     DOC = """\
