@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from pytest_torchcheck.watch.sites import Site
 
 VERDICT = 3  # optimizer steps after a trainable attribute's first use before it is judged
+COPIED = 1 << 20  # elements: a larger trainable attribute is not copied, and never reported
 _MOVES = ("to", "cuda", "cpu", "half", "float", "double", "bfloat16", "type")
 
 
@@ -24,7 +25,7 @@ class _Leaf:
     owner: str  # its class
     name: str  # self.<name>
     tensor: Any  # weakref to the tensor
-    version: int  # its ._version when first seen: an in-place update (a manual step) changes it
+    value: Any  # a copy of its value when first seen: a manual step (in place, or through .data) changes it
     site: Site | None  # the attribute's assignment, else the call of the module
     steps: int  # the watch's step count when first seen
 
@@ -78,6 +79,14 @@ def _reference(module: Any) -> tuple | None:
     return None
 
 
+def _same(t: Any, value: Any) -> bool:
+    import torch
+
+    with torch.no_grad():
+        return t.shape == value.shape and t.dtype == value.dtype and t.device == value.device and \
+            bool(torch.equal(t.detach(), value))
+
+
 def _shown(device: Any, dtype: Any) -> str:
     return f"{device}/{str(dtype).replace('torch.', '')}"
 
@@ -96,7 +105,8 @@ class TensorAttributeNotRegistered(Check):
     reported: buffers and parameters, a constant kept as a plain attribute that no move or cast
     concerned, an attribute that the module moves itself (a ``_apply``/``to`` override), a non-floating
     attribute on a dtype cast (an index or a mask), tensors created inside ``forward``, a trainable
-    attribute that an optimizer holds or that the program updates itself (in place), and modules whose
+    attribute that an optimizer holds or whose value the program changes itself (a manual step, through
+    ``.data`` too), one over a million elements (not copied), and modules whose
     ``forward`` never ran after the cast.
     """
 
@@ -148,7 +158,7 @@ class TensorAttributeNotRegistered(Check):
         ref = self._held.get(id(tensor))
         if ref is not None and ref() is tensor:
             return
-        if not tensor.requires_grad or tensor.grad is None or tensor._version != leaf.version:
+        if not tensor.requires_grad or tensor.grad is None or not _same(tensor, leaf.value):
             return  # no gradient reached it, or the program updates it itself
         self.report(leaf.site,
                     f"`self.{leaf.name}` of {leaf.owner} is a plain tensor attribute ({tuple(tensor.shape)}, "
@@ -167,9 +177,9 @@ class TensorAttributeNotRegistered(Check):
             return
         self._seen[key] = weakref.ref(module)
         for name, t in _plain_tensors(module):
-            if t.requires_grad and t.is_leaf:
+            if t.requires_grad and t.is_leaf and t.numel() <= COPIED:
                 self._leaves.append(_Leaf(weakref.ref(module), type(module).__name__, name, weakref.ref(t),
-                                          t._version, self._where(module, name), self.events.steps))
+                                          t.detach().clone(), self._where(module, name), self.events.steps))
 
     def _where(self, module: Any, name: str) -> Site | None:
         from pytest_torchcheck.watch.checks.trn401_unregistered_module_called import _assignment

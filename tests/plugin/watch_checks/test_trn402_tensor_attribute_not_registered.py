@@ -163,6 +163,14 @@ class ManualStep(torch.nn.Module):  # a trainable plain tensor the program updat
     def forward(self, x):
         return x * self.w
 
+class DataStep(torch.nn.Module):  # updated through .data, which no version counter sees
+    def __init__(self):
+        super().__init__()
+        self.delta = torch.zeros(4, requires_grad=True)
+
+    def forward(self, x):
+        return x + self.delta
+
 class Held(torch.nn.Module):  # a plain trainable tensor handed to the optimizer by hand
     def __init__(self):
         super().__init__()
@@ -185,6 +193,7 @@ moved = MovesItself().double()
 overridden = ToOverride().to(torch.float64)
 fresh = Fresh().double()
 manual = ManualStep()
+data_step = DataStep()
 held = Held()
 frozen = Frozen()
 opt = torch.optim.SGD(list(const.parameters()) + list(moved.parameters()) + list(overridden.parameters())
@@ -194,13 +203,15 @@ for _ in range(5):
     manual.w.grad = None
     x = torch.randn(8, 4)
     loss = const(x).sum() + moved(x.double()).sum() + overridden(x.double()).sum() + fresh(x.double()).sum()
-    loss = loss + manual(x).sum() + held(x).sum()
+    loss = loss + manual(x).sum() + held(x).sum() + data_step(x).pow(2).sum()
     with torch.no_grad():
         frozen(x)
     loss.backward()
     opt.step()
     with torch.no_grad():
         manual.w -= 0.1 * manual.w.grad
+    data_step.delta.data.add_(data_step.delta.grad.sign(), alpha=0.01)
+    data_step.delta.grad = None
 const.to("cpu")  # a move that changes nothing
 const(torch.randn(2, 4))
 """
