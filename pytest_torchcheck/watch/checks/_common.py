@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from types import FrameType
     from typing import Any, Callable
 
-    from pytest_torchcheck.watch.sites import Sites
+    from pytest_torchcheck.watch.sites import Site, Sites
 
 
 class Sampler:
@@ -263,3 +263,37 @@ def describe_layers(layers: list[Any]) -> str:
         counts[type(m).__name__] = counts.get(type(m).__name__, 0) + 1
     return ", ".join(f"{n} {name}" for name, n in counts.items())
 
+
+def attribute_assignment(cls: type, attribute: str) -> Site | None:
+    """The only statement ``self.<name> = ...`` in ``cls`` or a base class of the user's, if there is one."""
+    import ast
+    import inspect
+    import os
+    import textwrap
+
+    from pytest_torchcheck.watch.sites import Site  # noqa: F811  (at run time, not only for typing)
+
+    name = attribute.split(":", 1)[0]
+    found = []
+    for klass in cls.__mro__:
+        if klass.__module__.startswith(("torch.", "builtins")):
+            continue
+        try:
+            lines, start = inspect.getsourcelines(klass)
+            path = os.path.abspath(inspect.getsourcefile(klass) or "")
+        except (OSError, TypeError):
+            continue
+        try:
+            tree = ast.parse(textwrap.dedent("".join(lines)))
+        except SyntaxError:
+            continue
+        indent = len(lines[0]) - len(lines[0].lstrip())
+        for node in ast.walk(tree):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] \
+                if isinstance(node, ast.AnnAssign) else []
+            for target in targets:
+                if isinstance(target, ast.Attribute) and target.attr == name and \
+                        isinstance(target.value, ast.Name) and target.value.id == "self":
+                    found.append(Site(path, start + node.lineno - 1, node.col_offset + indent + 1,
+                                      start + node.end_lineno - 1, node.end_col_offset + indent + 1))
+    return found[0] if len(found) == 1 else None

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import ast
 import functools
-import inspect
 import sys
-import textwrap
 import weakref
 
 from lint_rules.records import record
 from pytest_torchcheck.watch.check import Check, frame_locals, optimizer_params, plural
+from pytest_torchcheck.watch.checks._common import attribute_assignment
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -119,7 +117,7 @@ class UnregisteredModuleCalled(Check):
         if key in self._found:
             self._found[key].modules.append(weakref.ref(module))
         else:
-            site = _assignment(type(model), attribute) or self.site()  # else the call
+            site = attribute_assignment(type(model), attribute) or self.site()  # else the call
             self._found[key] = _Unregistered([weakref.ref(module)], type(model).__name__, attribute, site,
                                              self.events.steps)
 
@@ -181,33 +179,3 @@ def _holding_attribute(model: Any, module: Any) -> str | None:
     return None
 
 
-def _assignment(cls: type, attribute: str) -> Site | None:
-    """The only statement ``self.<name> = ...`` in ``cls`` or a base class of the user's, if there is one."""
-    import os
-
-    from pytest_torchcheck.watch.sites import Site
-
-    name = attribute.split(":", 1)[0]
-    found = []
-    for klass in cls.__mro__:
-        if klass.__module__.startswith(("torch.", "builtins")):
-            continue
-        try:
-            lines, start = inspect.getsourcelines(klass)
-            path = os.path.abspath(inspect.getsourcefile(klass) or "")
-        except (OSError, TypeError):
-            continue
-        try:
-            tree = ast.parse(textwrap.dedent("".join(lines)))
-        except SyntaxError:
-            continue
-        indent = len(lines[0]) - len(lines[0].lstrip())
-        for node in ast.walk(tree):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target] \
-                if isinstance(node, ast.AnnAssign) else []
-            for target in targets:
-                if isinstance(target, ast.Attribute) and target.attr == name and \
-                        isinstance(target.value, ast.Name) and target.value.id == "self":
-                    found.append(Site(path, start + node.lineno - 1, node.col_offset + indent + 1,
-                                      start + node.end_lineno - 1, node.end_col_offset + indent + 1))
-    return found[0] if len(found) == 1 else None

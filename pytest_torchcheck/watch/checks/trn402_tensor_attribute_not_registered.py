@@ -113,6 +113,7 @@ class TensorAttributeNotRegistered(Check):
     CODE = "TRN402"
     NAME = "tensor-attribute-not-registered"
     SEVERITY = "warning"
+    SEES_COMPILED = False  # it watches module calls, which a compiled region makes as one graph
 
     def __init__(self) -> None:
         super().__init__()
@@ -182,9 +183,9 @@ class TensorAttributeNotRegistered(Check):
                                           t.detach().clone(), self._where(module, name), self.events.steps))
 
     def _where(self, module: Any, name: str) -> Site | None:
-        from pytest_torchcheck.watch.checks.trn401_unregistered_module_called import _assignment
+        from pytest_torchcheck.watch.checks._common import attribute_assignment
 
-        return _assignment(type(module), name) or self.site()
+        return attribute_assignment(type(module), name) or self.site()
 
     # -- (b): attributes a move or cast left behind
 
@@ -233,6 +234,6 @@ class TensorAttributeNotRegistered(Check):
                             f"{_shown(t.device, t.dtype)}; {advice}")
 
     def _assignment_or(self, module: Any, name: str, site: Site | None) -> Site | None:
-        from pytest_torchcheck.watch.checks.trn401_unregistered_module_called import _assignment
+        from pytest_torchcheck.watch.checks._common import attribute_assignment
 
-        return _assignment(type(module), name) or site
+        return attribute_assignment(type(module), name) or site
