@@ -297,3 +297,26 @@ def attribute_assignment(cls: type, attribute: str) -> Site | None:
                     found.append(Site(path, start + node.lineno - 1, node.col_offset + indent + 1,
                                       start + node.end_lineno - 1, node.end_col_offset + indent + 1))
     return found[0] if len(found) == 1 else None
+
+
+class SampledLossCheck(Check):
+    """A check of the input a loss function is given (TRN501, TRN504): ``LOSS`` is the function's dotted
+    name; :meth:`judge` sees every call whose input ``softmax()`` made and a sample of the others."""
+
+    LOSS = ""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._sample = Sampler()
+
+    def install(self, events: Any) -> None:
+        super().install(events)
+        events.intercept(self.LOSS, pre=self._loss)
+
+    def _loss(self, args: tuple, kwargs: dict) -> None:
+        checked = loss_input(args, kwargs, self._sample)
+        if checked is not None:
+            self.judge(checked[0], checked[1], args, kwargs)
+
+    def judge(self, x: Any, softmax: bool, args: tuple, kwargs: dict) -> None:
+        raise NotImplementedError

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
-from pytest_torchcheck.watch.check import Check, plural
-from pytest_torchcheck.watch.checks._common import Sampler, class_dim, loss_input
+from pytest_torchcheck.watch.check import plural
+from pytest_torchcheck.watch.checks._common import SampledLossCheck, class_dim
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ def probability_rows(x: Any, dim: int) -> tuple[int, float] | None:
     return x.numel() // x.shape[dim], deviation
 
 
-class SoftmaxBeforeCrossEntropy(Check):
+class SoftmaxBeforeCrossEntropy(SampledLossCheck):
     """
     Observed: a call of `torch.nn.functional.cross_entropy` (which `nn.CrossEntropyLoss` makes) whose
     input, the scores the loss takes for logits, holds probabilities: every element is non-negative and
@@ -44,19 +44,9 @@ class SoftmaxBeforeCrossEntropy(Check):
     SEVERITY = "error"
     SEES_COMPILED = False  # it watches calls made inside forward, which a compiled region makes as one graph
 
-    def __init__(self) -> None:
-        super().__init__()
-        self._sample = Sampler()
+    LOSS = "torch.nn.functional.cross_entropy"
 
-    def install(self, events: Any) -> None:
-        super().install(events)
-        events.intercept("torch.nn.functional.cross_entropy", pre=self._loss)
-
-    def _loss(self, args: tuple, kwargs: dict) -> None:
-        checked = loss_input(args, kwargs, self._sample)
-        if checked is None:
-            return
-        x, softmax = checked
+    def judge(self, x: Any, softmax: bool, args: tuple, kwargs: dict) -> None:
         dim = class_dim(x)
         found = probability_rows(x, dim)
         if found is None:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pytest_torchcheck.watch.check import Check, plural
-from pytest_torchcheck.watch.checks._common import Sampler, argument, class_dim, loss_input
+from pytest_torchcheck.watch.check import plural
+from pytest_torchcheck.watch.checks._common import SampledLossCheck, argument, class_dim
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ def _exp(x: float) -> float:
     return math.exp(x) if x < 700 else math.inf  # logits running away: their mass overflows a float
 
 
-class NllLossWithoutLogSoftmax(Check):
+class NllLossWithoutLogSoftmax(SampledLossCheck):
     """
     Observed: a call of `torch.nn.functional.nll_loss` (which `nn.NLLLoss` makes) whose input holds values
     that cannot be log-probabilities: for at least one sample, the exponentials of its class values (along
@@ -61,19 +61,9 @@ class NllLossWithoutLogSoftmax(Check):
     SEVERITY = "error"
     SEES_COMPILED = False  # it watches calls made inside forward, which a compiled region makes as one graph
 
-    def __init__(self) -> None:
-        super().__init__()
-        self._sample = Sampler()
+    LOSS = "torch.nn.functional.nll_loss"
 
-    def install(self, events: Any) -> None:
-        super().install(events)
-        events.intercept("torch.nn.functional.nll_loss", pre=self._loss)
-
-    def _loss(self, args: tuple, kwargs: dict) -> None:
-        checked = loss_input(args, kwargs, self._sample)
-        if checked is None:
-            return
-        x, softmax = checked
+    def judge(self, x: Any, softmax: bool, args: tuple, kwargs: dict) -> None:
         found = unnormalised_rows(x, argument(args, kwargs, 1, "target"), argument(args, kwargs, 4, "ignore_index", -100))
         if found is None:
             return
