@@ -55,19 +55,17 @@ def split_command_line(tokens: Sequence[str], takes_value: set[str]) -> tuple[li
 
 
 def selected_codes(args: argparse.Namespace) -> list[str]:
-    """The runtime checks to run: ``--select`` (default: all but the opt-in ones) less ``--ignore``, each code validated as
-    the linter validates it."""
-    from pytest_torchcheck.watch.watcher import codes, default_codes
+    """The runtime checks to run: ``--select`` (default: all but the opt-in ones) less ``--ignore``, each code
+    validated as the linter validates it."""
+    from pytest_torchcheck.watch.watcher import codes, select_checks
 
     select = [c for group in args.select or [] for c in group]
     ignore = [c for group in args.ignore or [] for c in group]
-    available = set(codes())
-    chosen = registry.expand(select, "--select") if select else set(default_codes())
-    chosen -= registry.expand(ignore, "--ignore")
-    if select and not chosen & available:
+    chosen, nothing = select_checks(select, ignore, "--select", "--ignore")
+    if nothing:
         print(f"torchcheck: warning: --select {','.join(select)} selects no runtime check; the runtime checks "
-              f"are {', '.join(sorted(available))}", file=sys.stderr)
-    return sorted(chosen & available)
+              f"are {', '.join(codes())}", file=sys.stderr)
+    return chosen
 
 
 def run(args: argparse.Namespace) -> int:

@@ -51,25 +51,24 @@ def _selectors(value: Any, source: str) -> list[str]:
 
 
 def selection(select: Any, ignore: Any, where: str, at: tuple[str, int] | None = None) -> list[str]:
-    """The runtime checks to run: ``select`` (default: all) less ``ignore``, each code or prefix validated as
-    the linter and ``torchcheck run --select`` validate it. A selection that names only codes with no runtime
-    check (yet) runs nothing, with a warning (at ``at``, a file and line, when given)."""
-    from lint_rules import registry
+    """The runtime checks to run: ``select`` (default: all but the opt-in ones, as ``torchcheck run``) less
+    ``ignore``, each code or prefix validated as the linter and ``torchcheck run --select`` validate it. A
+    selection that names only codes with no runtime check (yet) runs nothing, with a warning (at ``at``, a
+    file and line, when given)."""
     from lint_rules.errors import UsageError
-    from pytest_torchcheck.watch.watcher import codes
+    from pytest_torchcheck.watch.watcher import codes, select_checks
 
-    available = set(codes())
+    available = codes()
     selected = _selectors(select, f"{where}: select")
     ignored = _selectors(ignore, f"{where}: ignore")
     try:
-        chosen = registry.expand(selected, f"select={select!r}") if selected else set(available)
-        chosen -= registry.expand(ignored, f"ignore={ignore!r}")
+        chosen, nothing = select_checks(selected, ignored, f"select={select!r}", f"ignore={ignore!r}")
     except UsageError as e:
-        raise TorchcheckUsageError(f"{where}: {e}; the runtime checks are {', '.join(sorted(available))}") from None
-    if selected and not chosen & available:
+        raise TorchcheckUsageError(f"{where}: {e}; the runtime checks are {', '.join(available)}") from None
+    if nothing:
         _warn(f"{where}: select={select!r} selects no runtime check, so nothing is watched; the runtime checks "
-              f"are {', '.join(sorted(available))}", at)
-    return sorted(chosen & available)
+              f"are {', '.join(available)}", at)
+    return chosen
 
 
 def marker_selection(args: tuple, kwargs: dict[str, Any], where: str,

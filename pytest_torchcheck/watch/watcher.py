@@ -30,6 +30,20 @@ def codes() -> list[str]:
     return sorted(check_modules())
 
 
+def select_checks(select: list[str], ignore: list[str], select_source: str,
+                  ignore_source: str) -> tuple[list[str], bool]:
+    """The runtime checks that ``select`` (default: :func:`default_codes`) less ``ignore`` name, each code or
+    prefix validated as the linter validates it (a UsageError naming a bad one), and whether a selection
+    was given that names no runtime check at all (the caller warns). One answer for ``torchcheck run``
+    and the pytest form."""
+    from lint_rules import registry
+
+    available = set(codes())
+    chosen = registry.expand(select, select_source) if select else set(default_codes())
+    chosen -= registry.expand(ignore, ignore_source)
+    return sorted(chosen & available), bool(select) and not chosen & available
+
+
 def default_codes() -> list[str]:
     """The codes of the checks that run when none is selected: all but the opt-in ones (``DEFAULT = False``)."""
     return [code for code in codes() if check_class(code).DEFAULT]

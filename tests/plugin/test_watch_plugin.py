@@ -386,3 +386,13 @@ def test_the_option_imports_no_torch_for_a_suite_without_it(clean: Inner) -> Non
     ''')
     result = inner.run("--torchcheck-watch")
     assert Inner.outcomes(result) == {"test_plain": "PASSED"}, result.stdout.str()
+
+
+def test_the_pytest_form_selects_what_torchcheck_run_selects() -> None:
+    # One answer for both: the default checks leave the opt-in ones out (TRN904 scans every output).
+    from pytest_torchcheck.watch.pytest_form import selection
+    from pytest_torchcheck.watch.watcher import default_codes
+
+    assert selection(None, None, "test_x") == default_codes() and "TRN904" not in default_codes()
+    assert selection("TRN904", None, "test_x") == ["TRN904"]  # selected by code, it runs
+    assert selection("TRN9", "TRN903", "test_x") == ["TRN901", "TRN902", "TRN904"]
