@@ -243,3 +243,17 @@ def test_corpus_size() -> None:
     assert set(CLEAN) == {Path(s["main"]).stem for s in CLEAN.values()}
     assert sorted(p.name for p in (CORPUS / "clean").glob("*.py")) == sorted(s["main"] for s in CLEAN.values())
     assert sorted(p.name for p in (CORPUS / "pairs").iterdir() if p.is_dir()) == sorted(PAIRS)
+
+
+MESSAGE_LIMIT = 480  # characters: about six lines of a terminal, the longest a finding may take
+
+
+def test_every_finding_is_one_line_with_what_was_observed(results: dict[str, dict]) -> None:
+    # A runtime finding says what was seen, with its numbers (counts, steps, values), on one line of the
+    # linter's format, short enough to read in a terminal or a CI log.
+    findings = [(r["id"], f) for r in results.values() for f in r["findings"]]
+    assert len(findings) >= 40
+    for program, f in findings:
+        message = f["message"]
+        assert "\n" not in message and len(message) <= MESSAGE_LIMIT, (program, f["code"], len(message))
+        assert any(ch.isdigit() for ch in message), (program, f["code"], message)
