@@ -162,14 +162,11 @@ IN_ONE_PROCESS = [p for p in CORRECT if p not in SPAWNING]
 
 @pytest.fixture(scope="module")
 def plain_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
-    out = tmp_path_factory.mktemp("references") / "results.json"
-    driver = ROOT / "tests" / "plugin" / "watch_corpus" / "driver.py"
-    done = subprocess.run([sys.executable, str(driver), str(out), "--plain", "--scripts",
-                           *(str(p) for p in IN_ONE_PROCESS)], cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout + done.stderr
-    import json
+    from tests.plugin.watch_helpers import drive
 
-    return {p["id"].split("/", 1)[1]: p for p in json.loads(out.read_text())["programs"]}
+    found = drive(tmp_path_factory.mktemp("references") / "results.json", "--plain", "--scripts",
+                  *(str(p) for p in IN_ONE_PROCESS))
+    return {key.split("/", 1)[1]: p for key, p in found.items()}
 
 
 @pytest.mark.parametrize("path", IN_ONE_PROCESS, ids=_ids(IN_ONE_PROCESS))

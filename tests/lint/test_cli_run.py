@@ -320,13 +320,11 @@ IN_ONE_PROCESS = [s for s in WATCHED if s not in SPAWNING]
 
 @pytest.fixture(scope="module")
 def watched_fixtures(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
-    out = tmp_path_factory.mktemp("fixtures") / "results.json"
-    driver = REPO / "tests" / "plugin" / "watch_corpus" / "driver.py"
-    done = subprocess.run([sys.executable, str(driver), str(out), "--all-checks", "--scripts",
-                           *(str(CORRECT / name) for name in IN_ONE_PROCESS)],
-                          cwd=REPO, capture_output=True, text=True, timeout=600, env=ENV)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return {p["id"].split("/", 1)[1]: p for p in json.loads(out.read_text())["programs"]}
+    from tests.plugin.watch_helpers import drive
+
+    found = drive(tmp_path_factory.mktemp("fixtures") / "results.json", "--all-checks", "--scripts",
+                  *(str(CORRECT / name) for name in IN_ONE_PROCESS))
+    return {key.split("/", 1)[1]: p for key, p in found.items()}
 
 
 @pytest.mark.parametrize("script", IN_ONE_PROCESS)

@@ -55,11 +55,9 @@ def env() -> dict[str, str]:
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     """Every single-process program's outcome under the watch, from one run of the driver."""
-    out = tmp_path_factory.mktemp("watch_corpus") / "results.json"
-    done = subprocess.run([sys.executable, str(CORPUS / "driver.py"), str(out)], cwd=REPO, env=env(),
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, f"the corpus driver failed:\n{done.stdout}\n{done.stderr}"
-    return {p["id"]: p for p in json.loads(out.read_text())["programs"]}
+    from tests.plugin.watch_helpers import drive
+
+    return drive(tmp_path_factory.mktemp("watch_corpus") / "results.json")
 
 
 def describe(result: dict) -> str:

@@ -70,3 +70,19 @@ def line_of(source: str, marker: str) -> int:
     lines = [i for i, text in enumerate(textwrap.dedent(source).splitlines(), 1) if marker in text]
     assert len(lines) == 1, (marker, lines)
     return lines[0]
+
+
+def drive(out: Path, *args: str) -> dict[str, dict]:
+    """Run tests/plugin/watch_corpus/driver.py (many programs in one process: one torch import) with
+    ``args``, writing ``out``; each program's outcome by its id (``case/buggy``, ``script/<name>``, ...)."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, str(repo / "tests" / "plugin" / "watch_corpus" / "driver.py"), str(out),
+                           *args], cwd=repo, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONPATH": str(repo), "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 0, f"the corpus driver failed:\n{done.stdout}\n{done.stderr}"
+    return {p["id"]: p for p in json.loads(out.read_text())["programs"]}
