@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import processes
+
 REPO = Path(__file__).resolve().parents[1]
 INTEGRATIONS = REPO / "docs" / "linter" / "integrations.md"
 # What installing torchcheck reads: the clone holds the working tree's copy of these, so the hook
@@ -23,6 +25,8 @@ INTEGRATIONS = REPO / "docs" / "linter" / "integrations.md"
 PACKAGING = ["pyproject.toml", "README.md", ".pre-commit-hooks.yaml", "lint_rules", "pytest_torchcheck"]
 # A cold pip cache downloads LibCST and setuptools and builds a wheel; a warm one takes seconds.
 TIMEOUT = 480
+# ... and each test runs pre-commit once, past the suite's usual limit (pyproject.toml).
+pytestmark = pytest.mark.timeout(TIMEOUT + 60)
 
 TRAIN = """import torch
 
@@ -79,8 +83,8 @@ def _run_pre_commit(tmp_path: Path, config: str) -> subprocess.CompletedProcess[
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PIP_REQUIRE_VIRTUALENV")}
     env.update(PRE_COMMIT_HOME=str(tmp_path / "pre-commit-home"), PIP_DISABLE_PIP_VERSION_CHECK="1",
                PIP_NO_INPUT="1")
-    return subprocess.run([sys.executable, "-m", "pre_commit", "run", "--all-files", "--color", "never"],
-                          cwd=project, env=env, capture_output=True, text=True, timeout=TIMEOUT)
+    return processes.run([sys.executable, "-m", "pre_commit", "run", "--all-files", "--color", "never"],
+                         cwd=project, env=env, timeout=TIMEOUT)
 
 
 def _assert_the_hook_reported(done: subprocess.CompletedProcess[str]) -> None:

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import processes
+
 REPO = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
 
@@ -35,8 +37,7 @@ sys.exit(int(sys.argv[1]) if len(sys.argv) > 1 else 0)
 
 
 def torchcheck(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "lint_rules", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=120, env=ENV)
+    return processes.run([sys.executable, "-m", "lint_rules", *args], cwd=cwd, timeout=120, env=ENV)
 
 
 def write(path: Path, source: str) -> Path:
@@ -217,9 +218,9 @@ dist.destroy_process_group()
 
 def test_under_torchrun_every_rank_is_watched_and_rank_0_reports_for_all(tmp_path: Path) -> None:
     write(tmp_path / "train.py", RANKS)
-    r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "-m", "lint_rules",
-                        "run", "--format", "json", "--output-file", "out.json", "--select", "TRN201,TRN202",
-                        "train.py"], cwd=tmp_path, capture_output=True, text=True, timeout=240, env=ENV)
+    r = processes.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m",
+                       "lint_rules", "run", "--format", "json", "--output-file", "out.json", "--select",
+                       "TRN201,TRN202", "train.py"], cwd=tmp_path, timeout=240, env=ENV)
     # both ranks ran the program; rank 0 exits 1 for the findings, which torchrun reports as its failure
     # (the two ranks' lines may interleave on the shared standard output)
     assert sorted(re.findall(r"rank \d loss 0\.5889", r.stdout)) == [

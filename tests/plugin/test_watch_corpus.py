@@ -15,13 +15,14 @@ import io
 import json
 import os
 import re
-import subprocess
 import sys
 import tokenize
 import tomllib
 from pathlib import Path
 
 import pytest
+
+from tests import processes
 
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "tests" / "plugin" / "watch_corpus"
@@ -126,10 +127,10 @@ def torchrun(folder: Path, main: str, log_dir: Path) -> tuple[int, list[dict], s
     """Run ``torchcheck run MAIN`` on 2 gloo ranks; the exit code, every rank's findings, the output, and
     the ranks' own logs in full (where a crash of the program or of the watch would show: the launcher's
     ``ChildFailedError`` traceback when rank 0 exits 1 on findings is no crash, docs/plugin/run.md)."""
-    done = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--redirects", "3",
+    done = processes.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "--redirects", "3",
          "--log-dir", str(log_dir), "-m", "lint_rules", "run", "--format", "json-lines", main],
-        cwd=folder, env=env(), capture_output=True, text=True, timeout=300)
+        cwd=folder, env=env(), timeout=300)
     findings, logs, ranks = [], [done.stdout, done.stderr], []
     for log in sorted(log_dir.rglob("std*.log")):
         text = log.read_text(encoding="utf-8", errors="replace")

@@ -12,6 +12,10 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
+from tests import processes
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -33,7 +37,13 @@ def run_ranks(tmp_path: Path, source: str, select: str, world: int = 2) -> tuple
         ranks.append(subprocess.Popen(
             [sys.executable, "-m", "lint_rules", "run", "--select", select, "--format", "json",
              "--output-file", f"rank{rank}.json", "train.py"],
-            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    outs = [p.communicate(timeout=180) for p in ranks]
+            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            start_new_session=True))
+    try:
+        outs = [p.communicate(timeout=180) for p in ranks]
+    except subprocess.TimeoutExpired:  # a rank waiting on one that is gone: end both, and what they started
+        for p in ranks:
+            processes.kill_session(p)
+        pytest.fail(f"the ranks ran past 180 s: {[p.communicate() for p in ranks]}")
     findings = [json.loads((tmp_path / f"rank{rank}.json").read_text()) for rank in range(world)]
     return [p.returncode for p in ranks], findings, outs
