@@ -8,7 +8,7 @@ import data
 import model
 
 parser = argparse.ArgumentParser(description='RNN/LSTM language model on a word-level corpus')
-parser.add_argument('--model', type=str, default='LSTM', help='type of recurrent net (RNN_TANH, RNN_RELU, LSTM, GRU)')
+parser.add_argument('--model', type=str, default='LSTM', help='LSTM or GRU')
 parser.add_argument('--emsize', type=int, default=32, help='size of word embeddings')
 parser.add_argument('--nhid', type=int, default=32, help='number of hidden units per layer')
 parser.add_argument('--nlayers', type=int, default=2, help='number of layers')
@@ -18,7 +18,6 @@ parser.add_argument('--epochs', type=int, default=2, help='upper epoch limit')
 parser.add_argument('--batch_size', type=int, default=10, help='batch size')
 parser.add_argument('--bptt', type=int, default=8, help='sequence length')
 parser.add_argument('--dropout', type=float, default=0.2, help='dropout applied to layers (0 = no dropout)')
-parser.add_argument('--tied', action='store_true', help='tie the word embedding and softmax weights')
 parser.add_argument('--seed', type=int, default=1111, help='random seed')
 parser.add_argument('--log-interval', type=int, default=10, help='report interval')
 args = parser.parse_args()
@@ -32,8 +31,7 @@ torch.manual_seed(args.seed)
 corpus = data.Corpus()
 
 
-# Starting from sequential data, batchify arranges the dataset into columns, one independent stream each:
-# the model cannot learn dependencies across columns, but the batches are processed efficiently.
+# batchify cuts the token stream into bsz equal streams, one per column (tokens left over are dropped).
 def batchify(data, bsz):
     nbatch = data.size(0) // bsz
     data = data.narrow(0, 0, nbatch * bsz)
@@ -50,7 +48,7 @@ test_data = batchify(corpus.test, eval_batch_size)
 ###############################################################################
 
 ntokens = len(corpus.dictionary)
-model = model.RNNModel(args.model, ntokens, args.emsize, args.nhid, args.nlayers, args.dropout, args.tied)
+model = model.RNNModel(args.model, ntokens, args.emsize, args.nhid, args.nlayers, args.dropout)
 
 criterion = nn.NLLLoss()
 
@@ -60,7 +58,7 @@ criterion = nn.NLLLoss()
 
 
 def repackage_hidden(h):
-    """Wraps hidden states in new Tensors, to detach them from their history."""
+    """The hidden state without its autograd history (an LSTM's is a pair of tensors)."""
     if isinstance(h, torch.Tensor):
         return h.detach()
     return tuple(repackage_hidden(v) for v in h)
@@ -76,7 +74,7 @@ def get_batch(source, i):
 
 
 def evaluate(data_source):
-    # Turn on evaluation mode which disables dropout.
+    # dropout off while measuring
     model.eval()
     total_loss = 0.
     hidden = model.init_hidden(eval_batch_size)
@@ -90,21 +88,20 @@ def evaluate(data_source):
 
 
 def train():
-    # Turn on training mode which enables dropout.
+    # dropout back on: evaluate() left the model in eval mode
     model.train()
     total_loss = 0.
     hidden = model.init_hidden(args.batch_size)
     for batch, i in enumerate(range(0, train_data.size(0) - 1, args.bptt)):
         data, targets = get_batch(train_data, i)
-        # Starting each batch, we detach the hidden state from how it was previously produced.
-        # If we didn't, the model would try backpropagating all the way to start of the dataset.
+        # truncated BPTT: the state carries over between chunks, its graph does not
         model.zero_grad()
         hidden = repackage_hidden(hidden)
         output, hidden = model(data, hidden)
         loss = criterion(output, targets)
         loss.backward()
 
-        # `clip_grad_norm` helps prevent the exploding gradient problem in RNNs / LSTMs.
+        # recurrent nets' gradients can explode: cap their norm before the plain SGD update
         torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
         for p in model.parameters():
             p.data.add_(p.grad, alpha=-lr)
@@ -129,7 +126,7 @@ for epoch in range(1, args.epochs + 1):
     if not best_val_loss or val_loss < best_val_loss:
         best_val_loss = val_loss
     else:
-        # Anneal the learning rate if no improvement has been seen in the validation dataset.
+        # no progress on the validation stream: quarter the step size
         lr /= 4.0
 
 # Run on test data.
