@@ -101,13 +101,14 @@ class TensorAttributeNotRegistered(Check):
     call: (a) a plain attribute that requires grad, got a gradient and, a few optimizer steps later,
     still has the value it had at its first use while no optimizer holds it (it is trained by nothing);
     (b) a move or cast that changed the device or dtype of the module's parameters, after which the
-    module's next forward ran with the attribute still on the old device or in the old dtype. Never
-    reported: buffers and parameters, a constant kept as a plain attribute that no move or cast
-    concerned, an attribute that the module moves itself (a ``_apply``/``to`` override), a non-floating
-    attribute on a dtype cast (an index or a mask), tensors created inside ``forward``, a trainable
-    attribute that an optimizer holds or whose value the program changes itself (a manual step, through
-    ``.data`` too), one over a million elements (not copied), and modules whose
-    ``forward`` never ran after the cast.
+    module's next forward ran with the attribute still on the old device or in the old dtype (the same
+    tensor, or one a method remade there in between: ``self.eps = torch.randn(n)`` in a ``reset()``
+    called after the move). Never reported: buffers and parameters, a constant kept as a plain attribute
+    that no move or cast concerned, an attribute that the module moves itself (a ``_apply``/``to``
+    override) or remakes on its parameters' device and dtype, a non-floating attribute on a dtype cast
+    (an index or a mask), tensors created inside ``forward``, a trainable attribute that an optimizer
+    holds or whose value the program changes itself (a manual step, through ``.data`` too), one over a
+    million elements (not copied), and modules whose ``forward`` never ran after the cast.
     """
 
     CODE = "TRN402"
@@ -218,10 +219,15 @@ class TensorAttributeNotRegistered(Check):
         if now is None or now == cast.reference:
             return  # the call changed nothing of the module's own
         device, dtype = cast.reference
+        import torch
+
         for name, (ref, was_device, was_dtype) in cast.attributes.items():
+            # Rebound since (an override, or a method the program calls between the move and the forward):
+            # where the new tensor is, is what counts. Carried along, it is where the parameters went;
+            # remade by code that never asks the module (`torch.randn(n)`), it is where they were.
             t = vars(module).get(name)
-            if t is None or t is not ref():
-                continue  # rebound: the module (an override) or the program moved it
+            if not isinstance(t, torch.Tensor):
+                continue
             moved = now[0] != device and t.device == was_device and was_device != now[0]
             cast_ = now[1] != dtype and t.is_floating_point() and t.dtype == was_dtype and was_dtype == dtype
             if moved or cast_:

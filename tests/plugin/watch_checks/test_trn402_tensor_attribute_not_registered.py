@@ -217,3 +217,42 @@ const(torch.randn(2, 4))
 """
     watched = watch_program(tmp_path, source, ["TRN402"])
     assert watched.findings == [] and watched.errors == []
+
+
+REMADE = """\
+import torch
+
+class Noisy(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 3)
+        self.reset()
+
+    def reset(self):
+        self.jitter = torch.randn(3)  # <-
+
+    def forward(self, x):
+        return self.fc(x) + self.jitter
+
+model = Noisy().double()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(2):
+    model.reset()  # new noise every step, made where the module's parameters no longer are
+    opt.zero_grad()
+    model(torch.randn(8, 4, dtype=torch.float64)).sum().backward()
+    opt.step()
+"""
+
+
+def test_an_attribute_remade_on_the_old_dtype_between_the_cast_and_the_forward_is_reported(tmp_path) -> None:
+    watched = watch_program(tmp_path, REMADE, ["TRN402"])
+    assert watched.lines == [("TRN402", line_of(REMADE, "# <-"))]
+    [message] = watched.messages("TRN402")
+    assert "`self.jitter` of Noisy" in message and "still on cpu/float32" in message
+    assert watched.errors == [] and watched.code == 0
+
+
+def test_an_attribute_remade_where_the_parameters_are_is_clean(tmp_path) -> None:
+    fixed = REMADE.replace("torch.randn(3)", "torch.randn(3, dtype=self.fc.weight.dtype)")
+    watched = watch_program(tmp_path, fixed, ["TRN402"])
+    assert watched.findings == [] and watched.errors == []
