@@ -11,6 +11,7 @@ ONE subprocess (watch_corpus/driver.py: torch is imported once); the multi-proce
 from __future__ import annotations
 
 import csv
+import importlib.util
 import io
 import json
 import os
@@ -123,13 +124,16 @@ def test_clean_script_runs_clean(results: dict[str, dict], name: str) -> None:
     assert (result["exit_code"], result["findings"], result["errors"]) == (0, [], []), describe(result)
 
 
-def torchrun(folder: Path, main: str, log_dir: Path) -> tuple[int, list[dict], str, str]:
-    """Run ``torchcheck run MAIN`` on 2 gloo ranks; the exit code, every rank's findings, the output, and
-    the ranks' own logs in full (where a crash of the program or of the watch would show: the launcher's
-    ``ChildFailedError`` traceback when rank 0 exits 1 on findings is no crash, docs/plugin/run.md)."""
+def torchrun(folder: Path, main: str, log_dir: Path,
+             select: list[str] | None = None) -> tuple[int, list[dict], str, str]:
+    """Run ``torchcheck run MAIN`` on 2 gloo ranks (``--select`` a pair's ``select``); the exit code, every
+    rank's findings, the output, and the ranks' own logs in full (where a crash of the program or of the
+    watch would show: the launcher's ``ChildFailedError`` traceback when rank 0 exits 1 on findings is no
+    crash, docs/plugin/run.md)."""
+    chosen = ["--select", ",".join(select)] if select else []
     done = processes.run(
         [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "--redirects", "3",
-         "--log-dir", str(log_dir), "-m", "lint_rules", "run", "--format", "json-lines", main],
+         "--log-dir", str(log_dir), "-m", "lint_rules", "run", "--format", "json-lines", *chosen, main],
         cwd=folder, env=env(), timeout=300)
     findings, logs, ranks = [], [done.stdout, done.stderr], []
     for log in sorted(log_dir.rglob("std*.log")):
@@ -150,7 +154,7 @@ def torchrun(folder: Path, main: str, log_dir: Path) -> tuple[int, list[dict], s
 @pytest.mark.parametrize("case", RANKED_PAIRS)
 def test_multi_process_bug_is_reported_under_torchrun(tmp_path: Path, case: str) -> None:
     folder = CORPUS / "pairs" / case / "buggy"
-    code, findings, output, ranks = torchrun(folder, PAIRS[case]["main"], tmp_path / "logs")
+    code, findings, output, ranks = torchrun(folder, PAIRS[case]["main"], tmp_path / "logs", PAIRS[case].get("select"))
     result = {"exit_code": code, "errors": [], "findings": findings, "output": output}
     assert "Traceback" not in ranks, describe(result)
     assert code == 1, describe(result)  # rank 0 exits 1 on findings
@@ -159,7 +163,8 @@ def test_multi_process_bug_is_reported_under_torchrun(tmp_path: Path, case: str)
 
 @pytest.mark.parametrize("case", RANKED_PAIRS)
 def test_multi_process_fixed_twin_runs_clean_under_torchrun(tmp_path: Path, case: str) -> None:
-    code, findings, output, _ = torchrun(CORPUS / "pairs" / case / "fixed", PAIRS[case]["main"], tmp_path / "logs")
+    code, findings, output, _ = torchrun(CORPUS / "pairs" / case / "fixed", PAIRS[case]["main"], tmp_path / "logs",
+                                         PAIRS[case].get("select"))
     assert (code, findings) == (0, []), output
 
 
@@ -235,6 +240,62 @@ def test_pair_layout_and_markers(case: str) -> None:
         elsewhere = {path for path, _ in bug_markers(buggy)} != {PAIRS[case]["main"]}
         assert elsewhere == (PAIRS[case]["shape"] == "other file"), f"{case}: shape {PAIRS[case]['shape']!r}"
     assert any((buggy / n).read_text() != (fixed / n).read_text() for n in names), f"{case}: the twins are equal"
+
+
+def _selected(case: dict) -> list[str]:
+    from pytest_torchcheck.watch.watcher import default_codes, select_checks
+
+    if not case.get("select"):
+        return default_codes()
+    return select_checks(case["select"], [], f"the manifest's select of {case['id']}", "")[0]
+
+
+def test_every_pair_runs_the_checks_of_its_codes() -> None:
+    # an opt-in check (TRN904) runs only where a pair's `select` names it: without, its pair is never watched
+    unwatched = {i: sorted({c["code"], *c.get("also", [])} - set(_selected(c))) for i, c in PAIRS.items()}
+    assert not {i: codes for i, codes in unwatched.items() if codes}, "add these codes to the pairs' select"
+
+
+NAN_PROGRAM = """\
+import torch
+import torch.nn as nn
+
+
+class LogScale(nn.Module):
+    def forward(self, x):
+        return torch.log(x)
+
+
+torch.manual_seed(0)
+model, log_scale = nn.Sequential(nn.Linear(4, 4), nn.ReLU()), LogScale()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(2):
+    loss = log_scale(model(torch.randn(8, 4))).mean()  # the log of the ReLU's zeros: -inf
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+"""
+
+
+def test_the_driver_runs_a_pair_under_the_checks_its_select_names(tmp_path: Path) -> None:
+    # the same program under the pair's select (the opt-in TRN904) and under the default checks, which
+    # leave TRN904 out: only the selected run may report its -inf loss
+    spec = importlib.util.spec_from_file_location("watch_corpus_driver", CORPUS / "driver.py")
+    driver = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(driver)
+    (tmp_path / "train.py").write_text(NAN_PROGRAM)
+    manifest = {"pair": [{"id": "selected", "main": "train.py", "select": ["TRN904"]},
+                         {"id": "default", "main": "train.py"}]}
+    buggy = [{**e, "folder": tmp_path} for e in driver.programs(manifest) if e["id"].endswith("/buggy")]
+    selected, default = (driver.run_one(entry, plain=False) for entry in buggy)
+    line = NAN_PROGRAM.splitlines().index("    loss = log_scale(model(torch.randn(8, 4))).mean()  "
+                                          "# the log of the ReLU's zeros: -inf") + 1
+    assert [(f["code"], f["line"]) for f in selected["findings"]] == [("TRN904", line)], describe(selected)
+    assert (default["exit_code"], default["findings"]) == (0, []), describe(default)
+    from lint_rules.errors import UsageError
+
+    with pytest.raises(UsageError, match="TRN9O4"):  # a misspelt code is an error, never an empty selection
+        driver.run_one({**buggy[0], "select": ["TRN9O4"]}, plain=False)
 
 
 def test_corpus_size() -> None:

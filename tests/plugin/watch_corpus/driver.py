@@ -12,7 +12,8 @@ after: a buggy and a fixed ``utils.py`` must never stand in for each other. Its 
 error are captured, so one program's noise cannot hide another's result.
 
 ``--scripts``: the given scripts instead of the corpus (id ``script/<file name>``; the reference
-fixtures' tests use it), ``--all-checks``: every check, the opt-in ones too (``--select ALL``).
+fixtures' tests use it), ``--all-checks``: every check, the opt-in ones too (``--select ALL``). Otherwise
+a pair runs the checks its manifest ``select`` names, or the default ones.
 
 Per program: ``id`` (``<case>/buggy``, ``<case>/fixed`` or ``clean/<name>``), ``exit_code``,
 ``findings`` (code, path relative to the program's folder, line), ``errors`` (the watcher's: a check
@@ -36,14 +37,16 @@ OUTPUT_TAIL = 4000
 
 def programs(manifest: dict) -> list[dict]:
     """Every single-process program: each pair's buggy and fixed twin, then the clean scripts, in manifest
-    order (``ranks = 2`` entries run under torchrun, one process per rank: not here)."""
+    order (``ranks = 2`` entries run under torchrun, one process per rank: not here). A pair's ``select``
+    (the checks ``--select`` would name; default: the default ones) goes with both twins: a pair of an
+    opt-in check needs it to be watched by that check at all."""
     found = []
     for case in manifest["pair"]:
         if case.get("ranks", 1) > 1:  # run by the test under torchrun, one process per rank
             continue
         for variant in ("buggy", "fixed"):
             found.append({"id": f"{case['id']}/{variant}", "folder": CORPUS / "pairs" / case["id"] / variant,
-                          "main": case["main"], "args": case.get("args", [])})
+                          "main": case["main"], "args": case.get("args", []), "select": case.get("select")})
     for script in manifest.get("clean", []):
         if script.get("ranks", 1) > 1:
             continue
@@ -72,10 +75,15 @@ def _relative(path: str, folder: Path, cwd: str) -> str:
 
 def run_one(entry: dict, plain: bool, every_check: bool = False) -> dict:
     from pytest_torchcheck.watch import program
-    from pytest_torchcheck.watch.watcher import Watcher, codes
+    from pytest_torchcheck.watch.watcher import Watcher, codes, select_checks
 
     folder: Path = entry["folder"]
-    watcher = None if plain else Watcher(codes() if every_check else None)
+    chosen = None
+    if every_check:
+        chosen = codes()
+    elif entry.get("select"):  # validated as --select is: a misspelt code fails here instead of selecting nothing
+        chosen, _ = select_checks(entry["select"], [], f"the manifest's select of {entry['id']}", "")
+    watcher = None if plain else Watcher(chosen)
 
     def within(body) -> None:
         with watcher:
