@@ -154,8 +154,10 @@ def test_every_active_rule_has_a_buggy_twin() -> None:
         f"with 'Expected codes: <CODE>' in its docstring")
 
 
-# The references that start their own ranks run as `python path`; the others run, as python would run
-# each, in one process (tests/plugin/watch_corpus/driver.py --plain): one torch import for all of them.
+# The references run, as python would run each, in one process (tests/plugin/watch_corpus/driver.py
+# --plain): one torch import for all of them. Those that start their own ranks (ddp*) run once, under
+# `torchcheck run` (tests/lint/test_cli_run.py): each exits 0 only if it trained and its replicas
+# agreed, so that run is their test as programs too, and the suite pays for their ranks once.
 SPAWNING = [p for p in CORRECT if p.name.startswith("ddp")]
 IN_ONE_PROCESS = [p for p in CORRECT if p not in SPAWNING]
 
@@ -174,15 +176,6 @@ def test_correct_reference_runs(path: Path, plain_runs: dict[str, dict]) -> None
     result = plain_runs[path.name]
     assert result["exit_code"] == 0, (
         f"{path.relative_to(ROOT)} exited with {result['exit_code']}\n--- output ---\n{result['output']}")
-
-
-@pytest.mark.parametrize("path", SPAWNING, ids=_ids(SPAWNING))
-def test_correct_reference_that_spawns_its_ranks_runs(path: Path, tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, str(path)], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=120)
-    assert proc.returncode == 0, (
-        f"{path.relative_to(ROOT)} exited with {proc.returncode}\n"
-        f"--- stdout ---\n{proc.stdout[-3000:]}\n--- stderr ---\n{proc.stderr[-3000:]}")
 
 
 def test_cli_reports_every_linted_buggy_file_and_no_correct_file() -> None:
