@@ -121,8 +121,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"torchcheck: stopped the program after {args.max_steps} optimizer "
               f"{'step' if args.max_steps == 1 else 'steps'} (--max-steps)",
               file=sys.stderr)
-    where = f"ranks {', '.join(map(str, watched))} watched; {steps} optimizer steps on rank {launch.rank}" \
-        if launch is not None else f"{steps} optimizer steps watched"
+    counted = f"{steps} optimizer {'step' if steps == 1 else 'steps'}"
+    where = f"ranks {', '.join(map(str, watched))} watched; {counted} on rank {launch.rank}" \
+        if launch is not None else f"{counted} watched"
     if spawned_steps:
         where += (f"; spawned {'rank' if len(spawned_steps) == 1 else 'ranks'} "
                   f"{', '.join(map(str, sorted(spawned_steps)))}: "

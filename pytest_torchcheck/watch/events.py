@@ -24,6 +24,15 @@ observed, and how:
 
 A handler that raises would break the user's program: its exception is recorded on the check
 (:meth:`Events.errors`) and the program goes on, unless it is :class:`StopProgram`.
+
+A wrapper is one more Python frame between the caller and torch, and a warning names the Python
+frame it is issued from (torch's C++ warnings: the innermost; ``stacklevel=2``: one up): unwatched,
+the caller's line; watched, the wrapper's. So, on the main thread, a warning that names a wrapper's
+frame is shown at the caller's line (:func:`call_attributed` swaps ``warnings._showwarnmsg``, which
+Python calls for each warning the filters let through, for the length of the call: the filters are
+not touched, ``-W error`` raises inside the call as unwatched). The filters still judge it at the
+wrapper's place: a ``module=`` filter sees torchcheck's module, and "once per location" is once per
+message for all wrapped calls. Calls from other threads keep the wrapper's line.
 """
 
 from __future__ import annotations
@@ -31,6 +40,8 @@ from __future__ import annotations
 import functools
 import importlib
 import sys
+import threading
+import warnings
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -160,7 +171,8 @@ class Events:
         events = self
 
         def __init__(opt, *args: Any, **kwargs: Any) -> None:
-            original(opt, *args, **kwargs)
+            __tracebackhide__ = True  # pytest shows the caller's frame, as unwatched
+            call_attributed(original, (opt, *args), kwargs)
             events.emit("optimizer_created", opt)
 
         return __init__
@@ -169,8 +181,9 @@ class Events:
         events = self
 
         def zero_grad(owner, *args: Any, **kwargs: Any) -> Any:
+            __tracebackhide__ = True  # pytest shows the caller's frame, as unwatched
             events.emit("grads_cleared", owner)
-            return original(owner, *args, **kwargs)
+            return call_attributed(original, (owner, *args), kwargs)
 
         return zero_grad
 
@@ -179,8 +192,9 @@ class Events:
 
         def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, *args: Any,
                      **kwargs: Any) -> Any:
+            __tracebackhide__ = True  # pytest shows the caller's frame, as unwatched
             events.emit("backward_pre", tensors, retain_graph, create_graph)
-            result = original(tensors, grad_tensors, retain_graph, create_graph, *args, **kwargs)
+            result = call_attributed(original, (tensors, grad_tensors, retain_graph, create_graph, *args), kwargs)
             events.backwards += 1
             events.emit("backward_post")
             return result
@@ -191,8 +205,9 @@ class Events:
         events = self
 
         def empty_cache(*args: Any, **kwargs: Any) -> Any:
+            __tracebackhide__ = True  # pytest shows the caller's frame, as unwatched
             events.emit("empty_cache")
-            return original(*args, **kwargs)
+            return call_attributed(original, args, kwargs)
 
         return empty_cache
 
@@ -202,15 +217,18 @@ class Events:
         from pytest_torchcheck.watch.sites import LIBRARY
 
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            if events._depth or not handlers:
+            __tracebackhide__ = True  # pytest shows the caller's frame, as unwatched
+            if events._depth:  # a check's own call
                 return original(*args, **kwargs)
+            if not handlers:
+                return call_attributed(original, args, kwargs)
             # direct: the caller's frame (one up) is not torch's nor torchcheck's
             direct = kind(sys._getframe(1).f_code.co_filename) != LIBRARY
             chosen = [h for h in handlers if direct or not h[2]]
             for pre, _, _, check in chosen:
                 if pre is not None:
                     events._call(check, pre, args, kwargs)
-            result = original(*args, **kwargs)
+            result = call_attributed(original, args, kwargs)
             for _, post, _, check in chosen:
                 if post is not None:
                     events._call(check, post, args, kwargs, result)
@@ -241,6 +259,31 @@ class Events:
     def _step_post(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         self.steps += 1
         self.emit("step_post", optimizer)
+
+
+_HERE = __file__
+
+
+def call_attributed(original: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+    """``original(*args, **kwargs)`` for a wrapper, a warning it issues that names our frame shown at the
+    wrapper's caller's line instead, as unwatched (see the module's docstring). Called by the wrapper
+    itself: the caller is two frames up."""
+    __tracebackhide__ = True
+    if threading.current_thread() is not threading.main_thread():
+        return original(*args, **kwargs)
+    caller = sys._getframe(2)
+    show = warnings._showwarnmsg  # what Python calls to show each warning the filters let through
+
+    def shown_at_the_caller(message: Any) -> None:
+        if message.filename == _HERE:
+            message.filename, message.lineno, message.line = caller.f_code.co_filename, caller.f_lineno, None
+        show(message)
+
+    warnings._showwarnmsg = shown_at_the_caller
+    try:
+        return original(*args, **kwargs)
+    finally:
+        warnings._showwarnmsg = show
 
 
 def _resolve(target: str) -> tuple[Any, str]:

@@ -147,12 +147,23 @@ def _exit_code(code: object) -> int:
 
 def _print_traceback(kind, value, tb, target: str) -> None:
     """Python's report of an uncaught exception, from the program's first frame on (the runner's and
-    runpy's frames before it left out; all of them if the program's file has no frame in it)."""
+    runpy's frames before it left out; all of them if the program's file has no frame in it), without
+    the frames of the watch's wrappers around torch (pytest_torchcheck/watch/events.py): as unwatched."""
     import traceback
+
+    from pytest_torchcheck.watch import events
 
     first = tb
     while first is not None and os.path.abspath(first.tb_frame.f_code.co_filename) != target:
         first = first.tb_next
+    kept = []
+    entry = first or tb
+    while entry is not None:
+        if entry.tb_frame.f_code.co_filename != events.__file__:
+            kept.append(entry)
+        entry = entry.tb_next
+    for entry, after in zip(kept, kept[1:] + [None]):
+        entry.tb_next = after
     sys.stdout.flush()
-    traceback.print_exception(kind, value, first or tb, file=sys.stderr)
+    traceback.print_exception(kind, value, kept[0] if kept else (first or tb), file=sys.stderr)
     sys.stderr.flush()
