@@ -262,9 +262,11 @@ class FileFacts:
                 if mode == TRAIN and mode_call(call) == TRAIN and (text := dotted(call.func.value)) is not None}
 
     def is_data_loop(self, loop: cst.CSTNode) -> bool:
-        """A ``for`` loop over data (a loader, an iterable spelled like one) or a counting loop
-        that fetches a batch."""
-        return isinstance(loop, cst.For) and (self._iterates_data(loop.iter) or self._fetches_data(loop))
+        """A ``for`` loop over data (a loader, an iterable spelled like one), or a counting
+        ``for`` loop or a ``while`` loop that fetches a batch (see :meth:`fetches_data`)."""
+        if isinstance(loop, cst.For):
+            return self._iterates_data(loop.iter) or self._fetches_data(loop)
+        return isinstance(loop, cst.While) and self._fetches_data(loop)
 
     def eval_receivers(self, node: cst.CSTNode) -> set[str]:
         """The modules (dotted spellings) that ``node``'s function put in eval mode before it with
@@ -355,17 +357,59 @@ class FileFacts:
         return any(isinstance(node, cst.Return) and node.value is not None and model.kind_of(node.value) == LOSS
                    for node in self.body_nodes(fn))
 
-    def _fetches_data(self, loop: cst.For) -> bool:
-        """``for k in range(eval_iters): X, Y = get_batch("val")``: the batch is fetched inside."""
+    def fetches_data(self, loop: cst.CSTNode) -> bool:
+        """A loop that takes its data inside rather than from its iterable: a counting loop
+        (``range``, also wrapped: ``tqdm(range(n))``) or a ``while`` loop that assigns a fetched
+        batch (``X, Y = get_batch("val")``, ``batch = batcher.next_batch()``), or a counting loop
+        that indexes data by its target (``mix = test_set[idx]``)."""
+        return self._fetches_data(loop)
+
+    def _fetches_data(self, loop: cst.CSTNode) -> bool:
         key = id(loop)
         if key not in self._fetches:
-            counting = isinstance(loop.iter, cst.Call) and isinstance(loop.iter.func, cst.Name) \
-                and self.model.qualified_name(loop.iter.func) == "builtins.range"
-            self._fetches[key] = counting and any(
-                isinstance(node, cst.Assign) and isinstance(node.value, cst.Call)
-                and (text := dotted(node.value.func)) is not None and _FETCH_NAME.search(text.rsplit(".", 1)[-1])
-                for node in self.body_nodes(loop))
+            found = False
+            counting = isinstance(loop, cst.For) and self._counts(loop.iter)
+            if counting or isinstance(loop, cst.While):
+                targets = names_in(loop.target) if counting else set()
+                for node in self.body_nodes(loop):
+                    if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) \
+                            and (text := dotted(node.value.func)) is not None \
+                            and _FETCH_NAME.search(text.rsplit(".", 1)[-1]):
+                        found = True
+                    elif targets and isinstance(node, cst.Assign) \
+                            and any(self._indexes_data(sub, targets) for sub in _subscripts(node.value)):
+                        found = True  # mix = to_device(test_set[idx]): the loop walks data by its index
+                    if found:
+                        break
+            self._fetches[key] = found
         return self._fetches[key]
+
+    def _indexes_data(self, node: cst.Subscript, targets: set[str]) -> bool:
+        """``node`` picks an item of data (spelled as data) by one of the loop's ``targets``."""
+        index = node.slice[0].slice if len(node.slice) == 1 else None
+        if isinstance(index, cst.Index):
+            read = names_in(index.value)
+        elif isinstance(index, cst.Slice):  # samples[i:i + step]
+            read = {n for part in (index.lower, index.upper) if part is not None for n in names_in(part)}
+        else:
+            return False
+        return bool(read & targets) and self._iterates_data(node.value)
+
+    def _counts(self, expr: cst.BaseExpression) -> bool:
+        """``expr`` counts: ``range(n)``, also inside a wrapper that keeps its items (``tqdm(range(n))``)."""
+        for _ in range(3):
+            if not isinstance(expr, cst.Call) or not isinstance(expr.func, (cst.Name, cst.Attribute)):
+                return False
+            if isinstance(expr.func, cst.Name) and self.model.qualified_name(expr.func) == "builtins.range":
+                return True
+            text = dotted(expr.func)
+            if text is not None and text.rsplit(".", 1)[-1] == "trange":  # tqdm's range
+                return True
+            first = next((a.value for a in expr.args if a.keyword is None and not a.star), None)
+            if text is None or text.rsplit(".", 1)[-1] not in _ITER_WRAPPERS or first is None:
+                return False
+            expr = first
+        return False
 
     def iterates_data(self, expr: cst.CSTNode) -> bool:
         """``expr`` is data to iterate: a loader, ``loaders["dev"]``, an iterable spelled like one."""
@@ -619,6 +663,17 @@ class FileFacts:
         # an event call around the model call (`step(loss(net(vx)))`) comes first in document order
         return any(e.kind == BACKWARD and (e.index > index or model.is_inside(node, e.node))
                    for e in (*model.training.loop_events.get(id(loop), ()), *helpers.helper_events(loop)))
+
+
+def _subscripts(expr: cst.CSTNode) -> Iterator[cst.Subscript]:
+    """The subscripts in ``expr`` (not in lambdas or comprehensions, which run elsewhere)."""
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Subscript):
+            yield node
+        if not isinstance(node, (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
+            stack.extend(node.children)
 
 
 def _call_of(entry: tuple[int, cst.Call, str]) -> cst.CSTNode:

@@ -115,7 +115,7 @@ class EvaluationWithoutEvalMode(Rule):
         self._facts = model.fact(FileFacts)
         self._modules = model.fact(ModuleFacts)
 
-    def visit_For(self, node: cst.For) -> None:
+    def visit_For(self, node: cst.For | cst.While) -> None:
         calls = self._facts.evaluation_calls(node) or [
             inner for _, inner in self._facts.evaluation_helper_calls(node)]  # self.eval_step(batch)
         if calls and not self._facts.mode_set_for(node):
@@ -132,6 +132,8 @@ class EvaluationWithoutEvalMode(Rule):
             if self._modules.mode_dependent(call.func) is not False:
                 self.report(node, PARTIAL_MESSAGE.format(forgotten=forgotten, switched=switched), certain=True)
                 return
+
+    visit_While = visit_For  # while not batcher.last_batch(): batch = batcher.next_batch()
 
     def _callers_never_set_eval(self, loop: cst.For) -> bool:
         fn = self.model.enclosing_function(loop)

@@ -373,4 +373,28 @@ INVALID = [
             return encoder(pixels)
         """
     ),
+    Invalid(
+        """
+        # a counting loop that walks the test set by its index, entered through a progress bar
+        import torch
+        from tqdm import tqdm
+        def evaluate(model, test_set):
+            model.eval()
+            for idx in tqdm(range(len(test_set))):  # BUG
+                mix, ref = test_set[idx]
+                scores.append(metric(model(mix[None]), ref))
+        """
+    ),
+    Invalid(
+        """
+        # a while loop that fetches its batches from a batcher
+        import torch
+        class Predictor:
+            def predict(self, batcher):
+                self.model.eval()
+                while not batcher.last_batch():  # BUG
+                    batch = batcher.next_batch()
+                    preds.append(self.model(batch))
+        """
+    ),
 ]

@@ -424,4 +424,19 @@ INVALID = [
                 head(z[idx])
         """
     ),
+    Invalid(
+        """
+        # a while loop that fetches its batches, with the model in whatever mode training left it
+        import torch
+        from torch import nn
+        class Predictor:
+            def __init__(self):
+                self.model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.1))
+            @torch.no_grad()
+            def predict(self, batcher):
+                while not batcher.last_batch():  # BUG
+                    batch = batcher.next_batch()
+                    preds.append(self.model(batch))
+        """
+    ),
 ]
