@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Iterator
 import libcst as cst
 
 from lint_rules.analysis.kinds import DISTRIBUTED_OPTIMIZER, LOADER, LOSS, MODULE, OPTIMIZER, SCALER
+from lint_rules.analysis.modules import ModuleFacts
 from lint_rules.analysis.scopes import dotted
 from lint_rules.analysis.summaries import BACKWARD, CLEAR, EVAL, STEP, TRAIN, Summaries  # noqa: F401
 from lint_rules.analysis.summaries import mode_of_call as mode_call
@@ -83,6 +84,7 @@ class FileFacts:
         self._optimized: set[tuple[int, str]] | None = None
         self._draws: bool | None = None
         self._bodies: dict[int, list[cst.CSTNode]] = {}
+        self._generation_calls: dict[int, list[cst.Call]] = {}
 
     # ------------------------------------------------------- structure
     def body_nodes(self, container: cst.CSTNode) -> list[cst.CSTNode]:
@@ -116,7 +118,10 @@ class FileFacts:
             return True
         if isinstance(func, cst.Subscript):  # an item of a module container: self.model["generator"]
             return self.model.kind_of(func.value) == MODULE
-        return isinstance(func, cst.Name) and self._binding_key(func) in self._optimized_names()
+        if not isinstance(func, cst.Name):
+            return False
+        # self(x), self.forward(x) in a method of a module class: the module runs itself
+        return self._binding_key(func) in self._optimized_names() or self.model.fact(ModuleFacts).is_module_value(func)
 
     def _binding_key(self, name: cst.Name) -> tuple[int, str]:
         bindings = self.model.lookup(name.value, self.model.scope_at(name))
@@ -182,6 +187,104 @@ class FileFacts:
             calls = []
         self._evaluation_calls[key] = calls
         return calls
+
+    # ---------------------------------------------------- generation loops
+    def generation_calls(self, loop: cst.CSTNode) -> list[cst.Call]:
+        """The model calls of a loop that feeds the model its own output: sampling, decoding,
+        a diffusion sampler (``for t in steps: eps = model(x, t); x = update(x, eps)``).
+
+        The loop iterates no data (data loops are judged by :meth:`evaluation_calls`), nothing
+        in its function trains (no backward, no optimizer step, no loss handed back), and an
+        input of the call in the next iteration is computed from its output in this one,
+        through tensor arithmetic, torch functions, tensor methods and the module's own calls
+        (``tokens = torch.cat([tokens, logits.argmax(-1)])``, ``xs.append(x_next)``). A value
+        that goes through anything else (``obs = env.step(action)``: an environment's
+        observation) ends the chain: such loops are left alone.
+        """
+        key = id(loop)
+        found = self._generation_calls.get(key)
+        if found is not None:
+            return found
+        found = self._generation_calls[key] = []
+        model = self.model
+        if not isinstance(loop, (cst.For, cst.While)) or self.is_data_loop(loop):
+            return found
+        fn = model.enclosing_function(loop)
+        if any(e.kind in (BACKWARD, STEP) for e in model.training.function_events(fn)) \
+                or not self._is_evaluation(loop):
+            return found
+        body = self.body_nodes(loop)
+        flows: list[tuple[set[str], cst.CSTNode]] = []  # (names bound, the value they get)
+        for node in body:
+            if isinstance(node, cst.Assign):
+                flows.append(({n for t in node.targets for n in names_in(t.target)}, node.value))
+            elif isinstance(node, (cst.AugAssign, cst.AnnAssign)) and node.value is not None:
+                flows.append((names_in(node.target), node.value))
+            elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                    and node.func.attr.value in ("append", "extend", "insert") and node.args:
+                flows.append((names_in(node.func.value), node.args[-1].value))  # xs.append(x_next)
+        for call in body:
+            if not isinstance(call, cst.Call) or not self.is_model_call(call) \
+                    or model.enclosing_loops(call)[:1] != [loop]:
+                continue
+            derived = {n for bound, value in flows if value is call or model.is_inside(call, value) for n in bound}
+            changed = True
+            while changed:
+                changed = False
+                for bound, value in flows:
+                    if not bound <= derived and self._tensor_reads(value) & derived:
+                        derived |= bound
+                        changed = True
+            if self._call_inputs(call, flows) & derived:
+                found.append(call)
+        return found
+
+    def _call_inputs(self, call: cst.Call, flows: list[tuple[set[str], cst.CSTNode]]) -> set[str]:
+        """The names an argument of ``call`` is computed from, through the loop's assignments."""
+        todo = [n for a in call.args for n in names_in(a.value)]
+        seen: set[str] = set()
+        while todo and len(seen) < 64:
+            name = todo.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            for bound, value in flows:
+                if name in bound:
+                    todo.extend(names_in(value))
+        return seen
+
+    def _tensor_reads(self, expr: cst.CSTNode) -> set[str]:
+        """The names whose tensors ``expr`` computes with: operands, subscripts, the receiver of a
+        method, and the arguments of torch functions and of the module's own calls; not the
+        arguments of other calls (``env.step(action)`` hands back an observation, no tensor of
+        the model's)."""
+        out: set[str] = set()
+        stack = [expr]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, cst.Name):
+                out.add(node.value)
+            elif isinstance(node, cst.Attribute):
+                stack.append(node.value)
+            elif isinstance(node, cst.Call):
+                func = node.func
+                if isinstance(func, cst.Attribute):
+                    stack.append(func.value)  # logits.argmax(-1), x.to(device)
+                q = self.model.qualified_name(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+                if q is not None and q.startswith("torch.") or self.is_model_call(node) \
+                        or isinstance(func, cst.Attribute) and self._is_module(func.value):
+                    stack.extend(a.value for a in node.args)
+            elif isinstance(node, cst.Arg):
+                stack.append(node.value)
+            elif not isinstance(node, cst.Lambda):
+                stack.extend(node.children)
+        return out
+
+    def _is_module(self, expr: cst.CSTNode) -> bool:
+        """``expr`` holds a module (``self.decoder``, ``model``, ``self`` in a module class)."""
+        if isinstance(expr, (cst.Name, cst.Attribute)) and self.model.kind_of(expr) == MODULE:
+            return True
+        return isinstance(expr, cst.Name) and self.model.fact(ModuleFacts).is_module_value(expr)
 
     def _trained_by_sibling(self, loop: cst.For) -> set[str]:
         """The models (dotted spellings) that an earlier top-level loop of ``loop``'s function trains

@@ -89,8 +89,8 @@ class EvaluationWithoutEvalMode(Rule):
     in the same iteration.
     Any `.eval()` call counts, whichever module it is
     called on. An evaluation function called only from another module is judged
-    by its own body. Loops are recognised as in TRN601: `while` loops and
-    comprehensions are not checked.
+    by its own body. Loops are recognised as in TRN601 (a `while` loop only when it
+    fetches a batch); comprehensions and generation loops are not checked.
 
     ## References
     - https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.eval

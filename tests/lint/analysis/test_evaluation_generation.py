@@ -1,0 +1,90 @@
+"""Generation loops: a loop that feeds the model its own output (sampling, decoding, a diffusion
+sampler) in a function that does not train (analysis/evaluation.py, FileFacts.generation_calls)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+
+from lint_rules.analysis.evaluation import FileFacts
+from lint_rules.analysis.model import FileModel
+
+_SRC = """
+import torch
+from torch import nn
+
+def sample(net, x, steps):
+    xs = [x]
+    for t in reversed(steps):
+        cur = xs[-1]
+        eps = net(cur, t)
+        xs.append(cur - 0.1 * eps)
+    return xs
+
+class CharModel(nn.Module):
+    def generate(self, n):
+        hidden = self.init_hidden(1)
+        token = torch.zeros(1, 1).long()
+        out = []
+        while len(out) < n:
+            logits, hidden = self.forward(token, hidden)
+            token = torch.multinomial(logits.softmax(-1), 1)
+            out.append(token)
+        return out
+
+def decode(model, tokens, n):
+    for _ in range(n):
+        logits = model(tokens)
+        tokens = torch.cat([tokens, logits[:, -1].argmax(-1, keepdim=True)], dim=1)
+    return tokens
+
+def rollout(policy, env, horizon):
+    obs = env.reset()
+    for _ in range(horizon):
+        action = policy(obs)
+        obs = env.step(action)
+
+def bptt(model, xs, h, opt):
+    loss = 0
+    for x in xs:
+        out, h = model(x, h)
+        loss = loss + out.sum()
+    loss.backward()
+    opt.step()
+
+def same_input(model, x, n):
+    outs = []
+    for _ in range(n):
+        outs.append(model(x))
+    return outs
+
+def ema(model, avg, steps):
+    for _ in range(steps):
+        y = model(avg)
+        avg.mul_(0.9)
+"""
+
+
+def _facts() -> tuple[FileFacts, dict[str, cst.CSTNode]]:
+    model = FileModel(cst.parse_module(textwrap.dedent(_SRC)))
+    loops = {}
+    for fn in model.nodes(cst.FunctionDef):
+        found = model.within(cst.For, fn) + model.within(cst.While, fn)
+        if found:
+            loops[fn.name.value] = found[0]
+    return model.fact(FileFacts), loops
+
+
+def test_loops_that_feed_the_model_its_output_generate() -> None:
+    facts, loops = _facts()
+    generating = {name for name, loop in loops.items() if facts.generation_calls(loop)}
+    # an environment's observation ends the chain, a loop whose function trains is no inference,
+    # the same input every time is no feedback, nor is an in-place update of the input
+    assert generating == {"sample", "generate", "decode"}
+
+
+def test_the_generation_call_is_the_model_call_fed_back() -> None:
+    facts, loops = _facts()
+    [call] = facts.generation_calls(loops["generate"])
+    assert cst.Module([]).code_for_node(call.func) == "self.forward"
