@@ -121,7 +121,14 @@ class FileFacts:
         if not isinstance(func, cst.Name):
             return False
         # self(x), self.forward(x) in a method of a module class: the module runs itself
-        return self._binding_key(func) in self._optimized_names() or self.model.fact(ModuleFacts).is_module_value(func)
+        return self._binding_key(func) in self._optimized_names() or self._is_self_module(func)
+
+    def _is_self_module(self, name: cst.Name) -> bool:
+        """``name`` is ``self`` in a method of a module class (not any module value: a loss
+        function is an ``nn.Module`` too)."""
+        modules = self.model.fact(ModuleFacts)
+        found = modules.module_method(name)
+        return found is not None and modules.is_self(name, found[0])
 
     def _binding_key(self, name: cst.Name) -> tuple[int, str]:
         bindings = self.model.lookup(name.value, self.model.scope_at(name))
@@ -284,7 +291,7 @@ class FileFacts:
         """``expr`` holds a module (``self.decoder``, ``model``, ``self`` in a module class)."""
         if isinstance(expr, (cst.Name, cst.Attribute)) and self.model.kind_of(expr) == MODULE:
             return True
-        return isinstance(expr, cst.Name) and self.model.fact(ModuleFacts).is_module_value(expr)
+        return isinstance(expr, cst.Name) and self._is_self_module(expr)
 
     def _trained_by_sibling(self, loop: cst.For) -> set[str]:
         """The models (dotted spellings) that an earlier top-level loop of ``loop``'s function trains

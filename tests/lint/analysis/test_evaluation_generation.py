@@ -88,3 +88,31 @@ def test_the_generation_call_is_the_model_call_fed_back() -> None:
     facts, loops = _facts()
     [call] = facts.generation_calls(loops["generate"])
     assert cst.Module([]).code_for_node(call.func) == "self.forward"
+
+
+def test_self_in_a_module_method_is_a_model_call_and_a_loss_module_is_not() -> None:
+    model = FileModel(cst.parse_module(textwrap.dedent("""
+        import torch
+        from torch import nn
+        class Tagger(nn.Module):
+            def predict(self, batches):
+                for batch in batches:
+                    self(batch)
+                    self.forward(batch)
+        class Plain:
+            def predict(self, batches):
+                for batch in batches:
+                    self(batch)
+        def evaluate(model, val_loader):
+            crit = nn.CrossEntropyLoss()
+            for x, y in val_loader:
+                with torch.no_grad():
+                    out = model(x)
+                crit(out, y)
+        """)))
+    facts = model.fact(FileFacts)
+    loops = list(model.nodes(cst.For))
+    code = cst.Module([]).code_for_node
+    assert [code(c.func) for c in facts.evaluation_calls(loops[0])] == ["self", "self.forward"]
+    assert facts.evaluation_calls(loops[1]) == []  # self of a class that is no module
+    assert [code(c.func) for c in facts.evaluation_calls(loops[2])] == ["model"]  # not the loss module
