@@ -196,17 +196,20 @@ class FileFacts:
         return calls
 
     # ---------------------------------------------------- generation loops
-    def generation_calls(self, loop: cst.CSTNode) -> list[cst.Call]:
+    def generation_calls(self, loop: cst.CSTNode) -> list[tuple[cst.Call, bool]]:
         """The model calls of a loop that feeds the model its own output: sampling, decoding,
-        a diffusion sampler (``for t in steps: eps = model(x, t); x = update(x, eps)``).
+        a diffusion sampler (``for t in steps: eps = model(x, t); x = update(x, eps)``), each
+        with whether the output comes back through a discrete choice (``argmax``,
+        ``multinomial``, ``topk``, ``.item()``, ``.data``, ``detach()``): a token or an index,
+        which no gradient flows through, so the loop cannot be a recurrent forward pass.
 
         The loop iterates no data (data loops are judged by :meth:`evaluation_calls`), nothing
         in its function trains (no backward, no optimizer step, no loss handed back), and an
         input of the call in the next iteration is computed from its output in this one,
         through tensor arithmetic, torch functions, tensor methods and the module's own calls
-        (``tokens = torch.cat([tokens, logits.argmax(-1)])``, ``xs.append(x_next)``). A value
-        that goes through anything else (``obs = env.step(action)``: an environment's
-        observation) ends the chain: such loops are left alone.
+        (``tokens = torch.cat([tokens, logits.argmax(-1)])``, ``xs.append(x_next)``,
+        ``token.data.fill_(index)``). A value that goes through anything else (``obs =
+        env.step(action)``: an environment's observation) ends the chain: such loops are left alone.
         """
         key = id(loop)
         found = self._generation_calls.get(key)
@@ -224,26 +227,36 @@ class FileFacts:
         flows: list[tuple[set[str], cst.CSTNode]] = []  # (names bound, the value they get)
         for node in body:
             if isinstance(node, cst.Assign):
-                flows.append(({n for t in node.targets for n in names_in(t.target)}, node.value))
+                flows.append(({n for t in node.targets for n in _bound(t.target)}, node.value))
             elif isinstance(node, (cst.AugAssign, cst.AnnAssign)) and node.value is not None:
-                flows.append((names_in(node.target), node.value))
-            elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
-                    and node.func.attr.value in ("append", "extend", "insert") and node.args:
-                flows.append((names_in(node.func.value), node.args[-1].value))  # xs.append(x_next)
+                flows.append((_bound(node.target), node.value))
+            elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.args:
+                method = node.func.attr.value
+                if method in ("append", "extend", "insert"):
+                    flows.append((_bound(node.func.value), node.args[-1].value))  # xs.append(x_next)
+                elif method.endswith("_") and not method.startswith("_"):
+                    flows.append((_bound(node.func.value), node))  # token.data.fill_(index): in place
         for call in body:
             if not isinstance(call, cst.Call) or not self.is_model_call(call) \
                     or model.enclosing_loops(call)[:1] != [loop]:
                 continue
-            derived = {n for bound, value in flows if value is call or model.is_inside(call, value) for n in bound}
+            # 1: computed from the call's output; 2: through a discrete choice
+            level = {n: 1 for bound, value in flows if value is call or model.is_inside(call, value) for n in bound}
             changed = True
             while changed:
                 changed = False
                 for bound, value in flows:
-                    if not bound <= derived and self._tensor_reads(value) & derived:
-                        derived |= bound
-                        changed = True
-            if self._call_inputs(call, flows) & derived:
-                found.append(call)
+                    reads = self._tensor_reads(value)
+                    got = max((level.get(n, 0) for n in reads), default=0)
+                    if got == 1 and _chooses(value):
+                        got = 2
+                    for n in bound:
+                        if got > level.get(n, 0):
+                            level[n] = got
+                            changed = True
+            fed = max((level.get(n, 0) for n in self._call_inputs(call, flows)), default=0)
+            if fed:
+                found.append((call, fed == 2))
         return found
 
     def _call_inputs(self, call: cst.Call, flows: list[tuple[set[str], cst.CSTNode]]) -> set[str]:
@@ -606,6 +619,23 @@ class FileFacts:
             return None
         return best.value if best.value is not None else best.node.value
 
+    def loaded_in_eval_mode(self, func: cst.CSTNode) -> bool:
+        """The module that ``func`` calls was loaded with ``X.from_pretrained(...)`` (also moved:
+        ``.to(device)``, ``.cuda()``), which hands a model back in eval mode (transformers,
+        diffusers): ``model = AutoModel.from_pretrained(name); model(**batch)``."""
+        target = forward_target(func)
+        value = self._latest_value(target) if isinstance(target, cst.Name) else None
+        for _ in range(4):
+            if not isinstance(value, cst.Call) or not isinstance(value.func, cst.Attribute):
+                return False
+            method = value.func.attr.value
+            if method == "from_pretrained":
+                return True
+            if method not in ("to", "cuda", "cpu", "half", "float", "bfloat16"):
+                return False
+            value = value.func.value
+        return False
+
     def held_out(self, data: cst.CSTNode) -> bool:
         """``data`` is spelled as a test, validation or dev split (``testdataloader``, ``loaders["val"]``)."""
         if isinstance(data, cst.Subscript):
@@ -773,6 +803,44 @@ class FileFacts:
         # an event call around the model call (`step(loss(net(vx)))`) comes first in document order
         return any(e.kind == BACKWARD and (e.index > index or model.is_inside(node, e.node))
                    for e in (*model.training.loop_events.get(id(loop), ()), *helpers.helper_events(loop)))
+
+
+# Steps that pick a token or an index from a model's output, or leave autograd: no gradient
+# flows back through them.
+_CHOICES = frozenset({"argmax", "argmin", "multinomial", "topk", "argsort", "sample", "item", "tolist",
+                      "detach", "numpy"})
+
+
+def _chooses(expr: cst.CSTNode) -> bool:
+    """``expr`` makes a discrete choice or leaves autograd: ``logits.argmax(-1)``,
+    ``torch.multinomial(p, 1)``, ``out.data``, ``x.detach()``."""
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Call):
+            func = node.func
+            leaf = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", None)
+            if leaf in _CHOICES:
+                return True
+        elif isinstance(node, cst.Attribute) and node.attr.value == "data":
+            return True
+        if not isinstance(node, cst.Lambda):
+            stack.extend(node.children)
+    return False
+
+
+def _bound(target: cst.CSTNode) -> set[str]:
+    """The names an assignment to ``target`` changes: ``x`` for ``x``, ``x[i]`` and ``x.attr``
+    (not the index ``i``), each name of a tuple."""
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Subscript, cst.Attribute)):
+        return _bound(target.value)
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return {n for e in target.elements for n in _bound(e.value)}
+    if isinstance(target, cst.StarredElement):
+        return _bound(target.value)
+    return set()
 
 
 def _subscripts(expr: cst.CSTNode) -> Iterator[cst.Subscript]:

@@ -116,12 +116,19 @@ class EvaluationWithoutNoGrad(Rule):
                        for site, inner in facts.evaluation_helper_calls(node)):
             self.report(node)
             return
-        generated = [call for call in facts.generation_calls(node) if not self._grad_managed(call, node)]
-        if generated:
-            # Certain when the function put the model in eval mode first: it declared the loop an
-            # inference; possible otherwise (a rollout whose outputs a caller trains on).
-            switched = facts.eval_receivers(node)
-            certain = any(dotted(forward_target(call.func)) in switched for call in generated)
+        # A generation loop: certain when its function put that model in eval mode first (it
+        # declared the loop an inference); possible when the output comes back as a token or an
+        # index (a decoder, whose results a caller may still train on); a differentiable feedback
+        # with no eval() is a recurrent forward pass as often as a sampler: left alone.
+        switched = facts.eval_receivers(node)
+        certain = possible = False
+        for call, chosen in facts.generation_calls(node):
+            if self._grad_managed(call, node):
+                continue
+            if dotted(forward_target(call.func)) in switched:
+                certain = True
+            possible = possible or chosen
+        if certain or possible:
             self.report(node, GENERATION_MESSAGE, certain=certain)
 
     visit_While = visit_For

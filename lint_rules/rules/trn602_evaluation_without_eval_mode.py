@@ -78,6 +78,8 @@ class EvaluationWithoutEvalMode(Rule):
     ```
 
     ## Known problems
+    A model loaded with `X.from_pretrained(...)` (and moved with `.to(device)`) counts
+    as in eval mode: transformers and diffusers hand it back that way.
     Models without dropout or batch norm give the same results in either mode:
     the rule stays quiet when every layer of the model is known and none depends
     on the mode (`nn.Linear`, an MLP class of this file). A model built in
@@ -119,7 +121,9 @@ class EvaluationWithoutEvalMode(Rule):
         calls = self._facts.evaluation_calls(node) or [
             inner for _, inner in self._facts.evaluation_helper_calls(node)]  # self.eval_step(batch)
         if calls and not self._facts.mode_set_for(node):
-            if any(self._modules.mode_dependent(call.func) is not False for call in calls):
+            # a model loaded with from_pretrained() comes back in eval mode
+            if any(self._modules.mode_dependent(call.func) is not False
+                   and not self._facts.loaded_in_eval_mode(call.func) for call in calls):
                 # Certain when the model is known to behave differently in eval mode (dropout, batch
                 # norm) and every call of the function in the project is known and none sets eval
                 # mode before it; possible when a caller the linter cannot see may set it.

@@ -8,6 +8,17 @@ from lint_rules.rule import Invalid, Valid
 VALID = [
     Valid(
         """
+        # from_pretrained() hands the model back in eval mode
+        import torch
+        from transformers import AutoModelForSequenceClassification
+        model = AutoModelForSequenceClassification.from_pretrained("bert-base-uncased").to("cuda")
+        with torch.no_grad():
+            for batch in val_loader:
+                preds.append(model(**batch).logits.argmax(-1))
+        """
+    ),
+    Valid(
+        """
         # the same helper, after model.eval()
         import torch
         class Runner:

@@ -75,3 +75,17 @@ def test_a_fetching_loop_that_only_calls_the_model_is_evaluation() -> None:
     facts, loops = _loops()
     scored = {name for name, loop in loops.items() if facts.evaluation_calls(loop)}
     assert scored == {"by_index", "by_batcher", "by_position"}
+
+
+def test_a_model_loaded_with_from_pretrained_is_in_eval_mode() -> None:
+    model = FileModel(cst.parse_module(textwrap.dedent("""
+        from transformers import AutoModel
+        pretrained = AutoModel.from_pretrained("name").to("cuda")
+        built = Net().to("cuda")
+        pretrained(x)
+        built(x)
+        pretrained.forward(x)
+        """)))
+    facts = model.fact(FileFacts)
+    calls = [c for c in model.nodes(cst.Call) if model.module.code_for_node(c).endswith("(x)")]
+    assert [facts.loaded_in_eval_mode(c.func) for c in calls] == [True, False, True]

@@ -63,6 +63,25 @@ def ema(model, avg, steps):
     for _ in range(steps):
         y = model(avg)
         avg.mul_(0.9)
+
+class Recurrent(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(8, 8)
+
+    def _unroll(self, hidden, done):
+        state = self.init_state()
+        outs = []
+        for h, d in zip(hidden, done):
+            h, state = self.lstm(h.unsqueeze(0), (state[0] * (1 - d), state[1]))
+            outs.append(h)
+        return outs
+
+def second_stage(x, classifier, crops):
+    for i, d in enumerate(x):
+        ims = [crop(c) for c in crops]
+        picked = classifier(torch.stack(ims)).argmax(1)
+        x[i] = d[picked == 0]
 """
 
 
@@ -78,16 +97,22 @@ def _facts() -> tuple[FileFacts, dict[str, cst.CSTNode]]:
 
 def test_loops_that_feed_the_model_its_output_generate() -> None:
     facts, loops = _facts()
-    generating = {name for name, loop in loops.items() if facts.generation_calls(loop)}
+    generating = {name: [chosen for _, chosen in facts.generation_calls(loop)] for name, loop in loops.items()}
+    generating = {name: chosen for name, chosen in generating.items() if chosen}
     # an environment's observation ends the chain, a loop whose function trains is no inference,
-    # the same input every time is no feedback, nor is an in-place update of the input
-    assert generating == {"sample", "generate", "decode"}
+    # the same input every time is no feedback, nor is an in-place update of the input from
+    # elsewhere, nor an index into a list the output only filters (x[i] binds x, not i)
+    assert generating == {"sample": [False], "generate": [True], "decode": [True], "_unroll": [False]}
 
 
-def test_the_generation_call_is_the_model_call_fed_back() -> None:
+def test_the_generation_call_is_the_model_call_fed_back_through_a_choice() -> None:
     facts, loops = _facts()
-    [call] = facts.generation_calls(loops["generate"])
-    assert cst.Module([]).code_for_node(call.func) == "self.forward"
+    # the sampled token comes back; the hidden state is fed back too, but the token decides
+    [(call, chosen)] = facts.generation_calls(loops["generate"])
+    assert cst.Module([]).code_for_node(call.func) == "self.forward" and chosen
+    # a recurrent forward pass feeds back a differentiable state: no choice
+    [(call, chosen)] = facts.generation_calls(loops["_unroll"])
+    assert cst.Module([]).code_for_node(call.func) == "self.lstm" and not chosen
 
 
 def test_self_in_a_module_method_is_a_model_call_and_a_loss_module_is_not() -> None:
