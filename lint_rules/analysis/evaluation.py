@@ -37,6 +37,9 @@ _STEPPERS = frozenset({OPTIMIZER, DISTRIBUTED_OPTIMIZER, SCALER})
 _FETCH_NAME = re.compile(r"(^|_)(batch|batches|sample)$|^next$", re.I)
 # Data held out for measuring: `testdataloader`, `val_loader`, `loaders["dev"]`, `eval_iter`.
 _HELD_OUT_NAME = re.compile(r"(^|_)(val|dev|eval)|test|valid", re.I)
+# A context manager defined elsewhere, named for switching to eval mode: `eval_mode(model)`,
+# `model_eval_mode(model)`, `evaluating(net)`.
+_EVAL_CONTEXT = re.compile(r"(^|_)eval(_mode)?$|eval_mode|^evaluating$", re.I)
 # Calls that hand a batch on as it is (or moved, reshaped): `x.cuda()`, `Variable(x)`, `x[0]`.
 _BATCH_DEPTH = 8
 
@@ -702,11 +705,15 @@ class FileFacts:
         """A mode call sets the model's mode for ``loop``: one in its body, the last one before
         it in its function (``eval()``, or ``train()`` with no training between it and the
         loop: a deliberate train-mode pass), one before a call of that function in a caller
-        (two callers deep), or an ``eval()`` before a call of it in another file."""
+        (two callers deep), an ``eval()`` before a call of it in another file, or a ``with``
+        block around it that switches to eval mode (``with eval_mode(model):``, a context
+        manager of this file that calls ``eval()``)."""
         self.mode_calls()
         for inner in self.body_nodes(loop):
             if isinstance(inner, cst.Call) and id(inner) in self._mode_call_ids:
                 return True
+        if any(self._evaluating_block(a) for a in self.model.ancestors(loop) if isinstance(a, cst.With)):
+            return True
         fn = self.model.enclosing_function(loop)
         if self._set_before(loop, fn):
             return True
@@ -717,6 +724,24 @@ class FileFacts:
         # a caller in another file of the project set eval mode before calling it
         return self.model.enclosing_function(fn) is None and any(
             "eval" in c for c in self.caller_contexts(fn) or ())
+
+    def _evaluating_block(self, block: cst.With) -> bool:
+        """``block`` enters a context manager that puts a model in eval mode: a function of this
+        file that calls ``eval()`` (``@contextmanager def evaluating(m): m.eval(); yield``), or,
+        for one defined elsewhere, one named for it (``model_eval_mode(model)``, ``eval_mode()``)."""
+        for item in block.items:
+            call = item.item
+            if not isinstance(call, cst.Call) or not isinstance(call.func, (cst.Name, cst.Attribute)):
+                continue
+            fn = local_function(self.model, call.func)
+            if fn is not None:
+                if any(isinstance(n, cst.Call) and mode_call(n) == EVAL for n in self.body_nodes(fn)):
+                    return True
+                continue
+            text = dotted(call.func)
+            if text is not None and _EVAL_CONTEXT.search(text.rsplit(".", 1)[-1]):
+                return True
+        return False
 
     def _set_before(self, node: cst.CSTNode, region: cst.CSTNode | None) -> bool:
         last = self.last_mode_before(node, region)

@@ -26,7 +26,9 @@ class EvaluationWithoutEvalMode(Rule):
     ## What it does
     Flags an evaluation loop (it iterates data, calls a model, and never calls
     `backward()` or steps an optimizer; see TRN601) when no `model.eval()` or
-    `model.train(False)` has run before it. The mode counts as set by a call in
+    `model.train(False)` has run before it. The mode counts as set by a `with`
+    block around the loop that switches to eval mode (a context manager of this
+    file that calls `eval()`, or one named for it: `with eval_mode(model):`), by a call in
     the loop, by the last mode call before the loop in the same function (or in
     a helper of this file called there, such as `validate()` ending in
     `model.eval()`), or, for an evaluation function, by the last mode call before
