@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Iterator
 import libcst as cst
 
 from lint_rules.analysis.kinds import DISTRIBUTED_OPTIMIZER, LOADER, LOSS, MODULE, OPTIMIZER, SCALER
+from lint_rules.analysis.modules import ModuleFacts
 from lint_rules.analysis.scopes import dotted
 from lint_rules.analysis.summaries import BACKWARD, CLEAR, EVAL, STEP, TRAIN, Summaries  # noqa: F401
 from lint_rules.analysis.summaries import mode_of_call as mode_call
@@ -36,6 +37,9 @@ _STEPPERS = frozenset({OPTIMIZER, DISTRIBUTED_OPTIMIZER, SCALER})
 _FETCH_NAME = re.compile(r"(^|_)(batch|batches|sample)$|^next$", re.I)
 # Data held out for measuring: `testdataloader`, `val_loader`, `loaders["dev"]`, `eval_iter`.
 _HELD_OUT_NAME = re.compile(r"(^|_)(val|dev|eval)|test|valid", re.I)
+# A context manager defined elsewhere, named for switching to eval mode: `eval_mode(model)`,
+# `model_eval_mode(model)`, `evaluating(net)`.
+_EVAL_CONTEXT = re.compile(r"(^|_)eval(_mode)?$|eval_mode|^evaluating$", re.I)
 # Calls that hand a batch on as it is (or moved, reshaped): `x.cuda()`, `Variable(x)`, `x[0]`.
 _BATCH_DEPTH = 8
 
@@ -83,6 +87,7 @@ class FileFacts:
         self._optimized: set[tuple[int, str]] | None = None
         self._draws: bool | None = None
         self._bodies: dict[int, list[cst.CSTNode]] = {}
+        self._generation_calls: dict[int, list[cst.Call]] = {}
 
     # ------------------------------------------------------- structure
     def body_nodes(self, container: cst.CSTNode) -> list[cst.CSTNode]:
@@ -116,7 +121,17 @@ class FileFacts:
             return True
         if isinstance(func, cst.Subscript):  # an item of a module container: self.model["generator"]
             return self.model.kind_of(func.value) == MODULE
-        return isinstance(func, cst.Name) and self._binding_key(func) in self._optimized_names()
+        if not isinstance(func, cst.Name):
+            return False
+        # self(x), self.forward(x) in a method of a module class: the module runs itself
+        return self._binding_key(func) in self._optimized_names() or self._is_self_module(func)
+
+    def _is_self_module(self, name: cst.Name) -> bool:
+        """``name`` is ``self`` in a method of a module class (not any module value: a loss
+        function is an ``nn.Module`` too)."""
+        modules = self.model.fact(ModuleFacts)
+        found = modules.module_method(name)
+        return found is not None and modules.is_self(name, found[0])
 
     def _binding_key(self, name: cst.Name) -> tuple[int, str]:
         bindings = self.model.lookup(name.value, self.model.scope_at(name))
@@ -182,6 +197,117 @@ class FileFacts:
             calls = []
         self._evaluation_calls[key] = calls
         return calls
+
+    # ---------------------------------------------------- generation loops
+    def generation_calls(self, loop: cst.CSTNode) -> list[tuple[cst.Call, bool]]:
+        """The model calls of a loop that feeds the model its own output: sampling, decoding,
+        a diffusion sampler (``for t in steps: eps = model(x, t); x = update(x, eps)``), each
+        with whether the output comes back through a discrete choice (``argmax``,
+        ``multinomial``, ``topk``, ``.item()``, ``.data``, ``detach()``): a token or an index,
+        which no gradient flows through, so the loop cannot be a recurrent forward pass.
+
+        The loop iterates no data (data loops are judged by :meth:`evaluation_calls`), nothing
+        in its function trains (no backward, no optimizer step, no loss handed back), and an
+        input of the call in the next iteration is computed from its output in this one,
+        through tensor arithmetic, torch functions, tensor methods and the module's own calls
+        (``tokens = torch.cat([tokens, logits.argmax(-1)])``, ``xs.append(x_next)``,
+        ``token.data.fill_(index)``). A value that goes through anything else (``obs =
+        env.step(action)``: an environment's observation) ends the chain: such loops are left alone.
+        """
+        key = id(loop)
+        found = self._generation_calls.get(key)
+        if found is not None:
+            return found
+        found = self._generation_calls[key] = []
+        model = self.model
+        if not isinstance(loop, (cst.For, cst.While)) or self.is_data_loop(loop):
+            return found
+        fn = model.enclosing_function(loop)
+        if any(e.kind in (BACKWARD, STEP) for e in model.training.function_events(fn)) \
+                or not self._is_evaluation(loop):
+            return found
+        body = self.body_nodes(loop)
+        flows: list[tuple[set[str], cst.CSTNode]] = []  # (names bound, the value they get)
+        for node in body:
+            if isinstance(node, cst.Assign):
+                flows.append(({n for t in node.targets for n in _bound(t.target)}, node.value))
+            elif isinstance(node, (cst.AugAssign, cst.AnnAssign)) and node.value is not None:
+                flows.append((_bound(node.target), node.value))
+            elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.args:
+                method = node.func.attr.value
+                if method in ("append", "extend", "insert"):
+                    flows.append((_bound(node.func.value), node.args[-1].value))  # xs.append(x_next)
+                elif method.endswith("_") and not method.startswith("_"):
+                    flows.append((_bound(node.func.value), node))  # token.data.fill_(index): in place
+        for call in body:
+            if not isinstance(call, cst.Call) or not self.is_model_call(call) \
+                    or model.enclosing_loops(call)[:1] != [loop]:
+                continue
+            # 1: computed from the call's output; 2: through a discrete choice
+            level = {n: 1 for bound, value in flows if value is call or model.is_inside(call, value) for n in bound}
+            changed = True
+            while changed:
+                changed = False
+                for bound, value in flows:
+                    reads = self._tensor_reads(value)
+                    got = max((level.get(n, 0) for n in reads), default=0)
+                    if got == 1 and _chooses(value):
+                        got = 2
+                    for n in bound:
+                        if got > level.get(n, 0):
+                            level[n] = got
+                            changed = True
+            fed = max((level.get(n, 0) for n in self._call_inputs(call, flows)), default=0)
+            if fed:
+                found.append((call, fed == 2))
+        return found
+
+    def _call_inputs(self, call: cst.Call, flows: list[tuple[set[str], cst.CSTNode]]) -> set[str]:
+        """The names an argument of ``call`` is computed from, through the loop's assignments."""
+        todo = [n for a in call.args for n in names_in(a.value)]
+        seen: set[str] = set()
+        while todo and len(seen) < 64:
+            name = todo.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            for bound, value in flows:
+                if name in bound:
+                    todo.extend(names_in(value))
+        return seen
+
+    def _tensor_reads(self, expr: cst.CSTNode) -> set[str]:
+        """The names whose tensors ``expr`` computes with: operands, subscripts, the receiver of a
+        method, and the arguments of torch functions and of the module's own calls; not the
+        arguments of other calls (``env.step(action)`` hands back an observation, no tensor of
+        the model's)."""
+        out: set[str] = set()
+        stack = [expr]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, cst.Name):
+                out.add(node.value)
+            elif isinstance(node, cst.Attribute):
+                stack.append(node.value)
+            elif isinstance(node, cst.Call):
+                func = node.func
+                if isinstance(func, cst.Attribute):
+                    stack.append(func.value)  # logits.argmax(-1), x.to(device)
+                q = self.model.qualified_name(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+                if q is not None and q.startswith("torch.") or self.is_model_call(node) \
+                        or isinstance(func, cst.Attribute) and self._is_module(func.value):
+                    stack.extend(a.value for a in node.args)
+            elif isinstance(node, cst.Arg):
+                stack.append(node.value)
+            elif not isinstance(node, cst.Lambda):
+                stack.extend(node.children)
+        return out
+
+    def _is_module(self, expr: cst.CSTNode) -> bool:
+        """``expr`` holds a module (``self.decoder``, ``model``, ``self`` in a module class)."""
+        if isinstance(expr, (cst.Name, cst.Attribute)) and self.model.kind_of(expr) == MODULE:
+            return True
+        return isinstance(expr, cst.Name) and self._is_self_module(expr)
 
     def _trained_by_sibling(self, loop: cst.For) -> set[str]:
         """The models (dotted spellings) that an earlier top-level loop of ``loop``'s function trains
@@ -262,9 +388,11 @@ class FileFacts:
                 if mode == TRAIN and mode_call(call) == TRAIN and (text := dotted(call.func.value)) is not None}
 
     def is_data_loop(self, loop: cst.CSTNode) -> bool:
-        """A ``for`` loop over data (a loader, an iterable spelled like one) or a counting loop
-        that fetches a batch."""
-        return isinstance(loop, cst.For) and (self._iterates_data(loop.iter) or self._fetches_data(loop))
+        """A ``for`` loop over data (a loader, an iterable spelled like one), or a counting
+        ``for`` loop or a ``while`` loop that fetches a batch (see :meth:`fetches_data`)."""
+        if isinstance(loop, cst.For):
+            return self._iterates_data(loop.iter) or self._fetches_data(loop)
+        return isinstance(loop, cst.While) and self._fetches_data(loop)
 
     def eval_receivers(self, node: cst.CSTNode) -> set[str]:
         """The modules (dotted spellings) that ``node``'s function put in eval mode before it with
@@ -355,17 +483,59 @@ class FileFacts:
         return any(isinstance(node, cst.Return) and node.value is not None and model.kind_of(node.value) == LOSS
                    for node in self.body_nodes(fn))
 
-    def _fetches_data(self, loop: cst.For) -> bool:
-        """``for k in range(eval_iters): X, Y = get_batch("val")``: the batch is fetched inside."""
+    def fetches_data(self, loop: cst.CSTNode) -> bool:
+        """A loop that takes its data inside rather than from its iterable: a counting loop
+        (``range``, also wrapped: ``tqdm(range(n))``) or a ``while`` loop that assigns a fetched
+        batch (``X, Y = get_batch("val")``, ``batch = batcher.next_batch()``), or a counting loop
+        that indexes data by its target (``mix = test_set[idx]``)."""
+        return self._fetches_data(loop)
+
+    def _fetches_data(self, loop: cst.CSTNode) -> bool:
         key = id(loop)
         if key not in self._fetches:
-            counting = isinstance(loop.iter, cst.Call) and isinstance(loop.iter.func, cst.Name) \
-                and self.model.qualified_name(loop.iter.func) == "builtins.range"
-            self._fetches[key] = counting and any(
-                isinstance(node, cst.Assign) and isinstance(node.value, cst.Call)
-                and (text := dotted(node.value.func)) is not None and _FETCH_NAME.search(text.rsplit(".", 1)[-1])
-                for node in self.body_nodes(loop))
+            found = False
+            counting = isinstance(loop, cst.For) and self._counts(loop.iter)
+            if counting or isinstance(loop, cst.While):
+                targets = names_in(loop.target) if counting else set()
+                for node in self.body_nodes(loop):
+                    if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) \
+                            and (text := dotted(node.value.func)) is not None \
+                            and _FETCH_NAME.search(text.rsplit(".", 1)[-1]):
+                        found = True
+                    elif targets and isinstance(node, cst.Assign) \
+                            and any(self._indexes_data(sub, targets) for sub in _subscripts(node.value)):
+                        found = True  # mix = to_device(test_set[idx]): the loop walks data by its index
+                    if found:
+                        break
+            self._fetches[key] = found
         return self._fetches[key]
+
+    def _indexes_data(self, node: cst.Subscript, targets: set[str]) -> bool:
+        """``node`` picks an item of data (spelled as data) by one of the loop's ``targets``."""
+        index = node.slice[0].slice if len(node.slice) == 1 else None
+        if isinstance(index, cst.Index):
+            read = names_in(index.value)
+        elif isinstance(index, cst.Slice):  # samples[i:i + step]
+            read = {n for part in (index.lower, index.upper) if part is not None for n in names_in(part)}
+        else:
+            return False
+        return bool(read & targets) and self._iterates_data(node.value)
+
+    def _counts(self, expr: cst.BaseExpression) -> bool:
+        """``expr`` counts: ``range(n)``, also inside a wrapper that keeps its items (``tqdm(range(n))``)."""
+        for _ in range(3):
+            if not isinstance(expr, cst.Call) or not isinstance(expr.func, (cst.Name, cst.Attribute)):
+                return False
+            if isinstance(expr.func, cst.Name) and self.model.qualified_name(expr.func) == "builtins.range":
+                return True
+            text = dotted(expr.func)
+            if text is not None and text.rsplit(".", 1)[-1] == "trange":  # tqdm's range
+                return True
+            first = next((a.value for a in expr.args if a.keyword is None and not a.star), None)
+            if text is None or text.rsplit(".", 1)[-1] not in _ITER_WRAPPERS or first is None:
+                return False
+            expr = first
+        return False
 
     def iterates_data(self, expr: cst.CSTNode) -> bool:
         """``expr`` is data to iterate: a loader, ``loaders["dev"]``, an iterable spelled like one."""
@@ -452,6 +622,23 @@ class FileFacts:
             return None
         return best.value if best.value is not None else best.node.value
 
+    def loaded_in_eval_mode(self, func: cst.CSTNode) -> bool:
+        """The module that ``func`` calls was loaded with ``X.from_pretrained(...)`` (also moved:
+        ``.to(device)``, ``.cuda()``), which hands a model back in eval mode (transformers,
+        diffusers): ``model = AutoModel.from_pretrained(name); model(**batch)``."""
+        target = forward_target(func)
+        value = self._latest_value(target) if isinstance(target, cst.Name) else None
+        for _ in range(4):
+            if not isinstance(value, cst.Call) or not isinstance(value.func, cst.Attribute):
+                return False
+            method = value.func.attr.value
+            if method == "from_pretrained":
+                return True
+            if method not in ("to", "cuda", "cpu", "half", "float", "bfloat16"):
+                return False
+            value = value.func.value
+        return False
+
     def held_out(self, data: cst.CSTNode) -> bool:
         """``data`` is spelled as a test, validation or dev split (``testdataloader``, ``loaders["val"]``)."""
         if isinstance(data, cst.Subscript):
@@ -518,11 +705,15 @@ class FileFacts:
         """A mode call sets the model's mode for ``loop``: one in its body, the last one before
         it in its function (``eval()``, or ``train()`` with no training between it and the
         loop: a deliberate train-mode pass), one before a call of that function in a caller
-        (two callers deep), or an ``eval()`` before a call of it in another file."""
+        (two callers deep), an ``eval()`` before a call of it in another file, or a ``with``
+        block around it that switches to eval mode (``with eval_mode(model):``, a context
+        manager of this file that calls ``eval()``)."""
         self.mode_calls()
         for inner in self.body_nodes(loop):
             if isinstance(inner, cst.Call) and id(inner) in self._mode_call_ids:
                 return True
+        if any(self._evaluating_block(a) for a in self.model.ancestors(loop) if isinstance(a, cst.With)):
+            return True
         fn = self.model.enclosing_function(loop)
         if self._set_before(loop, fn):
             return True
@@ -533,6 +724,24 @@ class FileFacts:
         # a caller in another file of the project set eval mode before calling it
         return self.model.enclosing_function(fn) is None and any(
             "eval" in c for c in self.caller_contexts(fn) or ())
+
+    def _evaluating_block(self, block: cst.With) -> bool:
+        """``block`` enters a context manager that puts a model in eval mode: a function of this
+        file that calls ``eval()`` (``@contextmanager def evaluating(m): m.eval(); yield``), or,
+        for one defined elsewhere, one named for it (``model_eval_mode(model)``, ``eval_mode()``)."""
+        for item in block.items:
+            call = item.item
+            if not isinstance(call, cst.Call) or not isinstance(call.func, (cst.Name, cst.Attribute)):
+                continue
+            fn = local_function(self.model, call.func)
+            if fn is not None:
+                if any(isinstance(n, cst.Call) and mode_call(n) == EVAL for n in self.body_nodes(fn)):
+                    return True
+                continue
+            text = dotted(call.func)
+            if text is not None and _EVAL_CONTEXT.search(text.rsplit(".", 1)[-1]):
+                return True
+        return False
 
     def _set_before(self, node: cst.CSTNode, region: cst.CSTNode | None) -> bool:
         last = self.last_mode_before(node, region)
@@ -619,6 +828,55 @@ class FileFacts:
         # an event call around the model call (`step(loss(net(vx)))`) comes first in document order
         return any(e.kind == BACKWARD and (e.index > index or model.is_inside(node, e.node))
                    for e in (*model.training.loop_events.get(id(loop), ()), *helpers.helper_events(loop)))
+
+
+# Steps that pick a token or an index from a model's output, or leave autograd: no gradient
+# flows back through them.
+_CHOICES = frozenset({"argmax", "argmin", "multinomial", "topk", "argsort", "sample", "item", "tolist",
+                      "detach", "numpy"})
+
+
+def _chooses(expr: cst.CSTNode) -> bool:
+    """``expr`` makes a discrete choice or leaves autograd: ``logits.argmax(-1)``,
+    ``torch.multinomial(p, 1)``, ``out.data``, ``x.detach()``."""
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Call):
+            func = node.func
+            leaf = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", None)
+            if leaf in _CHOICES:
+                return True
+        elif isinstance(node, cst.Attribute) and node.attr.value == "data":
+            return True
+        if not isinstance(node, cst.Lambda):
+            stack.extend(node.children)
+    return False
+
+
+def _bound(target: cst.CSTNode) -> set[str]:
+    """The names an assignment to ``target`` changes: ``x`` for ``x``, ``x[i]`` and ``x.attr``
+    (not the index ``i``), each name of a tuple."""
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Subscript, cst.Attribute)):
+        return _bound(target.value)
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return {n for e in target.elements for n in _bound(e.value)}
+    if isinstance(target, cst.StarredElement):
+        return _bound(target.value)
+    return set()
+
+
+def _subscripts(expr: cst.CSTNode) -> Iterator[cst.Subscript]:
+    """The subscripts in ``expr`` (not in lambdas or comprehensions, which run elsewhere)."""
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Subscript):
+            yield node
+        if not isinstance(node, (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
+            stack.extend(node.children)
 
 
 def _call_of(entry: tuple[int, cst.Call, str]) -> cst.CSTNode:

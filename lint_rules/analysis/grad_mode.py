@@ -96,14 +96,20 @@ class GradMode:
         return False
 
     def set_before(self, node: cst.CSTNode) -> bool:
-        """A ``torch.set_grad_enabled(<not True>)`` statement runs before ``node``, earlier in its
-        function or at module level: the global grad mode was switched off (or handed to a flag)."""
+        """A ``torch.set_grad_enabled(<not True>)`` or ``torch.no_grad().__enter__()`` statement runs
+        before ``node``, earlier in its function or at module level: the global grad mode was switched
+        off (or handed to a flag)."""
         model = self.model
         first = self._set_at
         if first is None:  # the first such statement of each function (id(None): module level)
             first = self._set_at = {}
             for call in model.nodes(cst.Call):
-                if call.args and not is_true(call.args[0].value) and isinstance(model.parent(call), cst.Expr) \
+                if not isinstance(model.parent(call), cst.Expr):
+                    continue
+                # torch.no_grad().__enter__(): the block entered by hand and never left
+                entered = isinstance(call.func, cst.Attribute) and call.func.attr.value == "__enter__" \
+                    and self.of_expr(call.func.value) is False
+                if entered or call.args and not is_true(call.args[0].value) \
                         and model.qualified_name(call.func) == N.SET_GRAD_ENABLED:
                     first.setdefault(id(model.enclosing_function(call)), model.order[id(call)])
         index = model.order[id(node)]

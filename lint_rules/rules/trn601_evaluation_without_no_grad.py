@@ -4,9 +4,9 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from lint_rules.analysis.evaluation import FileFacts
+from lint_rules.analysis.evaluation import FileFacts, forward_target
 from lint_rules.analysis.grad_mode import GradMode
-from lint_rules.analysis.scopes import is_true
+from lint_rules.analysis.scopes import dotted, is_true
 from lint_rules.analysis.summaries import Summaries
 from lint_rules.rule import WARNING, Rule
 from lint_rules.rules.examples import trn601 as examples
@@ -14,6 +14,8 @@ from lint_rules.rules.examples import trn601 as examples
 if TYPE_CHECKING:
     from lint_rules.analysis.model import FileModel
 
+GENERATION_MESSAGE = ("Generation loop feeds the model its own output with autograd on: the graph of every "
+                      "step is recorded and kept alive for a backward that never comes")
 VOLATILE_MESSAGE = ("volatile=True has had no effect since PyTorch 0.4: autograd records this computation "
                     "and keeps its activations; use torch.no_grad()")
 
@@ -23,17 +25,27 @@ class EvaluationWithoutNoGrad(Rule):
     ## What it does
     Flags an evaluation loop that calls the model with autograd on. An evaluation
     loop iterates data (a `DataLoader`, an iterable spelled like one: `val_loader`,
-    `test_data`, `self.loaders["valid"]`, ..., or a `range` loop that fetches a batch: `X, Y =
-    get_batch("val")`), calls a model, and neither calls `backward()`, steps or
+    `test_data`, `self.loaders["valid"]`, ..., or a `range` loop, also wrapped as in
+    `tqdm(range(n))`, or a `while` loop, that fetches a batch: `X, Y =
+    get_batch("val")`, `batch = batcher.next_batch()`, or a `range` loop that indexes
+    data by its target: `test_set[idx]`), calls a model, and neither calls `backward()`, steps or
     hands over an optimizer, nor asks for input gradients. A counting loop is also
     an evaluation loop when its function put the model in eval mode before it
     (`model.eval()`) and the model's input is computed from the loop's index
-    (`x[i:i + n]`). `model.forward(x)` counts as a model call. `Variable(x,
+    (`x[i:i + n]`). `model.forward(x)` counts as a model call, and so do `self(x)` and
+    `self.forward(x)` in a method of a module class. A generation loop is flagged too:
+    a loop of a function that does not train, where the model's input in the next
+    iteration is computed from its output in this one (a sampler, a decoder:
+    `tokens = torch.cat([tokens, model(tokens).argmax(-1)])`), through tensor
+    arithmetic, torch functions, tensor methods and the module's own calls. Such a
+    finding is certain when the function put that model in eval mode first, else
+    possible (`--preview`): a caller may train on what the loop returns. `Variable(x,
     volatile=True)` is flagged too: PyTorch 0.4 made `volatile` a no-op, so code
     written to skip autograd with it records graphs. It is quiet
     under `torch.no_grad()`, `torch.inference_mode()` (as a block or a decorator),
     `torch.set_grad_enabled(...)` (as a block, or called with `False` earlier in
-    the function or module), after `stack.enter_context(torch.no_grad())` in a
+    the function or module, or after `torch.no_grad().__enter__()`), after
+    `stack.enter_context(torch.no_grad())` in a
     `with contextlib.ExitStack() as stack:`, under a decorator of this file that
     wraps one of those, and in a function that this file calls from inside such a
     block (up to three calls up), or that another file of the project calls from
@@ -67,7 +79,8 @@ class EvaluationWithoutNoGrad(Rule):
     or, as a last resort, from the spelling of the iterable or of the call that
     fetches the batch; other loops (`while` loops, `for batch in queue`) are not
     checked, nor are loops after `model.eval()` whose input comes from elsewhere (an
-    environment's observations). A model is recognised from
+    environment's observations: a generation chain ends at any call other than a torch
+    function, a tensor method or a module's call). A model is recognised from
     its construction, a `nn.Module` annotation, or a name such as `model` or
     `net`. Comprehensions (`[model(x) for x in loader]`) are not checked. Calls
     from other files are read only for a module that a few scripts import: a
@@ -97,10 +110,26 @@ class EvaluationWithoutNoGrad(Rule):
         self._facts = model.fact(FileFacts)
 
     def visit_For(self, node: cst.For | cst.While) -> None:
-        if any(not self._grad_managed(call, node) for call in self._facts.evaluation_calls(node)) \
+        facts = self._facts
+        if any(not self._grad_managed(call, node) for call in facts.evaluation_calls(node)) \
                 or any(not self._grad_managed_in_helper(site, inner, node)
-                       for site, inner in self._facts.evaluation_helper_calls(node)):
+                       for site, inner in facts.evaluation_helper_calls(node)):
             self.report(node)
+            return
+        # A generation loop: certain when its function put that model in eval mode first (it
+        # declared the loop an inference); possible when the output comes back as a token or an
+        # index (a decoder, whose results a caller may still train on); a differentiable feedback
+        # with no eval() is a recurrent forward pass as often as a sampler: left alone.
+        switched = facts.eval_receivers(node)
+        certain = possible = False
+        for call, chosen in facts.generation_calls(node):
+            if self._grad_managed(call, node):
+                continue
+            if dotted(forward_target(call.func)) in switched:
+                certain = True
+            possible = possible or chosen
+        if certain or possible:
+            self.report(node, GENERATION_MESSAGE, certain=certain)
 
     visit_While = visit_For
 

@@ -26,7 +26,9 @@ class EvaluationWithoutEvalMode(Rule):
     ## What it does
     Flags an evaluation loop (it iterates data, calls a model, and never calls
     `backward()` or steps an optimizer; see TRN601) when no `model.eval()` or
-    `model.train(False)` has run before it. The mode counts as set by a call in
+    `model.train(False)` has run before it. The mode counts as set by a `with`
+    block around the loop that switches to eval mode (a context manager of this
+    file that calls `eval()`, or one named for it: `with eval_mode(model):`), by a call in
     the loop, by the last mode call before the loop in the same function (or in
     a helper of this file called there, such as `validate()` ending in
     `model.eval()`), or, for an evaluation function, by the last mode call before
@@ -78,6 +80,8 @@ class EvaluationWithoutEvalMode(Rule):
     ```
 
     ## Known problems
+    A model loaded with `X.from_pretrained(...)` (and moved with `.to(device)`) counts
+    as in eval mode: transformers and diffusers hand it back that way.
     Models without dropout or batch norm give the same results in either mode:
     the rule stays quiet when every layer of the model is known and none depends
     on the mode (`nn.Linear`, an MLP class of this file). A model built in
@@ -89,8 +93,8 @@ class EvaluationWithoutEvalMode(Rule):
     in the same iteration.
     Any `.eval()` call counts, whichever module it is
     called on. An evaluation function called only from another module is judged
-    by its own body. Loops are recognised as in TRN601: `while` loops and
-    comprehensions are not checked.
+    by its own body. Loops are recognised as in TRN601 (a `while` loop only when it
+    fetches a batch); comprehensions and generation loops are not checked.
 
     ## References
     - https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.eval
@@ -115,11 +119,13 @@ class EvaluationWithoutEvalMode(Rule):
         self._facts = model.fact(FileFacts)
         self._modules = model.fact(ModuleFacts)
 
-    def visit_For(self, node: cst.For) -> None:
+    def visit_For(self, node: cst.For | cst.While) -> None:
         calls = self._facts.evaluation_calls(node) or [
             inner for _, inner in self._facts.evaluation_helper_calls(node)]  # self.eval_step(batch)
         if calls and not self._facts.mode_set_for(node):
-            if any(self._modules.mode_dependent(call.func) is not False for call in calls):
+            # a model loaded with from_pretrained() comes back in eval mode
+            if any(self._modules.mode_dependent(call.func) is not False
+                   and not self._facts.loaded_in_eval_mode(call.func) for call in calls):
                 # Certain when the model is known to behave differently in eval mode (dropout, batch
                 # norm) and every call of the function in the project is known and none sets eval
                 # mode before it; possible when a caller the linter cannot see may set it.
@@ -132,6 +138,8 @@ class EvaluationWithoutEvalMode(Rule):
             if self._modules.mode_dependent(call.func) is not False:
                 self.report(node, PARTIAL_MESSAGE.format(forgotten=forgotten, switched=switched), certain=True)
                 return
+
+    visit_While = visit_For  # while not batcher.last_batch(): batch = batcher.next_batch()
 
     def _callers_never_set_eval(self, loop: cst.For) -> bool:
         fn = self.model.enclosing_function(loop)

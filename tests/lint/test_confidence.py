@@ -163,6 +163,14 @@ POSSIBLE_SHAPES = {
                 total += torch.nn.functional.cross_entropy(model(x), y)
             return total
         """),
+    "a generation loop whose function sets no eval mode": ("TRN601", """
+        import torch
+        def decode(model, tokens, n):
+            for _ in range(n):
+                logits = model(tokens)               # the caller may train on what comes back
+                tokens = torch.cat([tokens, logits[:, -1].argmax(-1, keepdim=True)], dim=1)
+            return tokens
+        """),
 }
 
 

@@ -8,6 +8,22 @@ from lint_rules.rule import Invalid, Valid
 VALID = [
     Valid(
         """
+        # a rollout: the policy's action goes through the environment, whose observation is no
+        # tensor of the model's; the function returns log-probabilities its caller trains on
+        import torch
+        def rollout(policy, env, horizon):
+            obs = env.reset()
+            log_probs = []
+            for _ in range(horizon):
+                dist = policy(obs)
+                action = dist.sample()
+                log_probs.append(dist.log_prob(action))
+                obs = env.step(action)
+            return log_probs
+        """
+    ),
+    Valid(
+        """
         # the helper disables gradients itself
         import torch
         class Runner:
@@ -371,6 +387,42 @@ INVALID = [
         def embed(encoder, image):
             pixels = Variable(image.unsqueeze(0), volatile=True)  # BUG
             return encoder(pixels)
+        """
+    ),
+    Invalid(
+        """
+        # a counting loop that walks the test set by its index, entered through a progress bar
+        import torch
+        from tqdm import tqdm
+        def evaluate(model, test_set):
+            model.eval()
+            for idx in tqdm(range(len(test_set))):  # BUG
+                mix, ref = test_set[idx]
+                scores.append(metric(model(mix[None]), ref))
+        """
+    ),
+    Invalid(
+        """
+        # a while loop that fetches its batches from a batcher
+        import torch
+        class Predictor:
+            def predict(self, batcher):
+                self.model.eval()
+                while not batcher.last_batch():  # BUG
+                    batch = batcher.next_batch()
+                    preds.append(self.model(batch))
+        """
+    ),
+    Invalid(
+        """
+        # a sampler that feeds the model its own output, step after step
+        import torch
+        def sample(model, x, steps):
+            model.eval()
+            for t in reversed(steps):  # BUG
+                eps = model(x, t)
+                x = x - 0.1 * eps
+            return x
         """
     ),
 ]

@@ -8,6 +8,17 @@ from lint_rules.rule import Invalid, Valid
 VALID = [
     Valid(
         """
+        # from_pretrained() hands the model back in eval mode
+        import torch
+        from transformers import AutoModelForSequenceClassification
+        model = AutoModelForSequenceClassification.from_pretrained("bert-base-uncased").to("cuda")
+        with torch.no_grad():
+            for batch in val_loader:
+                preds.append(model(**batch).logits.argmax(-1))
+        """
+    ),
+    Valid(
+        """
         # the same helper, after model.eval()
         import torch
         class Runner:
@@ -422,6 +433,21 @@ INVALID = [
             z = backbone(pairs)
             for idx in DataLoader(range(len(pairs)), size):  # BUG
                 head(z[idx])
+        """
+    ),
+    Invalid(
+        """
+        # a while loop that fetches its batches, with the model in whatever mode training left it
+        import torch
+        from torch import nn
+        class Predictor:
+            def __init__(self):
+                self.model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.1))
+            @torch.no_grad()
+            def predict(self, batcher):
+                while not batcher.last_batch():  # BUG
+                    batch = batcher.next_batch()
+                    preds.append(self.model(batch))
         """
     ),
 ]

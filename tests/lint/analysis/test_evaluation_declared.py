@@ -55,3 +55,39 @@ def test_forward_target_and_names_in() -> None:
     assert cst.Module([]).code_for_node(forward_target(call.func)) == "self.model"
     assert forward_target(cst.parse_expression("f")).value == "f"
     assert names_in(cst.parse_expression("a.b[c:d + e](f, key=g.h)")) == {"a", "c", "d", "e", "f", "g"}
+
+
+def test_a_with_block_that_switches_to_eval_mode_sets_the_mode() -> None:
+    model = FileModel(cst.parse_module(textwrap.dedent("""
+        import contextlib
+        import torch
+        from composer.utils import model_eval_mode
+
+        @contextlib.contextmanager
+        def evaluating(net):
+            net.eval()
+            yield
+            net.train()
+
+        @contextlib.contextmanager
+        def timed(name):
+            yield
+
+        def a(net, val_loader):
+            with model_eval_mode(net), torch.no_grad():
+                for x in val_loader:
+                    net(x)
+
+        def b(net, val_loader):
+            with evaluating(net):
+                for x in val_loader:
+                    net(x)
+
+        def c(net, val_loader):
+            with timed("val"), torch.no_grad():
+                for x in val_loader:
+                    net(x)
+        """)))
+    facts = model.fact(FileFacts)
+    # a context manager of this file is read; one from elsewhere by its name; a timer sets nothing
+    assert [facts.mode_set_for(loop) for loop in model.nodes(cst.For)] == [True, True, False]

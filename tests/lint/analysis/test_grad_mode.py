@@ -172,3 +172,25 @@ def test_set_grad_enabled_managed_and_switched_off_before() -> None:
     assert [modes.set_before(c) for c in calls] == [False, False, False, True, False]
     late = _model("import torch\nf(1)\ntorch.set_grad_enabled(False)\nf(2)\n")
     assert [GradMode(late).set_before(_calls(late, f"f({i})")[0]) for i in (1, 2)] == [False, True]
+
+
+def test_no_grad_entered_by_hand_switches_grad_off_for_what_follows() -> None:
+    model = _model("""
+        import torch
+        from torch import inference_mode
+        def scored(model, x):
+            f(1)
+            torch.no_grad().__enter__()
+            f(2)
+        def inferred(model, x):
+            inference_mode().__enter__()
+            f(3)
+        def enabled(model, x):
+            torch.enable_grad().__enter__()
+            f(4)
+            ctx = torch.no_grad()
+            f(5)
+        """)
+    modes = GradMode(model)
+    # entering enable_grad, or building a no_grad object without entering it, switches nothing off
+    assert [modes.set_before(_calls(model, f"f({i})")[0]) for i in range(1, 6)] == [False, True, True, False, False]
