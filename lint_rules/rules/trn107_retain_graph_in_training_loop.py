@@ -6,7 +6,7 @@ from lint_rules.analysis.kinds import (CRITERION, DISTRIBUTED_OPTIMIZER, LEAF, L
                                        SCALER, SCHEDULER)
 from lint_rules.analysis.model import ASSIGN, FOR, PARAM, WITH, is_true, keyword_arg
 from lint_rules.analysis.names import TENSOR_FACTORIES
-from lint_rules.analysis.training import BACKWARD
+from lint_rules.analysis.training import BACKWARD, STEP
 from lint_rules.rule import WARNING, Rule
 from lint_rules.analysis.autograd_flow import value_names
 from lint_rules.rules.examples import trn107 as examples
@@ -26,6 +26,13 @@ class RetainGraphInTrainingLoop(Rule):
     kept graph, and the loss is computed inside the iteration (so the next
     iteration builds its own graph). `retain_graph=<expression>` is left alone:
     `retain_graph=i < n - 1` is the deliberate form.
+
+    A plain `torchcheck lint` reports it in a loop whose iteration runs an
+    optimizer step after the backward: the graph then lives on until the next
+    iteration has built its own. In a per-step helper, or a function that is a whole
+    optimizer step (`zero_grad()`, `backward()`, `step()`) called from anywhere, the
+    graph is freed when the function returns; in a loop with no step the gradients
+    may serve another purpose. Those findings are possible, reported with `--preview`.
 
     ## Why is this bad?
     `retain_graph=True` keeps every saved activation of the graph alive after
@@ -102,7 +109,17 @@ class RetainGraphInTrainingLoop(Rule):
             return
         if isinstance(region, _LOOPS) and self._graph_from_before(node, region):
             return
-        self.report(node)
+        self.report(node, certain=isinstance(region, _LOOPS) and self._steps_after(node, region))
+
+    def _steps_after(self, node: cst.Call, loop: cst.CSTNode) -> bool:
+        """An optimizer step follows the backward in the loop's iteration: the loop trains, and
+        the kept graph lives on until the next iteration's forward has built its own. In a
+        per-step helper the graph is freed when the helper returns, and a loop with no step may
+        be computing gradients for another purpose (per-output gradients, saliency)."""
+        model = self.model
+        here = model.order[id(node)]
+        return any(ev.kind == STEP and ev.index > here and not model.mutually_exclusive(ev.node, node)
+                   for ev in model.training.events_within(loop))
 
     def _is_backward(self, node: cst.Call) -> bool:
         func = node.func
@@ -121,8 +138,9 @@ class RetainGraphInTrainingLoop(Rule):
             return loop if facts.is_training_loop(loop) else None
         fn = model.enclosing_function(node)
         if isinstance(fn, cst.FunctionDef) and (id(fn) in facts.per_iteration_step_functions()
-                                                or id(fn) in facts.step_closures()):
-            return fn
+                                                or id(fn) in facts.step_closures()
+                                                or self._steps_after(node, fn)):
+            return fn  # a helper's step, or a function that is a whole optimizer step itself
         return None
 
     def _later_backward(self, node: cst.Call, region: cst.CSTNode) -> bool:
