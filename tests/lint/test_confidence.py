@@ -184,3 +184,57 @@ def test_a_model_saved_into_an_in_memory_buffer_is_no_checkpoint() -> None:
         """
     every = registry.default_codes(preview=True)
     assert [line for line, _ in _findings(source, "TRN702", every, every)] == [6]
+
+
+# Default-tier rules whose evidence still decides each finding: (source, certain line, possible line).
+DEFAULT_RULE_CORES = {
+    "TRN804": ("""
+        import torch
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        def wrap(rank, device):
+            net = DDP(Net())
+            net.to(device)                               # certain: the wrap saw it on the CPU
+            placed = DDP(Net().cuda(rank), device_ids=[rank])
+            placed.cuda(rank)                            # possible: likely already there
+        """, 6, 8),
+    "TRN103": ("""
+        import copy
+        import torch
+        ema = copy.deepcopy(model)
+        for p in model.parameters():
+            p -= lr * p.grad                             # certain: autograd raises
+        for p in ema.parameters():
+            p.mul_(0.99)                                 # possible: a copy, frozen by its maker
+        """, 6, 8),
+    "TRN107": ("""
+        import torch
+        for x, y in loader:
+            opt.zero_grad()
+            loss = crit(model(x), y)
+            loss.backward(retain_graph=True)             # certain: a step follows, the graph lives on
+            opt.step()
+        def update(batch):
+            opt.zero_grad()
+            loss = crit(model(batch), batch)
+            loss.backward(retain_graph=True)             # possible: freed when the helper returns
+            opt.step()
+        """, 6, 11),
+    "TRN604": ("""
+        import torch.nn.functional as F
+        from torch import nn
+        class Net(nn.Module):
+            def forward(self, x):
+                return F.dropout(self.fc(x), p=0.5)      # certain: every forward, eval() too
+            def training_step(self, x):
+                return F.dropout(x, p=0.5)               # possible: may run in training only
+        """, 6, 8),
+}
+
+
+@pytest.mark.parametrize("code", sorted(DEFAULT_RULE_CORES))
+def test_a_default_rule_keeps_its_possible_findings_for_preview(code: str) -> None:
+    assert code not in registry.PREVIEW_RULES
+    source, certain, possible = DEFAULT_RULE_CORES[code]
+    every = registry.default_codes(preview=True)
+    assert _findings(source, code) == [(certain, "certain")]
+    assert _findings(source, code, every, every) == [(certain, "certain"), (possible, "possible")]
