@@ -172,3 +172,36 @@ def test_set_grad_enabled_managed_and_switched_off_before() -> None:
     assert [modes.set_before(c) for c in calls] == [False, False, False, True, False]
     late = _model("import torch\nf(1)\ntorch.set_grad_enabled(False)\nf(2)\n")
     assert [GradMode(late).set_before(_calls(late, f"f({i})")[0]) for i in (1, 2)] == [False, True]
+
+
+def test_left_to_callers_when_nothing_here_calls_or_trains() -> None:
+    from lint_rules.analysis.grad_mode import left_to_callers
+
+    model = _model("""
+        import torch
+        import functools
+        from somewhere import inference_only
+        def helper(model):
+            model.mark(1)                         # nothing here calls helper: its callers decide
+        def fit(model, loader):
+            for x in loader:
+                model(x).sum().backward()
+                model.mark(2)                     # trains: grad is on
+        @inference_only
+        def served(model):
+            model.mark(3)                         # another package's decorator may set the mode
+        @functools.lru_cache()
+        def cached(model):
+            model.mark(4)
+        class Net(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.mark(5)                      # constructors run with grad on
+                self.reset()
+            def reset(self):
+                self.mark(6)                      # called from __init__
+        cached(None)
+        model.mark(7)
+        """)
+    marks = [c for c in model.nodes(cst.Call) if isinstance(c.func, cst.Attribute) and c.func.attr.value == "mark"]
+    assert [left_to_callers(model, c) for c in marks] == [True, False, True, False, False, False, False]
