@@ -1,5 +1,6 @@
 """Device placement of a module value: whether it was already moved (``.to``/``.cuda``/``.cpu``)
-before a point of its function, and whether a move call casts the dtype.
+before a point of its function, whether it was built there (so its place is known: where its
+class put it), and whether a move call casts the dtype.
 
 A move of a module that is already where it goes changes nothing; a rule that flags a move
 asks these questions to tell a move that changes the parameters from one that may be a no-op.
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from lint_rules.analysis.kinds import MODULE, kind_of
 from lint_rules.analysis.scopes import ASSIGN, dotted, keyword_arg
 
 if TYPE_CHECKING:
@@ -80,3 +82,26 @@ def moved_before(model: "FileModel", expr: cst.CSTNode, at: cst.CSTNode, _depth:
         if moved_before(model, b.value, b.node, _depth + 1):
             return True
     return False
+
+
+def built_here(model: "FileModel", expr: cst.CSTNode, at: cst.CSTNode, _depth: int = 0) -> bool:
+    """Whether the module value ``expr`` (read at ``at``) is built in ``at``'s own function: a module
+    class called there (``Net()``, ``nn.Sequential(...)``), directly or through a name bound to one
+    on every path that reaches ``at``. A module handed in, or returned by a factory, may have been
+    moved by whoever made it."""
+    if _depth > _MAX_DEPTH:
+        return False
+    if isinstance(expr, cst.Call):
+        if is_move(expr):
+            return False
+        if kind_of(model, expr) == MODULE:
+            return True
+        leaf = (dotted(expr.func) or "").rsplit(".", 1)[-1]
+        return leaf[:1].isupper()  # a class (by Python's naming convention) called here
+    if not isinstance(expr, cst.Name):
+        return False
+    fn = model.enclosing_function(at)
+    bindings = model.reaching_bindings(expr, at) or []
+    return bool(bindings) and all(
+        b.kind == ASSIGN and b.value is not None and model.enclosing_function(b.node) is fn
+        and built_here(model, b.value, b.node, _depth + 1) for b in bindings)

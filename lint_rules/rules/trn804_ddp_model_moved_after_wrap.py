@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from lint_rules.analysis.devices import MOVES, casts_dtype, moved_before
+from lint_rules.analysis.devices import MOVES, built_here, casts_dtype, moved_before
 from lint_rules.analysis.model import ASSIGN, keyword_arg
 from lint_rules.analysis.training import CLEAR
 from lint_rules.rule import Rule
@@ -28,11 +28,12 @@ class DdpModelMovedAfterWrap(Rule):
     is quiet: no gradient sync follows it.
 
     A plain `torchcheck lint` reports the moves that change the parameters: a dtype
-    cast, or a move of a module that the wrap saw without a device (not moved before
-    wrapping, no `device_ids`). A module moved before wrapping, or wrapped with
-    `device_ids` (DDP refuses a CPU module with them), is usually moved again to the
-    device it is already on, a no-op: those findings are possible, reported with
-    `--preview`.
+    cast, or a move of a module built in the same function (`DDP(Net())`) that the
+    wrap saw without a device (not moved before wrapping, no `device_ids`). A module
+    moved before wrapping, or wrapped with `device_ids` (DDP refuses a CPU module
+    with them), is usually moved again to the device it is already on, a no-op; a
+    module handed in may have been moved by its maker: those findings are possible,
+    reported with `--preview`.
 
     ## Why is this bad?
     `DistributedDataParallel` is built around the parameters it sees at construction:
@@ -90,12 +91,17 @@ class DdpModelMovedAfterWrap(Rule):
             self.report(node, certain=self._changes_parameters(node, wraps))
 
     def _changes_parameters(self, move: cst.Call, wraps: list[cst.Call]) -> bool:
-        """Certain when the move cannot be a no-op: a dtype cast, or a module that no wrap shows
-        on a device already. A module moved before wrapping, or wrapped with ``device_ids`` (DDP
-        refuses a CPU module with them), is usually moved again to the device it is on."""
+        """Certain when the move cannot be a no-op: a dtype cast, or a module built in the wrap's
+        function and wrapped without a device (not moved before, no ``device_ids``). A module
+        moved before wrapping, or wrapped with ``device_ids`` (DDP refuses a CPU module with
+        them), is usually moved again to the device it is on; one handed in may have been."""
         if casts_dtype(self.model, move):
             return True
-        return not any(self._placed(wrap) for wrap in wraps)
+        return all(self._built_unplaced(wrap) for wrap in wraps)
+
+    def _built_unplaced(self, wrap: cst.Call) -> bool:
+        positional = [a for a in wrap.args if a.keyword is None and not a.star]
+        return bool(positional) and not self._placed(wrap) and built_here(self.model, positional[0].value, wrap)
 
     def _placed(self, wrap: cst.Call) -> bool:
         """The module ``wrap`` wraps is on a device already: moved before, or given device_ids."""

@@ -62,3 +62,27 @@ def test_casts_dtype_needs_a_torch_dtype_in_the_call() -> None:
         """)
     moves = [c for c in model.nodes(cst.Call) if is_move(c)]
     assert [casts_dtype(model, c) for c in moves] == [True, True, False, False, False]
+
+
+def test_built_here_needs_a_module_class_called_in_the_same_function() -> None:
+    from lint_rules.analysis.devices import built_here
+
+    model = _model("""
+        import torch.nn as nn
+        def a():
+            Wrap(Net())                           # a class called here
+        def b():
+            net = nn.Sequential(nn.Linear(2, 2))
+            Wrap(net)                             # bound to a torch module
+        def c(net):
+            Wrap(net)                             # handed in: its maker may have moved it
+        def d(cfg):
+            Wrap(build_model(cfg))                # a factory may move what it returns
+        def e(dev):
+            Wrap(Net().to(dev))                   # built and moved
+        def f(net, fresh):
+            if fresh:
+                net = Net()
+            Wrap(net)                             # handed in on one path
+        """)
+    assert [built_here(model, w.args[0].value, w) for w in _wraps(model)] == [True, True, False, False, False, False]
