@@ -6,6 +6,7 @@ from lint_rules.analysis.kinds import (CRITERION, DISTRIBUTED_OPTIMIZER, LEAF, L
                                        SCALER, SCHEDULER)
 from lint_rules.analysis.model import ASSIGN, FOR, PARAM, WITH, is_true, keyword_arg
 from lint_rules.analysis.names import TENSOR_FACTORIES
+from lint_rules.analysis.summaries import Summaries
 from lint_rules.analysis.training import BACKWARD, STEP
 from lint_rules.rule import WARNING, Rule
 from lint_rules.analysis.autograd_flow import value_names
@@ -68,7 +69,8 @@ class RetainGraphInTrainingLoop(Rule):
 
     ## Known problems
     The rule does not check that the later `backward()` reaches the kept graph: any
-    later backward in the iteration counts. A graph built before the loop from a
+    later backward in the iteration counts, also one run by a helper of the file
+    called there. A graph built before the loop from a
     value the loss depends on is recognised only when that value is assigned to a
     variable before the loop (not through attributes such as `self.features`).
     Higher-order uses that call `torch.autograd.grad` through a helper are not seen.
@@ -147,7 +149,9 @@ class RetainGraphInTrainingLoop(Rule):
         """Another backward()/autograd.grad() after ``node`` in the same iteration."""
         model = self.model
         here = model.order[id(node)]
-        for ev in model.training.events_within(region):
+        # a helper called later in the iteration that runs a backward counts too (an actor
+        # update through the critic's features)
+        for ev in [*model.training.events_within(region), *model.fact(Summaries).helper_events(region)]:
             if ev.kind == BACKWARD and ev.index > here and ev.node is not node \
                     and not model.mutually_exclusive(ev.node, node):
                 return True
