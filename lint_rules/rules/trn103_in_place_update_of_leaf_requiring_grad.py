@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from lint_rules.analysis.context import in_test
 from lint_rules.analysis.grad_mode import left_to_callers
 from lint_rules.analysis.kinds import LEAF, PARAMETER, kind_at
 from lint_rules.analysis.requires_grad import still_requires_grad
@@ -29,8 +30,8 @@ class InPlaceUpdateOfLeafRequiringGrad(Rule):
     in a loop over the module's parameters, a loop that reads `p.requires_grad`, the
     parameters of a `copy.deepcopy` such as an EMA or teacher model), or when the
     grad mode is the callers' to decide (a function that nothing in the file calls
-    and that trains nothing itself, or one under another package's decorator), the
-    finding is only possible, reported with `--preview`.
+    and that trains nothing itself, or one under another package's decorator), or in
+    a test, the finding is only possible, reported with `--preview`.
 
     ## Why is this bad?
     Autograd refuses: `RuntimeError: a leaf Variable that requires grad is being
@@ -98,7 +99,8 @@ class InPlaceUpdateOfLeafRequiringGrad(Rule):
         if requires is not False:
             # certain only when nothing in the file may have switched its requires_grad off, and
             # the grad mode is not the unseen callers' to decide
-            self.report(node, certain=requires is True and not left_to_callers(self.model, node))
+            self.report(node, certain=requires is True and not left_to_callers(self.model, node)
+                        and not in_test(self.model, node))
 
     def _is_leaf(self, expr: cst.CSTNode, at: cst.CSTNode) -> bool:
         model = self.model

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from lint_rules.analysis.context import in_test
 from lint_rules.analysis.kinds import (CRITERION, DISTRIBUTED_OPTIMIZER, LEAF, LOADER, MODULE, OPTIMIZER,
                                        SCALER, SCHEDULER)
 from lint_rules.analysis.model import ASSIGN, FOR, PARAM, WITH, is_true, keyword_arg
@@ -33,7 +34,8 @@ class RetainGraphInTrainingLoop(Rule):
     iteration has built its own. In a per-step helper, or a function that is a whole
     optimizer step (`zero_grad()`, `backward()`, `step()`) called from anywhere, the
     graph is freed when the function returns; in a loop with no step the gradients
-    may serve another purpose. Those findings are possible, reported with `--preview`.
+    may serve another purpose; a test may keep it on purpose. Those findings are
+    possible, reported with `--preview`.
 
     ## Why is this bad?
     `retain_graph=True` keeps every saved activation of the graph alive after
@@ -111,7 +113,8 @@ class RetainGraphInTrainingLoop(Rule):
             return
         if isinstance(region, _LOOPS) and self._graph_from_before(node, region):
             return
-        self.report(node, certain=isinstance(region, _LOOPS) and self._steps_after(node, region))
+        self.report(node, certain=isinstance(region, _LOOPS) and self._steps_after(node, region)
+                    and not in_test(self.model, node))
 
     def _steps_after(self, node: cst.Call, loop: cst.CSTNode) -> bool:
         """An optimizer step follows the backward in the loop's iteration: the loop trains, and

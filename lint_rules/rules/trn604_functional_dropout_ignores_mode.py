@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
+from lint_rules.analysis.context import documented, in_test
 from lint_rules.analysis.model import ASSIGN, PARAM
 from lint_rules.rule import Rule
 from lint_rules.analysis.modules import facts, mentions_name
@@ -21,6 +24,8 @@ _SDPA_MESSAGE = ("scaled_dot_product_attention(dropout_p=...) without checking s
 # is never registered, so the parent's eval() cannot reach it.
 _DROPOUT_MODULES = frozenset({"Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout",
                               "FeatureAlphaDropout"})
+# Words with which authors document dropout that is on in every mode on purpose.
+_DELIBERATE = re.compile(r"always|monte[ -]?carlo|\bmc\b|mc[ _-]?dropout|test[ -]time|at inference|in eval", re.I)
 _MODULE_MESSAGE = ("nn.Dropout built and called inside a method is always in training mode: "
                    "model.eval() cannot reach it")
 
@@ -43,8 +48,9 @@ class FunctionalDropoutIgnoresMode(Rule):
     in `forward` (or `__call__`) or a method it calls through `self`, in a method
     that never reads `training`, with a probability that is not a parameter of the
     method. Elsewhere (a `training_step`, a loss, a method that reads the mode in a
-    way not followed, `forward(self, x, dropout=0.0)`) the finding is possible,
-    reported with `--preview`.
+    way not followed, `forward(self, x, dropout=0.0)`, a subclass of `nn.Dropout`, a
+    test, a call whose comment or docstring says it is always on, Monte Carlo or for
+    test time) the finding is possible, reported with `--preview`.
 
     ## Why is this bad?
     Unlike `nn.Dropout`, the functional form does not know the module's mode:
@@ -134,10 +140,17 @@ class FunctionalDropoutIgnoresMode(Rule):
         call in a way not seen here; ``forward(self, x, dropout=0.0)`` leaves it to the caller."""
         if not self._facts.runs_in_forward(method, cls):
             return False
-        if mentions_name(method, "training"):
+        if mentions_name(method, "training") or self._is_dropout_class(cls):
+            return False
+        if in_test(self.model, node) or documented(self.model, node, _DELIBERATE):
             return False
         return not (isinstance(p, cst.Name) and any(
             b.kind == PARAM for b in self.model.reaching_bindings(p, node) or ()))
+
+    def _is_dropout_class(self, cls: cst.ClassDef) -> bool:
+        """A subclass of ``nn.Dropout`` & co. that overrides it: its own dropout, on purpose."""
+        return any(self.model.qualified_name(b.value) in {f"torch.nn.{d}" for d in _DROPOUT_MODULES}
+                   for b in cls.bases)
 
     def _is_fresh_dropout_module(self, func: cst.CSTNode) -> bool:
         """``nn.Dropout(p)`` itself, or a local name bound only to one in the same function."""

@@ -238,3 +238,75 @@ def test_a_default_rule_keeps_its_possible_findings_for_preview(code: str) -> No
     every = registry.default_codes(preview=True)
     assert _findings(source, code) == [(certain, "certain")]
     assert _findings(source, code, every, every) == [(certain, "certain"), (possible, "possible")]
+
+
+@pytest.mark.parametrize("source", [
+    """
+    import torch.nn.functional as F
+    from torch import nn
+    class Prenet(nn.Module):
+        \"\"\"Its dropout is always on, also at inference.\"\"\"
+        def forward(self, x):
+            return F.dropout(self.fc(x), p=0.5)
+    """,
+    """
+    import torch.nn.functional as F
+    from torch import nn
+    class ConcreteDropout(nn.Dropout):
+        def forward(self, x):
+            return F.dropout(x, self.p)
+    """,
+    """
+    import torch.nn.functional as F
+    from torch import nn
+    class Block(nn.Module):
+        def forward(self, x, dropout=0.0):
+            return F.dropout(x, dropout)
+    """,
+], ids=["documented-always-on", "dropout-subclass", "caller-chosen-probability"])
+def test_deliberate_dropout_in_forward_waits_for_preview(source: str) -> None:
+    every = registry.default_codes(preview=True)
+    assert _findings(source, "TRN604") == []
+    assert [c for _, c in _findings(source, "TRN604", every, every)] == ["possible"]
+
+
+IN_TESTS = {
+    "TRN804": """
+        import torch
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        def test_wrapper_follows_a_move(device):
+            net = DDP(Net())
+            net.to(device)
+        """,
+    "TRN103": """
+        import torch
+        def test_leaf_update_raises():
+            w = torch.zeros(3, requires_grad=True)
+            w.add_(1.0)
+        """,
+    "TRN107": """
+        import torch
+        class TestLoop:
+            def test_retained_graph(self):
+                for x, y in loader:
+                    opt.zero_grad()
+                    loss = crit(model(x), y)
+                    loss.backward(retain_graph=True)
+                    opt.step()
+        """,
+    "TRN604": """
+        import torch.nn.functional as F
+        from torch import nn
+        def test_dropout_in_eval():
+            class Net(nn.Module):
+                def forward(self, x):
+                    return F.dropout(x, p=0.5)
+        """,
+}
+
+
+@pytest.mark.parametrize("code", sorted(IN_TESTS))
+def test_a_test_of_the_pattern_is_only_possible(code: str) -> None:
+    every = registry.default_codes(preview=True)
+    assert _findings(IN_TESTS[code], code) == []
+    assert [c for _, c in _findings(IN_TESTS[code], code, every, every)] == ["possible"]
