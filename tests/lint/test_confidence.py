@@ -245,7 +245,7 @@ def test_a_default_rule_keeps_its_possible_findings_for_preview(code: str) -> No
     import torch.nn.functional as F
     from torch import nn
     class Prenet(nn.Module):
-        \"\"\"Its dropout is always on, also at inference.\"\"\"
+        \"\"\"Its dropout is always applied, also at inference (as in Tacotron 2).\"\"\"
         def forward(self, x):
             return F.dropout(self.fc(x), p=0.5)
     """,
@@ -310,3 +310,14 @@ def test_a_test_of_the_pattern_is_only_possible(code: str) -> None:
     every = registry.default_codes(preview=True)
     assert _findings(IN_TESTS[code], code) == []
     assert [c for _, c in _findings(IN_TESTS[code], code, every, every)] == ["possible"]
+
+
+def test_a_comment_naming_the_bug_is_no_documented_choice() -> None:
+    source = """
+        import torch.nn.functional as F
+        from torch import nn
+        class Net(nn.Module):
+            def forward(self, x):
+                return F.dropout(x, 0.5)  # training defaults to True, so this stays on in eval mode
+        """
+    assert _findings(source, "TRN604") == [(6, "certain")]
