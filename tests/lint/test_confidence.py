@@ -321,3 +321,18 @@ def test_a_comment_naming_the_bug_is_no_documented_choice() -> None:
                 return F.dropout(x, 0.5)  # training defaults to True, so this stays on in eval mode
         """
     assert _findings(source, "TRN604") == [(6, "certain")]
+
+
+@pytest.mark.parametrize("fixture", [
+    "manual_sgd__in_place_update_of_leaf.py", "classifier__retain_graph_in_training_loop.py",
+    "residual_classifier__functional_dropout_in_eval.py", "ddp__ddp_model_moved_after_wrap.py",
+    "ddp_train__model_moved_after_wrap.py"])
+def test_the_textbook_fixtures_of_the_default_cores_stay_certain(fixture: str) -> None:
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "fixtures" / "buggy" / fixture
+    source = path.read_text(encoding="utf-8")
+    marked = [i for i, line in enumerate(source.splitlines(), 1) if "# BUG" in line]
+    found = [(f.line, f.confidence) for f in lint_source(source, fixture).findings
+             if f.code in DEFAULT_RULE_CORES]
+    assert found == [(line, "certain") for line in marked]
