@@ -144,3 +144,23 @@ def third_party_file(model: FileModel, expr: cst.CSTNode, depth: int = 0) -> boo
                     return isinstance(fn, cst.FunctionDef) and _THIRD_PARTY.search(fn.name.value) is not None
                 return third_party_file(model, bindings[0].value, depth + 1)
     return False
+
+
+def documented(model: FileModel, node: cst.CSTNode, words: re.Pattern[str]) -> bool:
+    """The authors say something about ``node`` in ``words``: in a comment on its statement or on
+    the lines just above it, or in the docstring of the function or class that holds it. Rules
+    ask it for a choice documented as deliberate (dropout "always on", "Monte Carlo" dropout)."""
+    texts: list[str] = []
+    for anc in [node, *model.ancestors(node)]:
+        if isinstance(anc, (cst.SimpleStatementLine, cst.BaseCompoundStatement)) and not texts:
+            texts.extend(line.comment.value for line in anc.leading_lines if line.comment is not None)
+            trailing = getattr(anc, "trailing_whitespace", None)
+            if trailing is not None and trailing.comment is not None:
+                texts.append(trailing.comment.value)
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef)):
+            doc = anc.get_docstring()
+            if doc:
+                texts.append(doc)
+            if isinstance(anc, cst.ClassDef):
+                break
+    return any(words.search(text) for text in texts)

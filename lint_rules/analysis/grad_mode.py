@@ -21,6 +21,7 @@ from lint_rules.analysis import names as N
 from lint_rules.analysis.scopes import is_false, is_true
 
 if TYPE_CHECKING:
+    from lint_rules.analysis.model import FileModel
     from lint_rules.analysis.scopes import ScopeModel
 
 MAX_DEPTH = 3  # decorators and callers followed, at most
@@ -200,3 +201,34 @@ def enters_no_grad(model: "ScopeModel", fn: cst.FunctionDef, modes: GradMode | N
         if inner is not fn and any(modes.of_expr(d.decorator) is False for d in inner.decorators):
             return True
     return False
+
+
+# Decorators that never set the grad mode (builtins, functools, abc, typing); torch's own are known.
+_MODE_NEUTRAL_DECORATORS = frozenset({"staticmethod", "classmethod", "property", "abstractmethod", "overload",
+                                      "override", "wraps", "cache", "lru_cache", "cached_property",
+                                      "contextmanager", "dataclass", "setter", "getter", "deleter"})
+
+
+def left_to_callers(model: "FileModel", node: cst.CSTNode) -> bool:
+    """Whether grad mode where ``node`` runs (grad on, as far as this file shows) is its callers' to
+    decide: inside a function that nothing in the file calls and that runs no backward or step of
+    its own (a library helper that a caller may run under ``no_grad``; ``__init__`` excluded:
+    constructors run with grad on), or under a decorator from another package that may set it."""
+    fn = model.enclosing_function(node)
+    while isinstance(fn, cst.Lambda):
+        fn = model.enclosing_function(fn)
+    if not isinstance(fn, cst.FunctionDef):
+        return False
+    modes = model.fact(GradMode)
+    for d in fn.decorators:
+        target = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
+        q = model.qualified_name(target) or ""
+        leaf = (q or (target.attr.value if isinstance(target, cst.Attribute) else
+                      target.value if isinstance(target, cst.Name) else "")).rsplit(".", 1)[-1]
+        if leaf in _MODE_NEUTRAL_DECORATORS or q.startswith("torch.") or model.local_function(target) is not None:
+            continue
+        if not modes.disables(d.decorator):
+            return True  # a decorator of another package: it may enter no_grad
+    if fn.name.value == "__init__" or model.call_sites(fn):
+        return False
+    return not model.training.function_events(fn)

@@ -64,6 +64,10 @@ def is_torch_module_class_name(q: str) -> bool:
             and q not in _NN_NOT_MODULES)
 
 
+# The methods a module call runs: ``module(x)`` calls ``__call__``, which calls ``forward``.
+_FORWARD_METHODS = frozenset({"forward", "__call__"})
+
+
 class ModuleFacts:
     """Per-file facts; get the shared instance with :func:`facts`."""
 
@@ -272,6 +276,29 @@ class ModuleFacts:
             elif isinstance(a, cst.ClassDef):
                 return None
         return None
+
+    def runs_in_forward(self, method: cst.FunctionDef, classdef: cst.ClassDef) -> bool:
+        """``method`` is the class's ``forward`` (or ``__call__``), or a method of the class that one
+        of them calls through ``self.<name>(...)``, directly or through other such methods: it runs
+        in every forward pass, in training and in evaluation alike."""
+        body = classdef.body
+        if not isinstance(body, cst.IndentedBlock):
+            return False
+        methods = {s.name.value: s for s in body.body if isinstance(s, cst.FunctionDef)}
+        todo = [m for name, m in methods.items() if name in _FORWARD_METHODS]
+        seen: set[int] = set()
+        while todo:
+            fn = todo.pop()
+            if fn is method:
+                return True
+            if id(fn) in seen:
+                continue
+            seen.add(id(fn))
+            for call in self.model.within(cst.Call, fn):
+                func = call.func
+                if isinstance(func, cst.Attribute) and func.attr.value in methods and self.is_self(func.value, fn):
+                    todo.append(methods[func.attr.value])
+        return False
 
     def module_method(self, node: cst.CSTNode) -> tuple[cst.FunctionDef, cst.ClassDef] | None:
         """Like :meth:`enclosing_method`, only for methods of module classes."""

@@ -2,7 +2,10 @@ from __future__ import annotations
 
 import libcst as cst
 
+from lint_rules.analysis.context import in_test
+from lint_rules.analysis.grad_mode import left_to_callers
 from lint_rules.analysis.kinds import LEAF, PARAMETER, kind_at
+from lint_rules.analysis.requires_grad import still_requires_grad
 from lint_rules.rule import Rule
 from lint_rules.rules.examples import trn103 as examples
 
@@ -20,7 +23,15 @@ class InPlaceUpdateOfLeafRequiringGrad(Rule):
     on a leaf tensor that requires grad: a parameter from `parameters()` or
     `named_parameters()`, an `nn.Parameter`, or a tensor created with
     `requires_grad=True`, when it is not inside `torch.no_grad()` or
-    `torch.inference_mode()` (block or decorator).
+    `torch.inference_mode()` (block or decorator), nor in a function that every
+    caller runs under one. A `Parameter` made with `requires_grad=False` is not
+    flagged. When the file may have switched the leaf's `requires_grad` off (a
+    `requires_grad=flag` argument, `w.requires_grad_(False)`, `p.requires_grad = False`
+    in a loop over the module's parameters, a loop that reads `p.requires_grad`, the
+    parameters of a `copy.deepcopy` such as an EMA or teacher model), or when the
+    grad mode is the callers' to decide (a function that nothing in the file calls
+    and that trains nothing itself, or one under another package's decorator), or in
+    a test, the finding is only possible, reported with `--preview`.
 
     ## Why is this bad?
     Autograd refuses: `RuntimeError: a leaf Variable that requires grad is being
@@ -42,8 +53,9 @@ class InPlaceUpdateOfLeafRequiringGrad(Rule):
     ```
 
     ## Known problems
-    A leaf whose `requires_grad` was switched off later (`w.requires_grad_(False)`)
-    is still treated as requiring grad. Updates through `.data` bypass autograd's
+    Whether `requires_grad` is switched off is read from the file, not from the
+    order of its statements, and not through other files: a module frozen by the
+    caller that hands it in is still treated as requiring grad. Updates through `.data` bypass autograd's
     checks and are not flagged by this rule. `p.grad.zero_()` is not flagged:
     `p.grad` is not the leaf.
 
@@ -83,7 +95,12 @@ class InPlaceUpdateOfLeafRequiringGrad(Rule):
             return
         if self.model.in_no_grad(node):
             return
-        self.report(node)
+        requires = still_requires_grad(self.model, target, node)
+        if requires is not False:
+            # certain only when nothing in the file may have switched its requires_grad off, and
+            # the grad mode is not the unseen callers' to decide
+            self.report(node, certain=requires is True and not left_to_callers(self.model, node)
+                        and not in_test(self.model, node))
 
     def _is_leaf(self, expr: cst.CSTNode, at: cst.CSTNode) -> bool:
         model = self.model

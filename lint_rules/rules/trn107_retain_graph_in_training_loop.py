@@ -2,11 +2,13 @@ from __future__ import annotations
 
 import libcst as cst
 
+from lint_rules.analysis.context import in_test
 from lint_rules.analysis.kinds import (CRITERION, DISTRIBUTED_OPTIMIZER, LEAF, LOADER, MODULE, OPTIMIZER,
                                        SCALER, SCHEDULER)
 from lint_rules.analysis.model import ASSIGN, FOR, PARAM, WITH, is_true, keyword_arg
 from lint_rules.analysis.names import TENSOR_FACTORIES
-from lint_rules.analysis.training import BACKWARD
+from lint_rules.analysis.summaries import Summaries
+from lint_rules.analysis.training import BACKWARD, STEP
 from lint_rules.rule import WARNING, Rule
 from lint_rules.analysis.autograd_flow import value_names
 from lint_rules.rules.examples import trn107 as examples
@@ -26,6 +28,14 @@ class RetainGraphInTrainingLoop(Rule):
     kept graph, and the loss is computed inside the iteration (so the next
     iteration builds its own graph). `retain_graph=<expression>` is left alone:
     `retain_graph=i < n - 1` is the deliberate form.
+
+    A plain `torchcheck lint` reports it in a loop whose iteration runs an
+    optimizer step after the backward: the graph then lives on until the next
+    iteration has built its own. In a per-step helper, or a function that is a whole
+    optimizer step (`zero_grad()`, `backward()`, `step()`) called from anywhere, the
+    graph is freed when the function returns; in a loop with no step the gradients
+    may serve another purpose; a test may keep it on purpose. Those findings are
+    possible, reported with `--preview`.
 
     ## Why is this bad?
     `retain_graph=True` keeps every saved activation of the graph alive after
@@ -61,7 +71,8 @@ class RetainGraphInTrainingLoop(Rule):
 
     ## Known problems
     The rule does not check that the later `backward()` reaches the kept graph: any
-    later backward in the iteration counts. A graph built before the loop from a
+    later backward in the iteration counts, also one run by a helper of the file
+    called there. A graph built before the loop from a
     value the loss depends on is recognised only when that value is assigned to a
     variable before the loop (not through attributes such as `self.features`).
     Higher-order uses that call `torch.autograd.grad` through a helper are not seen.
@@ -102,7 +113,18 @@ class RetainGraphInTrainingLoop(Rule):
             return
         if isinstance(region, _LOOPS) and self._graph_from_before(node, region):
             return
-        self.report(node)
+        self.report(node, certain=isinstance(region, _LOOPS) and self._steps_after(node, region)
+                    and not in_test(self.model, node))
+
+    def _steps_after(self, node: cst.Call, loop: cst.CSTNode) -> bool:
+        """An optimizer step follows the backward in the loop's iteration: the loop trains, and
+        the kept graph lives on until the next iteration's forward has built its own. In a
+        per-step helper the graph is freed when the helper returns, and a loop with no step may
+        be computing gradients for another purpose (per-output gradients, saliency)."""
+        model = self.model
+        here = model.order[id(node)]
+        return any(ev.kind == STEP and ev.index > here and not model.mutually_exclusive(ev.node, node)
+                   for ev in model.training.events_within(loop))
 
     def _is_backward(self, node: cst.Call) -> bool:
         func = node.func
@@ -121,15 +143,18 @@ class RetainGraphInTrainingLoop(Rule):
             return loop if facts.is_training_loop(loop) else None
         fn = model.enclosing_function(node)
         if isinstance(fn, cst.FunctionDef) and (id(fn) in facts.per_iteration_step_functions()
-                                                or id(fn) in facts.step_closures()):
-            return fn
+                                                or id(fn) in facts.step_closures()
+                                                or self._steps_after(node, fn)):
+            return fn  # a helper's step, or a function that is a whole optimizer step itself
         return None
 
     def _later_backward(self, node: cst.Call, region: cst.CSTNode) -> bool:
         """Another backward()/autograd.grad() after ``node`` in the same iteration."""
         model = self.model
         here = model.order[id(node)]
-        for ev in model.training.events_within(region):
+        # a helper called later in the iteration that runs a backward counts too (an actor
+        # update through the critic's features)
+        for ev in [*model.training.events_within(region), *model.fact(Summaries).helper_events(region)]:
             if ev.kind == BACKWARD and ev.index > here and ev.node is not node \
                     and not model.mutually_exclusive(ev.node, node):
                 return True

@@ -192,3 +192,155 @@ def test_a_model_saved_into_an_in_memory_buffer_is_no_checkpoint() -> None:
         """
     every = registry.default_codes(preview=True)
     assert [line for line, _ in _findings(source, "TRN702", every, every)] == [6]
+
+
+# Default-tier rules whose evidence still decides each finding: (source, certain line, possible line).
+DEFAULT_RULE_CORES = {
+    "TRN804": ("""
+        import torch
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        def wrap(rank, device):
+            net = DDP(Net())
+            net.to(device)                               # certain: the wrap saw it on the CPU
+            placed = DDP(Net().cuda(rank), device_ids=[rank])
+            placed.cuda(rank)                            # possible: likely already there
+        """, 6, 8),
+    "TRN103": ("""
+        import copy
+        import torch
+        ema = copy.deepcopy(model)
+        for p in model.parameters():
+            p -= lr * p.grad                             # certain: autograd raises
+        for p in ema.parameters():
+            p.mul_(0.99)                                 # possible: a copy, frozen by its maker
+        """, 6, 8),
+    "TRN107": ("""
+        import torch
+        for x, y in loader:
+            opt.zero_grad()
+            loss = crit(model(x), y)
+            loss.backward(retain_graph=True)             # certain: a step follows, the graph lives on
+            opt.step()
+        def update(batch):
+            opt.zero_grad()
+            loss = crit(model(batch), batch)
+            loss.backward(retain_graph=True)             # possible: freed when the helper returns
+            opt.step()
+        """, 6, 11),
+    "TRN604": ("""
+        import torch.nn.functional as F
+        from torch import nn
+        class Net(nn.Module):
+            def forward(self, x):
+                return F.dropout(self.fc(x), p=0.5)      # certain: every forward, eval() too
+            def training_step(self, x):
+                return F.dropout(x, p=0.5)               # possible: may run in training only
+        """, 6, 8),
+}
+
+
+@pytest.mark.parametrize("code", sorted(DEFAULT_RULE_CORES))
+def test_a_default_rule_keeps_its_possible_findings_for_preview(code: str) -> None:
+    assert code not in registry.PREVIEW_RULES
+    source, certain, possible = DEFAULT_RULE_CORES[code]
+    every = registry.default_codes(preview=True)
+    assert _findings(source, code) == [(certain, "certain")]
+    assert _findings(source, code, every, every) == [(certain, "certain"), (possible, "possible")]
+
+
+@pytest.mark.parametrize("source", [
+    """
+    import torch.nn.functional as F
+    from torch import nn
+    class Prenet(nn.Module):
+        \"\"\"Its dropout is always applied, also at inference (as in Tacotron 2).\"\"\"
+        def forward(self, x):
+            return F.dropout(self.fc(x), p=0.5)
+    """,
+    """
+    import torch.nn.functional as F
+    from torch import nn
+    class ConcreteDropout(nn.Dropout):
+        def forward(self, x):
+            return F.dropout(x, self.p)
+    """,
+    """
+    import torch.nn.functional as F
+    from torch import nn
+    class Block(nn.Module):
+        def forward(self, x, dropout=0.0):
+            return F.dropout(x, dropout)
+    """,
+], ids=["documented-always-on", "dropout-subclass", "caller-chosen-probability"])
+def test_deliberate_dropout_in_forward_waits_for_preview(source: str) -> None:
+    every = registry.default_codes(preview=True)
+    assert _findings(source, "TRN604") == []
+    assert [c for _, c in _findings(source, "TRN604", every, every)] == ["possible"]
+
+
+IN_TESTS = {
+    "TRN804": """
+        import torch
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        def test_wrapper_follows_a_move(device):
+            net = DDP(Net())
+            net.to(device)
+        """,
+    "TRN103": """
+        import torch
+        def test_leaf_update_raises():
+            w = torch.zeros(3, requires_grad=True)
+            w.add_(1.0)
+        """,
+    "TRN107": """
+        import torch
+        class TestLoop:
+            def test_retained_graph(self):
+                for x, y in loader:
+                    opt.zero_grad()
+                    loss = crit(model(x), y)
+                    loss.backward(retain_graph=True)
+                    opt.step()
+        """,
+    "TRN604": """
+        import torch.nn.functional as F
+        from torch import nn
+        def test_dropout_in_eval():
+            class Net(nn.Module):
+                def forward(self, x):
+                    return F.dropout(x, p=0.5)
+        """,
+}
+
+
+@pytest.mark.parametrize("code", sorted(IN_TESTS))
+def test_a_test_of_the_pattern_is_only_possible(code: str) -> None:
+    every = registry.default_codes(preview=True)
+    assert _findings(IN_TESTS[code], code) == []
+    assert [c for _, c in _findings(IN_TESTS[code], code, every, every)] == ["possible"]
+
+
+def test_a_comment_naming_the_bug_is_no_documented_choice() -> None:
+    source = """
+        import torch.nn.functional as F
+        from torch import nn
+        class Net(nn.Module):
+            def forward(self, x):
+                return F.dropout(x, 0.5)  # training defaults to True, so this stays on in eval mode
+        """
+    assert _findings(source, "TRN604") == [(6, "certain")]
+
+
+@pytest.mark.parametrize("fixture", [
+    "manual_sgd__in_place_update_of_leaf.py", "classifier__retain_graph_in_training_loop.py",
+    "residual_classifier__functional_dropout_in_eval.py", "ddp__ddp_model_moved_after_wrap.py",
+    "ddp_train__model_moved_after_wrap.py"])
+def test_the_textbook_fixtures_of_the_default_cores_stay_certain(fixture: str) -> None:
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "fixtures" / "buggy" / fixture
+    source = path.read_text(encoding="utf-8")
+    marked = [i for i, line in enumerate(source.splitlines(), 1) if "# BUG" in line]
+    found = [(f.line, f.confidence) for f in lint_source(source, fixture).findings
+             if f.code in DEFAULT_RULE_CORES]
+    assert found == [(line, "certain") for line in marked]

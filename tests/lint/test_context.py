@@ -127,3 +127,27 @@ def test_third_party_file(label, expected):
 
     model, calls = _calls(THIRD_PARTY)
     assert third_party_file(model, calls[label].args[0].value) is expected
+
+
+def test_documented_reads_comments_of_the_statement_and_docstrings_around_it() -> None:
+    import re
+
+    from lint_rules.analysis.context import documented
+
+    model, calls = _calls('''
+        class Prenet:
+            """Dropout here stays ON at inference."""
+            def forward(self, x):
+                return probe_a(x)
+        def sample(x):
+            # on in every mode: Monte Carlo estimate
+            y = probe_b(x)
+            z = probe_c(y)  # monte carlo again
+            return probe_d(z)
+        def plain(x):
+            """Adds noise."""
+            return probe_e(x)
+        ''')
+    words = re.compile(r"at inference|monte carlo", re.I)
+    assert {k: documented(model, c, words) for k, c in calls.items()} == {
+        "a": True, "b": True, "c": True, "d": False, "e": False}

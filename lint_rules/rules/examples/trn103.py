@@ -78,6 +78,18 @@ VALID = [
             w.clamp_(-1, 1)
         """
     ),
+    Valid(
+        """
+        # a Parameter made with requires_grad=False is a buffer in all but name
+        import torch
+        from torch import nn
+        class Embed(nn.Module):
+            def __init__(self, n, d):
+                super().__init__()
+                self.table = nn.Parameter(torch.empty(n, d), requires_grad=False)
+                self.table.normal_(0, 1)
+        """
+    ),
 ]
 
 INVALID = [

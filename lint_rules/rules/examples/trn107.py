@@ -92,6 +92,26 @@ VALID = [
             opt.step()
         """
     ),
+    Valid(
+        """
+        # a helper called later in the iteration backpropagates through the same features
+        import torch
+        class Agent:
+            def update_policy(self, state):
+                self.pi_opt.zero_grad()
+                (-self.value(state)).mean().backward()
+                self.pi_opt.step()
+
+            def learn(self, batches):
+                for obs, target in batches:
+                    state = self.encoder(obs)
+                    self.v_opt.zero_grad()
+                    loss = (self.value(state) - target).pow(2).mean()
+                    loss.backward(retain_graph=True)
+                    self.v_opt.step()
+                    self.update_policy(state)
+        """
+    ),
 ]
 
 INVALID = [

@@ -75,6 +75,18 @@ VALID = [
                 return self.fc(nn.Dropout(0.1).eval()(h))
         """
     ),
+    Valid(
+        """
+        # a dropout layer of its own that returns early in eval mode
+        import torch.nn as nn
+        import torch.nn.functional as F
+        class SpatialDropout(nn.Module):
+            def forward(self, x):
+                if not self.training or self.p == 0:
+                    return x
+                return F.dropout2d(x.unsqueeze(-1), self.p).squeeze(-1)
+        """
+    ),
 ]
 
 INVALID = [

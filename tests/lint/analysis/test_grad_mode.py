@@ -194,3 +194,36 @@ def test_no_grad_entered_by_hand_switches_grad_off_for_what_follows() -> None:
     modes = GradMode(model)
     # entering enable_grad, or building a no_grad object without entering it, switches nothing off
     assert [modes.set_before(_calls(model, f"f({i})")[0]) for i in range(1, 6)] == [False, True, True, False, False]
+
+
+def test_left_to_callers_when_nothing_here_calls_or_trains() -> None:
+    from lint_rules.analysis.grad_mode import left_to_callers
+
+    model = _model("""
+        import torch
+        import functools
+        from somewhere import inference_only
+        def helper(model):
+            model.mark(1)                         # nothing here calls helper: its callers decide
+        def fit(model, loader):
+            for x in loader:
+                model(x).sum().backward()
+                model.mark(2)                     # trains: grad is on
+        @inference_only
+        def served(model):
+            model.mark(3)                         # another package's decorator may set the mode
+        @functools.lru_cache()
+        def cached(model):
+            model.mark(4)
+        class Net(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.mark(5)                      # constructors run with grad on
+                self.reset()
+            def reset(self):
+                self.mark(6)                      # called from __init__
+        cached(None)
+        model.mark(7)
+        """)
+    marks = [c for c in model.nodes(cst.Call) if isinstance(c.func, cst.Attribute) and c.func.attr.value == "mark"]
+    assert [left_to_callers(model, c) for c in marks] == [True, False, True, False, False, False, False]

@@ -149,3 +149,31 @@ def test_a_name_loaded_with_torch_load_is_no_module_by_its_name_alone() -> None:
     assert facts.is_module_value(used["publish"]) is False  # loaded, then only transformed: unknown
     assert facts.is_module_value(used["resume"]) is True    # or built by another call: the name counts
     assert facts.is_module_value(used["plain"]) is True     # a factory: the name counts
+
+
+def test_runs_in_forward_follows_self_calls_from_forward() -> None:
+    model = FileModel(cst.parse_module(textwrap.dedent("""
+        import torch
+        class Block(torch.nn.Module):
+            def forward(self, x):
+                return self._mix(x)
+            def _mix(self, x):
+                return self._attend(x)
+            def _attend(self, x):
+                return x
+            def training_step(self, batch):
+                return self(batch)
+            def generate(self, x):
+                return self._attend(x)
+        class Wrapper(torch.nn.Module):
+            def __call__(self, x):
+                return self.run(x)
+            def run(self, x):
+                return x
+        """)))
+    facts = model.fact(ModuleFacts)
+    found = {f"{c.name.value}.{m.name.value}": facts.runs_in_forward(m, c)
+             for c in model.nodes(cst.ClassDef) for m in c.body.body if isinstance(m, cst.FunctionDef)}
+    assert found == {"Block.forward": True, "Block._mix": True, "Block._attend": True,
+                     "Block.training_step": False, "Block.generate": False,
+                     "Wrapper.__call__": True, "Wrapper.run": True}

@@ -1,0 +1,107 @@
+"""Device placement of a module value: whether it was already moved (``.to``/``.cuda``/``.cpu``)
+before a point of its function, whether it was built there (so its place is known: where its
+class put it), and whether a move call casts the dtype.
+
+A move of a module that is already where it goes changes nothing; a rule that flags a move
+asks these questions to tell a move that changes the parameters from one that may be a no-op.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from lint_rules.analysis.kinds import MODULE, kind_of
+from lint_rules.analysis.scopes import ASSIGN, dotted, keyword_arg
+
+if TYPE_CHECKING:
+    from lint_rules.analysis.model import FileModel
+
+MOVES = frozenset({"to", "cuda", "cpu"})
+# Methods that return the module they are called on: `Net().cuda().train()` is still moved.
+_SAME_MODULE = frozenset({"train", "eval", "float", "double", "half", "bfloat16", "requires_grad_"})
+# torch dtypes a `.to(...)` casts to (the names of `torch.<dtype>`).
+_DTYPES = frozenset({"float", "float16", "float32", "float64", "half", "double", "bfloat16", "int8",
+                     "uint8", "int16", "int32", "int64", "long", "int", "bool", "complex64", "complex128"})
+_MAX_DEPTH = 4
+
+
+def is_move(call: cst.CSTNode) -> bool:
+    """``<x>.to(...)``, ``<x>.cuda(...)`` or ``<x>.cpu()``."""
+    return isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value in MOVES
+
+
+def casts_dtype(model: "FileModel", call: cst.Call) -> bool:
+    """A ``.to(...)`` that names a torch dtype (``dtype=``, or ``torch.float16`` as an argument):
+    it changes the parameters whatever device they are on."""
+    if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "to"):
+        return False
+    if keyword_arg(call, "dtype") is not None:
+        return True
+    for arg in call.args:
+        if arg.keyword is None:
+            q = model.qualified_name(arg.value)
+            if q is not None and q.startswith("torch.") and q[len("torch."):] in _DTYPES:
+                return True
+    return False
+
+
+def moved_before(model: "FileModel", expr: cst.CSTNode, at: cst.CSTNode, _depth: int = 0) -> bool:
+    """Whether the module value ``expr`` (read at ``at``) was moved to a device before ``at``, as
+    far as its own function shows: ``Net().to(d)`` itself, a name bound to a moved value, or a
+    ``name.to(d)``/``self.net.cuda()`` statement that runs earlier in the same function."""
+    if _depth > _MAX_DEPTH:
+        return False
+    if isinstance(expr, cst.Call):
+        if is_move(expr):
+            return True
+        func = expr.func
+        return isinstance(func, cst.Attribute) and func.attr.value in _SAME_MODULE \
+            and moved_before(model, func.value, at, _depth + 1)
+    text = dotted(expr)
+    if text is None:
+        return False
+    fn = model.enclosing_function(at)
+    index = model.order.get(id(at))
+    if index is None:
+        return False
+    # An earlier `name.to(d)` / `self.net.cuda()` statement in the same function.
+    for call in model.owned(cst.Call, fn):
+        if model.order[id(call)] >= index:
+            break
+        if is_move(call) and dotted(call.func.value) == text and not model.mutually_exclusive(call, at):
+            return True
+    bindings = model.reaching_bindings(expr, at) if isinstance(expr, cst.Name) else model.bindings_of(expr)
+    for b in bindings or ():
+        if b.kind != ASSIGN or b.value is None or model.enclosing_function(b.node) is not fn:
+            continue
+        order = model.order.get(id(b.node))
+        if order is None or order >= index or model.is_inside(at, b.node):
+            continue
+        if moved_before(model, b.value, b.node, _depth + 1):
+            return True
+    return False
+
+
+def built_here(model: "FileModel", expr: cst.CSTNode, at: cst.CSTNode, _depth: int = 0) -> bool:
+    """Whether the module value ``expr`` (read at ``at``) is built in ``at``'s own function: a module
+    class called there (``Net()``, ``nn.Sequential(...)``), directly or through a name bound to one
+    on every path that reaches ``at``. A module handed in, or returned by a factory, may have been
+    moved by whoever made it."""
+    if _depth > _MAX_DEPTH:
+        return False
+    if isinstance(expr, cst.Call):
+        if is_move(expr):
+            return False
+        if kind_of(model, expr) == MODULE:
+            return True
+        leaf = (dotted(expr.func) or "").rsplit(".", 1)[-1]
+        return leaf[:1].isupper()  # a class (by Python's naming convention) called here
+    if not isinstance(expr, cst.Name):
+        return False
+    fn = model.enclosing_function(at)
+    bindings = model.reaching_bindings(expr, at) or []
+    return bool(bindings) and all(
+        b.kind == ASSIGN and b.value is not None and model.enclosing_function(b.node) is fn
+        and built_here(model, b.value, b.node, _depth + 1) for b in bindings)

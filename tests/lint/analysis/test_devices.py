@@ -1,0 +1,88 @@
+"""Whether a module value was already moved to a device before a point, and whether a move casts."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+
+from lint_rules.analysis.devices import casts_dtype, is_move, moved_before
+from lint_rules.analysis.model import FileModel
+
+
+def _model(src: str) -> FileModel:
+    return FileModel(cst.parse_module(textwrap.dedent(src)))
+
+
+def _wraps(model: FileModel) -> list[cst.Call]:
+    return [c for c in model.nodes(cst.Call) if isinstance(c.func, cst.Name) and c.func.value == "Wrap"]
+
+
+def test_moved_before_reads_the_value_its_bindings_and_earlier_statements() -> None:
+    model = _model("""
+        def a(dev):
+            Wrap(Net().to(dev).train())          # moved in the expression itself
+        def b(rank):
+            net = Net().cuda(rank)
+            Wrap(net)                            # bound to a moved value
+        def c(dev):
+            enc = Encoder()
+            enc.to(dev)
+            Wrap(enc)                            # an earlier move statement
+        def d(dev):
+            self.backbone.cuda()
+            Wrap(self.backbone)                  # an attribute moved earlier
+        def e(dev):
+            net = Net()
+            Wrap(net)                            # never moved here
+            net.to(dev)
+        def f(dev, flag):
+            net = Net()
+            if flag:
+                net.to(dev)
+            else:
+                Wrap(net)                        # moved only on the other branch
+        def g(other, dev):
+            other.to(dev)
+            net = Net()
+            Wrap(net)                            # another value was moved
+        """)
+    first = [moved_before(model, w.args[0].value, w) for w in _wraps(model)]
+    assert first == [True, True, True, True, False, False, False]
+
+
+def test_casts_dtype_needs_a_torch_dtype_in_the_call() -> None:
+    model = _model("""
+        import torch
+        net.to(torch.float16)
+        net.to(device=dev, dtype=dtype)
+        net.to(torch.device("cuda"))
+        net.to(dev)
+        net.cuda()
+        """)
+    moves = [c for c in model.nodes(cst.Call) if is_move(c)]
+    assert [casts_dtype(model, c) for c in moves] == [True, True, False, False, False]
+
+
+def test_built_here_needs_a_module_class_called_in_the_same_function() -> None:
+    from lint_rules.analysis.devices import built_here
+
+    model = _model("""
+        import torch.nn as nn
+        def a():
+            Wrap(Net())                           # a class called here
+        def b():
+            net = nn.Sequential(nn.Linear(2, 2))
+            Wrap(net)                             # bound to a torch module
+        def c(net):
+            Wrap(net)                             # handed in: its maker may have moved it
+        def d(cfg):
+            Wrap(build_model(cfg))                # a factory may move what it returns
+        def e(dev):
+            Wrap(Net().to(dev))                   # built and moved
+        def f(net, fresh):
+            if fresh:
+                net = Net()
+            Wrap(net)                             # handed in on one path
+        """)
+    assert [built_here(model, w.args[0].value, w) for w in _wraps(model)] == [True, True, False, False, False, False]
