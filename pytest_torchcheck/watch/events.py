@@ -269,10 +269,12 @@ def call_attributed(original: Callable[..., Any], args: tuple, kwargs: dict) -> 
     wrapper's caller's line instead, as unwatched (see the module's docstring). Called by the wrapper
     itself: the caller is two frames up."""
     __tracebackhide__ = True
-    if threading.current_thread() is not threading.main_thread():
+    # what Python calls to show each warning the filters let through (a private name: where a Python
+    # lacks it, warnings keep the wrapper's line)
+    show = getattr(warnings, "_showwarnmsg", None)
+    if show is None or threading.current_thread() is not threading.main_thread():
         return original(*args, **kwargs)
     caller = sys._getframe(2)
-    show = warnings._showwarnmsg  # what Python calls to show each warning the filters let through
 
     def shown_at_the_caller(message: Any) -> None:
         if message.filename == _HERE:
