@@ -110,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
     if launch is not None:
         if quiet_rank:
             ranks.write(launch, findings, errors, steps)
+            ranks.handed_over(launch)
             return outcome.code
         findings, errors, watched = _merge_ranks(launch, started, findings, errors)
     for error in errors:

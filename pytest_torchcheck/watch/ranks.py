@@ -2,8 +2,8 @@
 
 ``torchrun`` starts one ``torchcheck run`` per rank, each with ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``,
 ``LOCAL_WORLD_SIZE`` and ``TORCHELASTIC_RUN_ID`` in its environment. Each rank but the node's first
-(``LOCAL_RANK`` 0) writes what its watch saw to a folder of this launch (:func:`launch`), and prints
-nothing of its own; the first waits, once its own program ended, for the other ranks of its node (at
+(``LOCAL_RANK`` 0) writes what its watch saw to a folder of this launch (:func:`launch`), prints
+nothing of its own and ends once its report was read (:func:`handed_over`); the first waits, once its own program ended, for the other ranks of its node (at
 most :data:`WAIT_S` seconds) and reports for them all, each finding naming the ranks that saw it
 (:func:`merge`). On one machine that rank is rank 0; on several, each machine's first rank reports for
 that machine's ranks (the folder is on its local disk).
@@ -78,6 +78,24 @@ def write(where: Launch, findings: list[Finding], errors: list[str], steps: int)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         json.dump(data, f)
     os.replace(partial, path)
+
+
+def handed_over(where: Launch, wait_s: float = WAIT_S) -> bool:
+    """Wait until the reporting rank has read this rank's report (it deletes what it reads), at most
+    ``wait_s`` seconds; whether it did.
+
+    A rank that wrote its report and ended at once raced its own ``torch.distributed`` threads: a gloo
+    thread still letting go of the last step's tensors while the interpreter shuts down aborts the
+    process ("terminate called without an active exception"), and ``torchrun`` then stops the reporting
+    rank before it reports. Waiting here, with the interpreter alive and the GIL free, is what the
+    reporting rank does anyway, and its report is in hand before this rank can end badly."""
+    path = os.path.join(where.folder, f"rank-{where.rank}.json")
+    deadline = time.monotonic() + wait_s
+    while os.path.exists(path):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def collect(where: Launch, since: float, wait_s: float = WAIT_S) -> tuple[dict[int, dict], int]:

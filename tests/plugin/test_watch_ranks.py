@@ -53,3 +53,28 @@ def test_the_reporting_rank_reads_the_others_reports_and_skips_stale_ones(tmp_pa
     assert sorted(found) == [1] and missing == 1
     assert found[1]["steps"] == 7 and found[1]["errors"] == ["TRN201: boom"]
     assert [Finding.from_dict(f) for f in found[1]["findings"]] == [finding(4)]
+
+
+def test_a_quiet_rank_ends_once_the_reporting_rank_read_its_report(tmp_path) -> None:
+    import threading
+    import time
+
+    where = ranks.Launch(1, 2, 1, 2, str(tmp_path / "run"))
+    ranks.write(where, [finding(4)], [], 3)
+    leader = ranks.Launch(0, 2, 0, 2, where.folder)
+    since = ranks.now() - 5
+    reader = threading.Timer(0.3, ranks.collect, (leader, since, 1.0))
+    started = time.monotonic()
+    reader.start()
+    assert ranks.handed_over(where, wait_s=20) is True
+    waited = time.monotonic() - started
+    reader.join()
+    assert 0.25 <= waited < 10  # until the report was read, not the whole wait
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_quiet_rank_stops_waiting_for_a_reporting_rank_that_never_reads(tmp_path) -> None:
+    where = ranks.Launch(1, 2, 1, 2, str(tmp_path / "run"))
+    ranks.write(where, [], [], 0)
+    assert ranks.handed_over(where, wait_s=0.2) is False
+    assert (tmp_path / "run" / "rank-1.json").exists()  # left for a reporting rank that comes late
