@@ -30,7 +30,9 @@ class LossAccumulatedWithGraph(Rule):
     Confidence: a local running total in a loop that steps an optimizer, which
     nothing in the loops around it rebinds or clears (`total = 0.0` before the
     loop, `total += loss` inside, nothing else), is *certain* and reported by
-    default: every step's graph stays alive until the loop ends. A sum in a loop
+    default: every step's graph stays alive until the loop ends. A tensor total
+    cleared in place (`total.zero_()`, `total.fill_(0)`) is never reset either:
+    autograd records the in-place op on top of its history, so it is certain too. A sum in a loop
     with no optimizer step (a loss function adding up chunks) may be what the
     caller backpropagates: *possible*. A total reset every N steps (a logging window, gradient
     accumulation) holds N graphs and is *possible* (`--preview`).
@@ -179,10 +181,13 @@ class LossAccumulatedWithGraph(Rule):
         # may hand the sum to a caller's backward.
         if not any(e.kind == STEP for e in model.training.events_within(outermost)):
             return False
-        for call in model.within(cst.Call, outermost):  # total.clear(), total.zero_()
+        # total.clear() empties a list of losses and total.detach_() cuts the history: each frees the
+        # graphs kept so far. An in-place total.zero_() or total.fill_(0) does not: autograd records it
+        # (ZeroBackward) on top of the history, so the chain of every step's graph stays alive.
+        for call in model.within(cst.Call, outermost):
             func = call.func
             if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == name \
-                    and func.attr.value in ("clear", "zero_", "fill_", "pop", "detach_"):
+                    and func.attr.value in ("clear", "pop", "detach_"):
                 return False
         return True
 

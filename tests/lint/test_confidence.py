@@ -182,6 +182,38 @@ def test_possible_shapes_wait_for_preview(shape: str) -> None:
     assert [c for _, c in _findings(source, code, every, every)] == ["possible"]
 
 
+# A running total cleared every N steps: rebinding it or detaching it in place frees the graphs kept
+# so far (N graphs alive: possible); clearing it in place does not, since autograd records the in-place
+# op on top of the history (every graph alive: certain).
+TOTAL_LOOP = """
+    import torch
+    def fit(net, batches, optimiser, loss_of, log_every):
+        {init}
+        for step, (inputs, labels) in enumerate(batches):
+            optimiser.zero_grad()
+            loss = loss_of(net(inputs), labels)
+            loss.backward()
+            optimiser.step()
+            running += loss
+            if step % log_every == 0:
+                print(running.item() / log_every)
+                {reset}
+    """
+
+
+@pytest.mark.parametrize("init, reset, confidence", [
+    ("running = torch.zeros(())", "running.zero_()", "certain"),
+    ("running = torch.tensor(0.0)", "running.fill_(0)", "certain"),
+    ("running = torch.zeros(())", "running.detach_()", "possible"),
+    ("running = torch.zeros(())", "running = torch.zeros(())", "possible"),
+])
+def test_a_total_cleared_in_place_still_holds_every_graph(init: str, reset: str, confidence: str) -> None:
+    source = TOTAL_LOOP.format(init=init, reset=reset)
+    every = registry.default_codes(preview=True)
+    assert _findings(source, "TRN106", every, every) == [(10, confidence)]
+    assert _findings(source, "TRN106") == ([(10, "certain")] if confidence == "certain" else [])
+
+
 def test_a_model_saved_into_an_in_memory_buffer_is_no_checkpoint() -> None:
     source = """
         import io
@@ -334,7 +366,7 @@ def test_a_comment_naming_the_bug_is_no_documented_choice() -> None:
 @pytest.mark.parametrize("fixture", [
     "manual_sgd__in_place_update_of_leaf.py", "classifier__retain_graph_in_training_loop.py",
     "residual_classifier__functional_dropout_in_eval.py", "ddp__ddp_model_moved_after_wrap.py",
-    "ddp_train__model_moved_after_wrap.py"])
+    "ddp_train__model_moved_after_wrap.py", "classifier__loss_accumulated_with_graph.py"])
 def test_the_textbook_fixtures_of_the_default_cores_stay_certain(fixture: str) -> None:
     from pathlib import Path
 
@@ -342,5 +374,5 @@ def test_the_textbook_fixtures_of_the_default_cores_stay_certain(fixture: str) -
     source = path.read_text(encoding="utf-8")
     marked = [i for i, line in enumerate(source.splitlines(), 1) if "# BUG" in line]
     found = [(f.line, f.confidence) for f in lint_source(source, fixture).findings
-             if f.code in DEFAULT_RULE_CORES]
+             if f.code in DEFAULT_RULE_CORES or f.code in CASES]
     assert found == [(line, "certain") for line in marked]
