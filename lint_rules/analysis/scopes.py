@@ -269,6 +269,8 @@ class ScopeModel:
         self._backward_names: set[tuple[int, str]] | None = None
         self._def_names: frozenset[str] | None = None
         self._call_sites: dict[int, list[cst.Call]] | None = None
+        self._methods: dict[tuple[int, str], cst.FunctionDef | None] = {}
+        self._subclasses: dict[int, list[cst.ClassDef]] | None = None
 
     def dispose(self) -> None:
         """Drop everything this model holds, once its file is done.
@@ -774,14 +776,71 @@ class ScopeModel:
             cls = self.scope_at(expr)
             while cls is not None and cls.kind != "class":
                 cls = cls.parent
-            bindings = cls.bindings.get(expr.attr.value) if cls is not None else None
+            return self.method(cls.node, expr.attr.value) if cls is not None else None
         else:
             return None
-        # A parameter's binding value is its own function: only a real `def` counts.
-        if bindings and len(bindings) == 1 and bindings[0].kind == DEF \
-                and isinstance(bindings[0].value, cst.FunctionDef):
-            return bindings[0].value
-        return None
+        return _one_def(bindings)
+
+    def method(self, cls: cst.ClassDef, name: str) -> cst.FunctionDef | None:
+        """The ``def`` that ``self.<name>()`` runs in a method of ``cls``, within this file: the class's
+        own method, else the nearest one of its base classes defined in this file (depth first, left to
+        right); where that is missing or a stub (``raise NotImplementedError``, ``pass``, ``...``), the
+        one subclass of this file that defines it (a template method whose one implementation is here).
+        None when no single ``def`` is known: a stub implemented several times or in other files runs
+        code this file cannot name."""
+        cache = self._methods
+        key = (id(cls), name)
+        if key in cache:
+            return cache[key]
+        found = None
+        seen: set[int] = set()
+        stack = [cls]
+        while stack and found is None:
+            node = stack.pop()
+            if id(node) in seen or len(seen) > 16:
+                continue
+            seen.add(id(node))
+            scope = self.scope_for_node.get(id(node))
+            bindings = scope.bindings.get(name) if scope is not None else None
+            if bindings:
+                found = _one_def(bindings)
+                break  # the name is bound here: a base's method is shadowed, whatever the binding
+            stack.extend(reversed(self.file_bases(node)))
+        if found is None or _is_stub(found):
+            overrides = [fn for sub in self.file_subclasses(cls)
+                         if (fn := _one_def((self.scope_for_node[id(sub)].bindings.get(name) or ()))) is not None
+                         and not _is_stub(fn)]
+            # a stub whose implementations are several, or elsewhere, runs code this file cannot name
+            found = overrides[0] if len(overrides) == 1 else None
+        cache[key] = found
+        return found
+
+    def file_bases(self, cls: cst.ClassDef) -> list[cst.ClassDef]:
+        """The base classes of ``cls`` that are classes of this file, in order."""
+        out = []
+        for arg in cls.bases:
+            if arg.keyword is None and isinstance(arg.value, cst.Name):
+                bound = self.lookup(arg.value.value, self.scope_at(cls))
+                if bound and len(bound) == 1 and bound[0].kind == CLASS and bound[0].value is not cls:
+                    out.append(bound[0].value)
+        return out
+
+    def file_subclasses(self, cls: cst.ClassDef) -> list[cst.ClassDef]:
+        """Every class of this file that derives from ``cls``, directly or not."""
+        children = self._subclasses
+        if children is None:
+            children = self._subclasses = {}
+            for node in self.nodes(cst.ClassDef):
+                for base in self.file_bases(node):
+                    children.setdefault(id(base), []).append(node)
+        out: list[cst.ClassDef] = []
+        stack = list(children.get(id(cls), ()))
+        while stack and len(out) < 64:
+            node = stack.pop()
+            if node not in out and node is not cls:
+                out.append(node)
+                stack.extend(children.get(id(node), ()))
+        return out
 
     def call_sites(self, fn: cst.FunctionDef) -> list[cst.Call]:
         """The calls in this file that call ``fn`` (through its name or ``self.<name>``)."""
@@ -844,3 +903,37 @@ _BUILTINS = frozenset({"float", "int", "bool", "print", "isinstance", "len", "li
                        "tuple", "set", "enumerate", "zip", "range", "iter", "next", "getattr",
                        "setattr", "super", "type", "str", "repr", "sum", "max", "min", "abs",
                        "round", "sorted", "map", "filter"})
+
+
+def _one_def(bindings) -> cst.FunctionDef | None:
+    """The function when ``bindings`` are one ``def`` (a parameter's binding value is its own
+    function: only a real ``def`` counts)."""
+    if bindings and len(bindings) == 1 and bindings[0].kind == DEF and isinstance(bindings[0].value, cst.FunctionDef):
+        return bindings[0].value
+    return None
+
+
+def _is_stub(fn: cst.FunctionDef) -> bool:
+    """A body that only declares the method: a docstring, ``pass``, ``...`` or ``raise
+    NotImplementedError``."""
+    body = fn.body
+    if not isinstance(body, cst.IndentedBlock):
+        statements = [body]
+    else:
+        statements = list(body.body)
+    for statement in statements:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            return False
+        for small in statement.body:
+            if isinstance(small, cst.Pass):
+                continue
+            if isinstance(small, cst.Expr) and isinstance(small.value, (cst.SimpleString, cst.ConcatenatedString,
+                                                                        cst.Ellipsis)):
+                continue
+            if isinstance(small, cst.Raise) and small.exc is not None:
+                exc = small.exc.func if isinstance(small.exc, cst.Call) else small.exc
+                if isinstance(exc, cst.Name) and exc.value == "NotImplementedError":
+                    continue
+            return False
+    return True
+

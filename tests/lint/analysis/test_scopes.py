@@ -80,3 +80,82 @@ def test_nothing_of_a_type_the_walk_did_not_collect() -> None:
     model = _model()
     assert model.within(cst.Subscript, model.module) == []  # no rule asked for Subscript nodes
     assert model.owned(cst.Subscript, None) == []
+
+
+# ---------------------------------------------------------------- which def `self.<method>()` runs
+HIERARCHY = """
+class Engine:
+    def run_epoch(self):
+        return "engine"
+
+class Loop(Engine):
+    def fit(self):
+        self.run_epoch()          # inherited from Engine
+        self.hook()               # a stub here, one implementation below
+        self.score()              # a stub with two implementations: unknown
+        self.log()                # nowhere
+
+    def hook(self):
+        raise NotImplementedError
+
+    def score(self):
+        "Implemented by subclasses."
+        ...
+
+class Shadowed(Loop):
+    run_epoch = None
+
+    def again(self):
+        self.run_epoch()          # bound to a value here: not the base's def
+        self.fit()                # two levels up
+
+class Impl(Loop):
+    def hook(self):
+        return 1
+
+    def score(self):
+        return 2
+
+class Other(Loop):
+    def score(self):
+        return 3
+"""
+
+
+def _called(source: str) -> dict[str, str | None]:
+    """Each `self.<m>()` call's target, as '<class>.<method>' of the def found, or None."""
+    model = FileModel(cst.parse_module(textwrap.dedent(source)))
+    classes = {id(fn): cls.name.value for cls in model.nodes(cst.ClassDef) for fn in cls.body.body
+               if isinstance(fn, cst.FunctionDef)}
+    out = {}
+    for call in model.nodes(cst.Call):
+        func = call.func
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+            fn = model.local_function(func)
+            caller = model.enclosing_function(call).name.value
+            out[f"{caller}:{func.attr.value}"] = None if fn is None else f"{classes[id(fn)]}.{fn.name.value}"
+    return out
+
+
+def test_a_method_call_reaches_the_base_class_def_or_the_one_implementation_of_a_stub() -> None:
+    assert _called(HIERARCHY) == {
+        "fit:run_epoch": "Engine.run_epoch",
+        "fit:hook": "Impl.hook",
+        "fit:score": None,
+        "fit:log": None,
+        "again:run_epoch": None,
+        "again:fit": "Loop.fit",
+    }
+
+
+def test_a_base_named_like_no_class_of_the_file_is_not_followed() -> None:
+    source = """
+    from elsewhere import Base
+    class Loop(Base):
+        def fit(self):
+            self.step_all()
+    class Base2:
+        def step_all(self):
+            pass
+    """
+    assert _called(source) == {"fit:step_all": None}
