@@ -411,7 +411,7 @@ def _call_kind(model: "FileModel", call: cst.Call, depth: int) -> str | None:
                 and not q.startswith(("torch.distributed.", "torch.cuda.", "torch.backends.",
                                       "torch.utils.", "torch.optim.", "torch.jit.", "torch.nn.init.")):
             return TENSOR
-        return None
+        return _project_class_kind(model, func)
     if isinstance(func, cst.Name):
         bindings = model.bindings_of(func)
         if bindings and len(bindings) == 1:
@@ -443,3 +443,15 @@ def _call_kind(model: "FileModel", call: cst.Call, depth: int) -> str | None:
     if callee == MODULE:
         return TENSOR
     return None
+
+
+def _project_class_kind(model: "FileModel", func: cst.CSTNode) -> str | None:
+    """``Encoder(...)`` where ``Encoder`` is a class of another file of the project that subclasses
+    ``nn.Module`` (through any chain of the project's own bases): the project summaries say."""
+    project = getattr(model, "project_facts", None)
+    if project is None or not isinstance(func, (cst.Name, cst.Attribute)):
+        return None
+    if not project.is_module_class(model, func):
+        return None
+    # a loss module, spelled as torch spells its own (`nn.CrossEntropyLoss`, `PITLossWrapper`)
+    return CRITERION if "Loss" in (dotted(func) or "").rsplit(".", 1)[-1] else MODULE
