@@ -4,9 +4,12 @@ Kinds: ``optimizer``, ``scaler``, ``scheduler``, ``sampler`` (a DistributedSampl
 ``loader``, ``criterion`` (a loss module), ``loss`` (a loss value), ``module``,
 ``parameter``, ``leaf`` (a tensor created with ``requires_grad=True``), ``tensor``.
 
-Resolution goes through imports and assignments first. Variable names are a
-last-resort hint, used only for optimizers, scalers and schedulers whose
-construction is out of sight (a parameter, ``self.optimizer`` set elsewhere).
+Resolution goes through imports and assignments first; a call of a class of
+another project file is a module when the project's summaries say that class
+subclasses ``nn.Module``. Variable names are a last-resort hint, used only for
+optimizers, scalers and schedulers whose construction is out of sight (a
+parameter, ``self.optimizer`` set elsewhere), and never for a parameter whose
+annotation or docstring declares plain data (``model (dict): ...``).
 """
 
 from __future__ import annotations
