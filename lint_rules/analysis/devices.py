@@ -105,3 +105,84 @@ def built_here(model: "FileModel", expr: cst.CSTNode, at: cst.CSTNode, _depth: i
     return bool(bindings) and all(
         b.kind == ASSIGN and b.value is not None and model.enclosing_function(b.node) is fn
         and built_here(model, b.value, b.node, _depth + 1) for b in bindings)
+
+
+_ACCELERATORS = ("cuda", "mps", "xpu")
+_MAX_PIN_DEPTH = 10
+# Methods of a tensor that keep its device: `torch.arange(n, device="cuda").float()` is still on the GPU.
+_KEEPS_DEVICE = frozenset({"float", "double", "half", "bfloat16", "long", "int", "bool", "view", "reshape",
+                           "unsqueeze", "squeeze", "expand", "repeat", "t", "transpose", "permute", "flatten",
+                           "contiguous", "clone", "detach", "requires_grad_", "fill_", "zero_", "normal_",
+                           "uniform_", "mul", "add", "sub", "div", "neg", "abs", "exp", "log", "sqrt"})
+
+
+def pinned_to_accelerator(model: "FileModel", expr: cst.CSTNode, _depth: int = 0) -> bool:
+    """Whether the tensor value ``expr`` is put on an accelerator that the code picks itself, not one
+    handed in: ``torch.zeros(n, device="cuda")``, ``t.cuda()``, ``t.to(torch.device("cuda" if
+    torch.cuda.is_available() else "cpu"))``, directly or through a local name bound to such a device
+    or tensor. A device taken from a parameter, an input or the module (``device=x.device``,
+    ``.to(device)`` with ``device`` passed in) follows whoever chose it, and is not pinned."""
+    if _depth > _MAX_PIN_DEPTH:
+        return False
+    if isinstance(expr, cst.Call):
+        func = expr.func
+        device = keyword_arg(expr, "device")
+        if device is not None and names_accelerator(model, device.value, _depth + 1):
+            return True
+        if isinstance(func, cst.Attribute):
+            method = func.attr.value
+            if method == "cuda":
+                return True
+            if method == "to":
+                target = device.value if device is not None else next(
+                    (a.value for a in expr.args if a.keyword is None), None)
+                if target is not None and names_accelerator(model, target, _depth + 1):
+                    return True
+            if method in _KEEPS_DEVICE or method == "to" and not _moves(expr):
+                return pinned_to_accelerator(model, func.value, _depth + 1)
+        return False
+    if isinstance(expr, cst.BinaryOperation):
+        return pinned_to_accelerator(model, expr.left, _depth + 1) \
+            or pinned_to_accelerator(model, expr.right, _depth + 1)
+    if isinstance(expr, cst.UnaryOperation):
+        return pinned_to_accelerator(model, expr.expression, _depth + 1)
+    if isinstance(expr, cst.Subscript):
+        return pinned_to_accelerator(model, expr.value, _depth + 1)
+    if isinstance(expr, cst.Name):
+        bindings = model.bindings_of(expr) or []
+        return bool(bindings) and all(b.kind == ASSIGN and b.value is not None for b in bindings) \
+            and any(pinned_to_accelerator(model, b.value, _depth + 1) for b in bindings)
+    return False
+
+
+def _moves(call: cst.Call) -> bool:
+    """A ``.to(...)`` that names a device (rather than only a dtype or ``non_blocking=``)."""
+    if keyword_arg(call, "device") is not None:
+        return True
+    first = next((a.value for a in call.args if a.keyword is None), None)
+    name = dotted(first) if isinstance(first, cst.Attribute) else None
+    return first is not None and not (name is not None and name.startswith("torch.")
+                                      and name[len("torch."):] in _DTYPES)
+
+
+def names_accelerator(model: "FileModel", expr: cst.CSTNode, _depth: int = 0) -> bool:
+    """Whether the device expression ``expr`` is an accelerator the code names itself: ``"cuda"``,
+    ``"cuda:0"``, ``torch.device("cuda")``, ``"cuda" if torch.cuda.is_available() else "cpu"``, or a
+    local name bound only to those."""
+    if _depth > _MAX_PIN_DEPTH:
+        return False
+    if isinstance(expr, cst.SimpleString):
+        value = expr.evaluated_value
+        return isinstance(value, str) and value.split(":", 1)[0] in _ACCELERATORS
+    if isinstance(expr, cst.IfExp):
+        # `"cuda" if torch.cuda.is_available() else "cpu"`: the accelerator wherever there is one
+        return names_accelerator(model, expr.body, _depth + 1)
+    if isinstance(expr, cst.Call):
+        if model.qualified_name(expr.func) == "torch.device" and expr.args:
+            return names_accelerator(model, expr.args[0].value, _depth + 1)
+        return False
+    if isinstance(expr, cst.Name):
+        bindings = model.bindings_of(expr) or []
+        return bool(bindings) and all(b.kind == ASSIGN and b.value is not None
+                                      and names_accelerator(model, b.value, _depth + 1) for b in bindings)
+    return False

@@ -4,9 +4,12 @@ Kinds: ``optimizer``, ``scaler``, ``scheduler``, ``sampler`` (a DistributedSampl
 ``loader``, ``criterion`` (a loss module), ``loss`` (a loss value), ``module``,
 ``parameter``, ``leaf`` (a tensor created with ``requires_grad=True``), ``tensor``.
 
-Resolution goes through imports and assignments first. Variable names are a
-last-resort hint, used only for optimizers, scalers and schedulers whose
-construction is out of sight (a parameter, ``self.optimizer`` set elsewhere).
+Resolution goes through imports and assignments first; a call of a class of
+another project file is a module when the project's summaries say that class
+subclasses ``nn.Module``. Variable names are a last-resort hint, used only for
+optimizers, scalers and schedulers whose construction is out of sight (a
+parameter, ``self.optimizer`` set elsewhere), and never for a parameter whose
+annotation or docstring declares plain data (``model (dict): ...``).
 """
 
 from __future__ import annotations
@@ -160,6 +163,8 @@ def _kind_from_bindings(model: "FileModel", expr: cst.CSTNode, bindings, depth: 
     if len(kinds) == 1:
         return kinds.pop()
     if not kinds:
+        if any(b.kind == PARAM and declares_plain_data(model, b.node, b.value) for b in bindings or ()):
+            return None  # `model (dict): ...`: the author said what it holds, the name says less
         return name_hint(dotted(expr))
     if kinds <= {LOSS, TENSOR}:
         return LOSS
@@ -189,6 +194,61 @@ def _binding_kind(model: "FileModel", b, depth: int, expr: cst.CSTNode) -> str |
         if isinstance(param, cst.Param) and isinstance(b.value, cst.FunctionDef):
             return _call_site_kind(model, param, b.value, depth)
         return None
+    return None
+
+
+# Types that hold plain data, never a module, optimizer or tensor: a parameter declared as one of them
+# (annotation or docstring) is not guessed from its name.
+_PLAIN_DATA_TYPES = frozenset(
+    "dict Dict OrderedDict Mapping MutableMapping DefaultDict defaultdict TypedDict list List tuple Tuple "
+    "Sequence set Set frozenset FrozenSet str bytes int float bool Path PathLike".split())
+_PLAIN_DATA_QUALIFIED = re.compile(r"^(builtins|typing|collections(\.abc)?|pathlib|os)\.(\w+)$")
+
+
+def _plain_data_type(text: str) -> bool:
+    """``dict``, ``Dict[str, Any]``, ``dict, optional``, ``Optional[dict]``, ``str or Path``: every
+    alternative the text names is plain data."""
+    text = re.sub(r"\b(optional|Optional|None|NoneType|typing\.|collections\.abc\.|collections\.|os\.|pathlib\.)\b",
+                  " ", text)
+    text = re.sub(r"\[.*\]", " ", text)  # element types say nothing about the container
+    words = [w for w in re.split(r"[\s,|]+|\bor\b", text) if w]
+    return bool(words) and all(w in _PLAIN_DATA_TYPES for w in words)
+
+
+def declares_plain_data(model: "FileModel", param: cst.CSTNode, fn: cst.CSTNode | None) -> bool:
+    """``param`` of ``fn`` is declared to hold plain data (a dict, a list, a string, a path...): by
+    its annotation (``model: dict``) or by the function's docstring, Google style (``model (dict):
+    ...``), NumPy style (``model : Dict[str, Any]``) or Sphinx style (``:type model: dict``)."""
+    if not isinstance(param, cst.Param):
+        return False
+    if param.annotation is not None:
+        annotation = param.annotation.annotation
+        q = model.qualified_name(annotation) if isinstance(annotation, (cst.Name, cst.Attribute)) else None
+        match = _PLAIN_DATA_QUALIFIED.match(q or "")
+        if match is not None:
+            return match.group(3) in _PLAIN_DATA_TYPES
+        if isinstance(annotation, cst.SimpleString):
+            return _plain_data_type(annotation.evaluated_value or "")
+        if isinstance(annotation, cst.Subscript):
+            return _plain_data_type(dotted(annotation.value) or "")
+        return False
+    declared = documented_type(fn, param.name.value) if isinstance(fn, cst.FunctionDef) else None
+    return declared is not None and _plain_data_type(declared)
+
+
+def documented_type(fn: cst.FunctionDef, name: str) -> str | None:
+    """The type ``fn``'s docstring gives its parameter ``name``, as written, or None."""
+    doc = fn.get_docstring(clean=True)
+    if not doc:
+        return None
+    word = re.escape(name)
+    for pattern in (rf"^\s*{word}\s*\(([^)\n]+)\)\s*:",  # Google: name (type): text
+                    rf"^\s*{word}\s+:\s+(\S[^\n]*)$",  # NumPy: name : type
+                    rf":type\s+{word}\s*:\s*([^\n]+)",  # Sphinx: :type name: type
+                    rf":param\s+(\w[\w\[\], .]*?)\s+{word}\s*:"):  # Sphinx: :param type name:
+        match = re.search(pattern, doc, re.M)
+        if match is not None:
+            return match.group(1).strip()
     return None
 
 
@@ -354,7 +414,7 @@ def _call_kind(model: "FileModel", call: cst.Call, depth: int) -> str | None:
                 and not q.startswith(("torch.distributed.", "torch.cuda.", "torch.backends.",
                                       "torch.utils.", "torch.optim.", "torch.jit.", "torch.nn.init.")):
             return TENSOR
-        return None
+        return _project_class_kind(model, func)
     if isinstance(func, cst.Name):
         bindings = model.bindings_of(func)
         if bindings and len(bindings) == 1:
@@ -386,3 +446,15 @@ def _call_kind(model: "FileModel", call: cst.Call, depth: int) -> str | None:
     if callee == MODULE:
         return TENSOR
     return None
+
+
+def _project_class_kind(model: "FileModel", func: cst.CSTNode) -> str | None:
+    """``Encoder(...)`` where ``Encoder`` is a class of another file of the project that subclasses
+    ``nn.Module`` (through any chain of the project's own bases): the project summaries say."""
+    project = getattr(model, "project_facts", None)
+    if project is None or not isinstance(func, (cst.Name, cst.Attribute)):
+        return None
+    if not project.is_module_class(model, func):
+        return None
+    # a loss module, spelled as torch spells its own (`nn.CrossEntropyLoss`, `PITLossWrapper`)
+    return CRITERION if "Loss" in (dotted(func) or "").rsplit(".", 1)[-1] else MODULE

@@ -66,6 +66,13 @@ def is_torch_module_class_name(q: str) -> bool:
 
 # The methods a module call runs: ``module(x)`` calls ``__call__``, which calls ``forward``.
 _FORWARD_METHODS = frozenset({"forward", "__call__"})
+# Methods only an nn.Module has (an optimizer has state_dict() and zero_grad(), a tensor to() and
+# requires_grad_(), a Lightning or gym object train()/eval()): calling one says what the receiver is.
+_MODULE_ONLY_METHODS = frozenset({
+    "parameters", "named_parameters", "buffers", "named_buffers", "modules", "named_modules",
+    "children", "named_children", "register_forward_hook", "register_forward_pre_hook",
+    "register_full_backward_hook", "register_full_backward_pre_hook",
+})
 
 
 class ModuleFacts:
@@ -75,6 +82,7 @@ class ModuleFacts:
         self.model = model
         self._module_class: dict[int, bool | None] = {}
         self._scope_calls: dict[int, list[cst.Call]] | None = None
+        self._module_uses: set[tuple[int, str]] | None = None
 
     # ---------------------------------------------------------------- classes
     def is_module_class(self, classdef: cst.ClassDef) -> bool:
@@ -353,7 +361,33 @@ class ModuleFacts:
         if kind_of(model, expr) in (MODULE, CRITERION):
             # known from an annotation, or guessed from the name: `model_state` is not a model
             return not _NOT_A_MODULE_NAME.search((dotted(expr) or "").rsplit(".", 1)[-1])
-        return self._from_module_container(expr)
+        return self._from_module_container(expr) or self.used_as_module(expr)
+
+    def used_as_module(self, expr: cst.CSTNode) -> bool:
+        """The file calls a method only an ``nn.Module`` has on the value ``expr`` holds: on the same
+        local name in its function (``critic.parameters()``), or on the same ``self.<attr>`` in any
+        method of its class (``self.actor.parameters()`` given to an optimizer in ``__init__``)."""
+        text = dotted(expr)
+        if text is None or not isinstance(expr, (cst.Name, cst.Attribute)):
+            return False
+        if self._module_uses is None:
+            uses: set[tuple[int, str]] = set()
+            for call in self.model.nodes(cst.Call):
+                func = call.func
+                if isinstance(func, cst.Attribute) and func.attr.value in _MODULE_ONLY_METHODS:
+                    receiver = dotted(func.value)
+                    if receiver is not None:
+                        uses.add((id(self._use_scope(func.value, receiver)), receiver))
+            self._module_uses = uses
+        return (id(self._use_scope(expr, text)), text) in self._module_uses
+
+    def _use_scope(self, expr: cst.CSTNode, text: str) -> cst.CSTNode | None:
+        """Where a spelling means one value: ``self.x`` within its class, a name within its function."""
+        if text.startswith("self."):
+            found = self.enclosing_method(expr)
+            if found is not None:
+                return found[1]
+        return self.model.enclosing_function(expr)
 
     def _from_module_container(self, expr: cst.CSTNode) -> bool:
         """``layer`` in ``for layer in self.layers`` (an ``nn.ModuleList``), ``for m in

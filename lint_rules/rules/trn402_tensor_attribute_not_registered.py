@@ -4,6 +4,7 @@ from collections import Counter
 
 import libcst as cst
 
+from lint_rules.analysis.devices import pinned_to_accelerator
 from lint_rules.analysis.model import ASSIGN, is_true, keyword_arg
 from lint_rules.analysis.names import NON_TENSOR_TORCH, PARAMETER, TENSOR_FACTORIES
 from lint_rules.rule import ERROR, WARNING, Rule
@@ -13,6 +14,7 @@ from lint_rules.rules.examples import trn402 as examples
 
 TENSOR = "tensor"
 LEAF = "leaf"  # requires_grad=True
+PINNED = "pinned"  # a tensor put on an accelerator that __init__ picks itself ("cuda", .cuda())
 
 # Legacy typed constructors: torch.FloatTensor(3, 4) and friends.
 _TYPED_CONSTRUCTORS = frozenset(
@@ -78,7 +80,11 @@ class TensorAttributeNotRegistered(Rule):
     attribute is never trained: *certain*, reported by default. A plain tensor
     attribute is *possible* (`--preview`): on code nobody here had read, none of
     the sampled ones was worth a change (a constant that never leaves the CPU, a
-    cache the module refreshes).
+    cache the module refreshes), except one that `__init__` puts on an accelerator
+    it picks itself (`device="cuda"`, `.cuda()`, `torch.device("cuda" if
+    torch.cuda.is_available() else "cpu")`): that module cannot be moved or
+    replicated, so that finding is *certain*. A device handed in (`.to(device)`)
+    keeps the finding possible.
 
     ## Known problems
     Only tensors created in `__init__`, or in a method of the class that only
@@ -135,6 +141,8 @@ class TensorAttributeNotRegistered(Rule):
             return
         attr = self_attribute(target, found[0])
         if attr is not None:
+            if kind == TENSOR and pinned_to_accelerator(self.model, value):
+                kind = PINNED
             self._candidates.append((found[1], attr, stmt, kind))
 
     def finish(self) -> None:
@@ -151,6 +159,10 @@ class TensorAttributeNotRegistered(Rule):
                 self.report(stmt, "Tensor with requires_grad=True assigned to a module attribute is not "
                                   "an nn.Parameter: the optimizer never sees it, so it is never trained",
                             ERROR, certain=True)
+            elif kind == PINNED:
+                self.report(stmt, "Tensor attribute placed on a GPU chosen at construction is not registered: "
+                                  "model.to()/.cpu() and DataParallel replicas leave it where it is, and "
+                                  "state_dict() misses it; register it with register_buffer", certain=True)
             else:
                 self.report(stmt)
 

@@ -15,8 +15,9 @@ class ForwardCalledDirectly(Rule):
     ## What it does
     Flags `module.forward(x)` on an `nn.Module` instance: a model built from a
     `torch.nn` class or a module class of the same file, `self.<submodule>`,
-    `self` inside a module class, a layer taken from an `nn.ModuleList`, or, as a
-    last resort, a variable named like a model (`model`, `net`, `*_model`). Quiet
+    `self` inside a module class, a layer taken from an `nn.ModuleList`, a value
+    the file calls a method only modules have on (`self.actor.parameters()`), or,
+    as a last resort, a variable named like a model (`model`, `net`, `*_model`). Quiet
     for `super().forward(x)` and for `Base.forward(self, x)` called on a class, for
     `self.forward(x)` in the module's own methods (a `predict` or `training_step`:
     the hooks of DDP and FSDP sit on the wrapper that called the outer method), in

@@ -59,7 +59,8 @@ class WholeModelSaved(Rule):
     Tests (`def test_*`, `unittest.TestCase` methods) are not reported.
     A variable whose value is out of sight is taken for a module only by its name
     (`model`, `net`, `*_model`), so `torch.save(model, path)` on something else
-    called `model` is flagged. Saving a whole model on purpose (a
+    called `model` is flagged, unless its annotation or the function's docstring
+    declares plain data (`model: dict`, `model (dict): ...`). Saving a whole model on purpose (a
     `torch.package`-free export for one fixed codebase) is a legitimate but
     fragile choice; suppress with `# noqa: TRN702`. TorchScript archives
     (`torch.jit.save`) are not affected and not flagged.

@@ -18,16 +18,27 @@ _REPLACEMENTS: dict[str, str] = {
     "torch.cuda.amp.autocast_mode.autocast": 'torch.autocast("cuda")',
     "torch.cpu.amp.autocast": 'torch.autocast("cpu")',
     "torch.cpu.amp.autocast_mode.autocast": 'torch.autocast("cpu")',
+    "torch.cuda.amp.custom_fwd": 'torch.amp.custom_fwd(device_type="cuda")',
+    "torch.cuda.amp.autocast_mode.custom_fwd": 'torch.amp.custom_fwd(device_type="cuda")',
+    "torch.cuda.amp.custom_bwd": 'torch.amp.custom_bwd(device_type="cuda")',
+    "torch.cuda.amp.autocast_mode.custom_bwd": 'torch.amp.custom_bwd(device_type="cuda")',
 }
 # The torch release that introduced each replacement.
-_INTRODUCED: dict[str, tuple[int, int]] = {"torch.amp.GradScaler": (2, 3), "torch.autocast": (1, 10)}
+_INTRODUCED: dict[str, tuple[int, int]] = {"torch.amp.GradScaler": (2, 3), "torch.autocast": (1, 10),
+                                           "torch.amp.custom_fwd": (2, 4), "torch.amp.custom_bwd": (2, 4)}
+# The torch release that introduced each deprecated module: code that uses it unguarded does not run on an
+# older torch, so a declared floor below it is stale (never raised as the code moved on) and says nothing
+# about which versions the project supports.
+_OLD_SINCE: dict[str, tuple[int, int]] = {"torch.cuda.amp": (1, 6), "torch.cpu.amp": (1, 10)}
+# Decorators whose replacement takes the device as the keyword-only `device_type`.
+_DECORATORS = frozenset({"custom_fwd", "custom_bwd"})
 _FALLBACK_ERRORS = re.compile(r"ImportError|ModuleNotFoundError|AttributeError|TypeError")
 # A torch version test: `torch.__version__`, `version.parse(...)`, `hasattr(torch.amp, ...)`, or a flag
 # named for one (`_TORCH_GE_2_4`, `is_torch_greater_or_equal(...)`, `TORCH_2_3_PLUS`).
 _VERSION_TEST = re.compile(r"version|hasattr\(|torch\w*_(?:ge|gt|le|lt|greater|less|older|newer|at_least|before)"
                            r"(?:_|\b)|torch_?\d", re.I)
 _TYPE_CHECKS = frozenset({"builtins.isinstance", "builtins.issubclass"})
-_LEAVES = frozenset({"GradScaler", "autocast"})
+_LEAVES = frozenset({"GradScaler", "autocast", *_DECORATORS})
 # The old autocast classes take (enabled, dtype, cache_enabled); torch.autocast takes
 # (device_type, dtype, enabled, cache_enabled): positional arguments become keywords.
 _AUTOCAST_PARAMS = ("enabled", "dtype", "cache_enabled")
@@ -40,19 +51,24 @@ _MODULES = frozenset({"torch.cuda.amp", "torch.cuda.amp.grad_scaler", "torch.cud
 class DeprecatedAmpApi(Rule):
     """
     ## What it does
-    Flags `torch.cuda.amp.GradScaler`, `torch.cuda.amp.autocast` and
-    `torch.cpu.amp.autocast` under any spelling: a dotted use
+    Flags `torch.cuda.amp.GradScaler`, `torch.cuda.amp.autocast`,
+    `torch.cpu.amp.autocast` and the custom autograd function decorators
+    `torch.cuda.amp.custom_fwd`/`custom_bwd` under any spelling: a dotted use
     (`torch.cuda.amp.autocast()`, `amp.GradScaler()` after `from torch.cuda import
     amp`) is reported where it is used, and `from torch.cuda.amp import autocast` is
     reported at the import.
 
     Confidence: a finding whose replacement the project's declared torch floor
     lacks is *possible* (`--preview`): the floor has to rise first, which a
-    maintainer keeping old torch versions may not want.
+    maintainer keeping old torch versions may not want. A floor older than the
+    deprecated module itself (`torch>=1.4` in a project that uses `torch.cuda.amp`,
+    which appeared in 1.6) was left behind as the code moved on and is not taken
+    as a floor.
 
     ## Why is this bad?
     These device-specific entry points are deprecated since PyTorch 2.4 in favour of
-    the device-generic `torch.amp.GradScaler("cuda")` and `torch.autocast("cuda")`.
+    the device-generic `torch.amp.GradScaler("cuda")` and `torch.autocast("cuda")`
+    (and `torch.amp.custom_fwd(device_type="cuda")`, `torch.amp.custom_bwd(device_type="cuda")`).
     Every construction emits a `FutureWarning` (one per step for an `autocast`
     context in the training loop is easy to produce in logs), and they are slated for
     removal: a torch upgrade turns a working training script into an `AttributeError`.
@@ -72,7 +88,8 @@ class DeprecatedAmpApi(Rule):
     ```
 
     ## Known problems
-    `torch.amp.GradScaler` appeared in torch 2.3 and `torch.autocast` in 1.10. In a
+    `torch.amp.GradScaler` appeared in torch 2.3, `torch.autocast` in 1.10 and
+    `torch.amp.custom_fwd`/`custom_bwd` in 2.4. In a
     project that declares support for an older torch (`torch>=2.0` in
     `pyproject.toml`, `setup.cfg`, `setup.py`, `requirements*.txt` or
     `environment.yml`), the finding says so and asks to raise the floor, without a
@@ -84,8 +101,7 @@ class DeprecatedAmpApi(Rule):
     fix rewrites them), as are uses after an early `return` under such a test, and so are
     references that only recognise the old API (`func is torch.cuda.amp.autocast`,
     an element of a set or list of supported context managers,
-    `isinstance(ctx, torch.cuda.amp.autocast)`). `torch.cuda.amp.custom_fwd`/`custom_bwd` are not
-    flagged. A name imported from `torch.cuda.amp` is reported once, at the import,
+    `isinstance(ctx, torch.cuda.amp.autocast)`). A name imported from `torch.cuda.amp` is reported once, at the import,
     not at each use.
 
     ## Fix safety
@@ -99,6 +115,8 @@ class DeprecatedAmpApi(Rule):
     safe, except in a file that changes the process-wide autocast defaults
     (`torch.set_autocast_dtype`, `set_autocast_cache_enabled`): the old classes
     ignored them and `torch.autocast` reads them, so there the fix is unsafe.
+    A `custom_fwd`/`custom_bwd` decorator becomes `torch.amp.custom_fwd(...,
+    device_type="cuda")`, called even where the old one was bare (safe).
     There is no fix for `from torch.cuda.amp import autocast` (every use would change,
     and the import too), for a name that is not called where it is written
     (`partial(amp.autocast, ...)`: the device argument has nowhere to go), for a
@@ -138,12 +156,23 @@ class DeprecatedAmpApi(Rule):
         q = self.model.qualified_name(node)
         if q in self._flags and not self._only_referenced(node) and not self._compatibility_fallback(node):
             needs = _INTRODUCED[_REPLACEMENTS[q].split("(")[0]]
-            if self._floor is not None and self._floor < needs:
+            if self._floor_lacks(q, needs):
                 self.report(node, _below_floor(q, needs, self._floor, self._source), certain=False)
             else:
                 self.report(node, _message(q), fix=self._fix(node, q))
 
+    def _floor_lacks(self, q: str, needs: tuple[int, int]) -> bool:
+        """The declared floor predates the replacement, and the code does not already contradict it:
+        a floor older than the deprecated module itself was left behind when the code moved on."""
+        floor = self._floor
+        if floor is None or floor >= needs:
+            return False
+        since = next((v for m, v in _OLD_SINCE.items() if q.startswith(m + ".")), None)
+        return since is None or floor >= since
+
     def _fix(self, node: cst.Attribute, q: str) -> RuleFix | None:
+        if node.attr.value in _DECORATORS:
+            return self._decorator_fix(node, q)
         call = self.model.parent(node)
         if not isinstance(call, cst.Call) or call.func is not node:
             return None
@@ -167,6 +196,28 @@ class DeprecatedAmpApi(Rule):
             self._changes_defaults = bool(_GLOBAL_DEFAULTS.search(self.model.module.code))
         safe = scaler or not self._changes_defaults
         return RuleFix(SAFE if safe else UNSAFE, (Replace(call, new),))
+
+    def _decorator_fix(self, node: cst.Attribute, q: str) -> RuleFix | None:
+        """`@torch.cuda.amp.custom_fwd(cast_inputs=...)` and a bare `@amp.custom_bwd`: the replacement
+        takes the same keywords plus the keyword-only `device_type`, and must be called even bare."""
+        func = spelling(self.model, node, "torch.amp." + node.attr.value)
+        if func is None:
+            return None
+        device = cst.Arg(cst.SimpleString('"cuda"'), keyword=cst.Name("device_type"),
+                         equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
+                                               whitespace_after=cst.SimpleWhitespace("")))
+        parent = self.model.parent(node)
+        if isinstance(parent, cst.Decorator) and parent.decorator is node:
+            new: cst.CSTNode = cst.Call(func=cst.parse_expression(func), args=[device])
+            return RuleFix(SAFE, (Replace(node, new),))
+        if not isinstance(parent, cst.Call) or parent.func is not node \
+                or any(a.keyword is None for a in parent.args):
+            return None  # a positional argument is the function itself: `custom_fwd(fn)`, left to the author
+        args = list(parent.args)
+        if args:
+            args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        new = parent.with_changes(func=cst.parse_expression(func), args=[*args, device])
+        return RuleFix(SAFE, (Replace(parent, new),))
 
     def _only_referenced(self, node: cst.CSTNode) -> bool:
         """`func is torch.cuda.amp.autocast`, `{torch.cuda.amp.autocast, ...}` (a registry or
@@ -193,7 +244,7 @@ class DeprecatedAmpApi(Rule):
         deprecated = [q for q in names if q in self._flags]
         if deprecated and not self._compatibility_fallback(node):
             needs = max(_INTRODUCED[_REPLACEMENTS[q].split("(")[0]] for q in deprecated)
-            if self._floor is not None and self._floor < needs:
+            if self._floor_lacks(deprecated[0], needs):
                 self.report(node, _below_floor(deprecated[0], needs, self._floor, self._source), certain=False)
             else:
                 self.report(node, _message(*deprecated))

@@ -376,3 +376,19 @@ def test_the_textbook_fixtures_of_the_default_cores_stay_certain(fixture: str) -
     found = [(f.line, f.confidence) for f in lint_source(source, fixture).findings
              if f.code in DEFAULT_RULE_CORES or f.code in CASES]
     assert found == [(line, "certain") for line in marked]
+
+
+def test_a_tensor_attribute_pinned_to_a_gpu_by_init_is_certain() -> None:
+    source = """
+        import torch
+        class Filter(torch.nn.Module):
+            def __init__(self, strength, device):
+                super().__init__()
+                gpu = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+                self.kernel = torch.ones(3, 3, device=gpu) / strength   # certain: the module cannot move it
+                self.bias = torch.zeros(3).cuda()                        # certain
+                self.scale = torch.ones(1).to(device)                    # possible: the caller's device
+        """
+    every = registry.default_codes(preview=True)
+    assert _findings(source, "TRN402") == [(7, "certain"), (8, "certain")]
+    assert _findings(source, "TRN402", every, every) == [(7, "certain"), (8, "certain"), (9, "possible")]

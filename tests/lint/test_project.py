@@ -111,3 +111,43 @@ def test_deprecated_amp_advice_never_names_an_api_the_floor_lacks(floor, below_f
             assert f"torch>={floor[0]}.{floor[1]}" in f.message
         else:
             assert f.fix is not None and "raise that floor" not in f.message
+
+
+CUSTOM_FUNCTION = """\
+import torch
+class Clamp(torch.autograd.Function):
+    @staticmethod
+    @torch.cuda.amp.custom_fwd(cast_inputs=torch.float32)
+    def forward(ctx, x):
+        return x.clamp(0, 1)
+"""
+
+
+@pytest.mark.parametrize(("floor", "below_floor"), [
+    ((1, 4), set()),  # older than torch.cuda.amp itself: the code already broke that floor
+    ((1, 5), set()),
+    ((1, 6), {2, 3}),  # torch.cuda.amp exists there: the floor holds, and both replacements postdate it
+    ((2, 3), set()),
+])
+def test_deprecated_amp_ignores_a_floor_the_code_already_breaks(floor, below_floor):
+    from lint_rules.api import Settings, lint_text
+    from lint_rules.project import ProjectInfo
+
+    settings = Settings.resolve(isolated=True, select=["TRN802"], project=ProjectInfo(floor, "/p/setup.py"))
+    findings = {f.line: f for f in lint_text(AMP, "train.py", settings).findings}
+    assert set(findings) == {2, 3}
+    for line, f in findings.items():
+        assert (f.confidence == "possible") == (line in below_floor), (line, f.message)
+        assert (f.fix is None) == (line in below_floor)
+
+
+@pytest.mark.parametrize(("floor", "certain"), [(None, True), ((2, 4), True), ((2, 3), False), ((1, 2), True)])
+def test_deprecated_amp_decorators_need_torch_2_4(floor, certain):
+    from lint_rules.api import Settings, lint_text
+    from lint_rules.project import ProjectInfo
+
+    settings = Settings.resolve(isolated=True, select=["TRN802"], project=ProjectInfo(floor, "/p/setup.py"))
+    (finding,) = lint_text(CUSTOM_FUNCTION, "ops.py", settings).findings
+    assert finding.line == 4 and "torch.amp.custom_fwd" in finding.message
+    assert (finding.confidence == "certain") == certain
+    assert ("needs torch 2.4" in finding.message) == (not certain)

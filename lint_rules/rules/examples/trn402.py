@@ -214,4 +214,20 @@ INVALID = [
                 return c
         """
     ),
+    Invalid(
+        """
+        # tensors put on a GPU that __init__ picks itself: the module can no longer be moved
+        import torch
+        from torch import nn
+        class Lookup(nn.Module):
+            def __init__(self, n, alpha):
+                super().__init__()
+                where = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+                self.table = alpha * torch.eye(n, device=where)  # BUG
+                self.offsets = torch.arange(n).long().cuda()  # BUG
+
+            def forward(self, idx):
+                return self.table[idx] + self.offsets[idx]
+        """
+    ),
 ]

@@ -174,4 +174,29 @@ INVALID = [
         """,
         applicability=UNSAFE,
     ),
+    Invalid(
+        """
+        # built by a factory out of sight, known as a module by its parameters() call
+        import torch
+        class Agent:
+            def __init__(self, make_actor):
+                self.actor = make_actor()
+                self.opt = torch.optim.Adam(self.actor.parameters(), lr=1e-3)
+
+            def act(self, obs):
+                return self.actor.forward(obs)  # BUG
+        """,
+        fixed="""
+        # built by a factory out of sight, known as a module by its parameters() call
+        import torch
+        class Agent:
+            def __init__(self, make_actor):
+                self.actor = make_actor()
+                self.opt = torch.optim.Adam(self.actor.parameters(), lr=1e-3)
+
+            def act(self, obs):
+                return self.actor(obs)  # BUG
+        """,
+        applicability=UNSAFE,
+    ),
 ]

@@ -63,6 +63,23 @@ VALID = [
             torch.save({"weights": ckpt.state_dict}, path)
         """
     ),
+    Valid(
+        """
+        # parameters named like a model that the author declared to hold plain data
+        import torch
+        def publish(model, token, out=None):
+            '''Upload a packaged checkpoint.
+
+            Args:
+                model (dict): the package, with its state dict and metadata.
+                token (str): access token.
+            '''
+            torch.save(model, out)
+
+        def archive(net: dict, out):
+            torch.save(net, out)
+        """
+    ),
 ]
 
 INVALID = [

@@ -162,4 +162,43 @@ INVALID = [
         """,
         applicability=SAFE,
     ),
+    Invalid(
+        """
+        # custom autograd functions: the decorators moved to torch.amp and take the device
+        import torch
+        from torch.cuda import amp as mixed
+        class ScaledSwish(torch.autograd.Function):
+            @staticmethod
+            @mixed.custom_fwd(cast_inputs=torch.float32)  # BUG
+            def forward(ctx, feats):
+                return feats * torch.sigmoid(feats)
+
+            @staticmethod
+            @torch.cuda.amp.custom_bwd  # BUG
+            def backward(ctx, grad):
+                return grad
+        """,
+        fixed="""
+        # custom autograd functions: the decorators moved to torch.amp and take the device
+        import torch
+        from torch.cuda import amp as mixed
+        class ScaledSwish(torch.autograd.Function):
+            @staticmethod
+            @torch.amp.custom_fwd(cast_inputs=torch.float32, device_type="cuda")  # BUG
+            def forward(ctx, feats):
+                return feats * torch.sigmoid(feats)
+
+            @staticmethod
+            @torch.amp.custom_bwd(device_type="cuda")  # BUG
+            def backward(ctx, grad):
+                return grad
+        """,
+        applicability=SAFE,
+    ),
+    Invalid(
+        """
+        from torch.cuda.amp import custom_bwd, custom_fwd  # BUG
+        apply_fp32 = custom_fwd(cast_inputs=None)
+        """
+    ),
 ]

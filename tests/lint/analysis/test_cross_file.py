@@ -170,6 +170,57 @@ def test_is_module_class_follows_bases_across_files(tmp_path: Path) -> None:
     assert not facts.is_module_class(model, plain)
 
 
+def test_a_value_built_from_a_module_class_of_another_file_is_a_module(tmp_path: Path) -> None:
+    import libcst as cst
+
+    from lint_rules.analysis.kinds import CRITERION, MODULE
+    from lint_rules.analysis.model import FileModel
+
+    (tmp_path / "nets").mkdir()
+    (tmp_path / "nets" / "__init__.py").write_text("from .layers import Tagger, Settings, SpanLossWrapper\n")
+    (tmp_path / "nets" / "layers.py").write_text(
+        "import torch\n"
+        "class Base(torch.nn.Module):\n"
+        "    @classmethod\n"
+        "    def defaults(cls):\n"
+        "        return {}\n"
+        "class Tagger(Base):\n"
+        "    pass\n"
+        "class SpanLossWrapper(torch.nn.Module):\n"
+        "    pass\n"
+        "class Settings:\n"
+        "    pass\n")
+    module = cst.parse_module(
+        "import nets\nfrom nets import Tagger, Settings, SpanLossWrapper\n"
+        "tagger = Tagger(4)\nqualified = nets.Tagger(4)\nloss_fn = SpanLossWrapper()\n"
+        "settings = Settings()\nfound = Tagger.defaults()\n"
+        "tagger\nqualified\nloss_fn\nsettings\nfound\n")
+    model = FileModel(module)
+    model.project_facts = ProjectFacts(ProjectIndex(), str(tmp_path / "train.py"))
+    kinds = {s.body[0].value.value: model.kind_of(s.body[0].value) for s in module.body[-5:]}
+    # a classmethod may return anything (here a dict): only calling the class itself builds a module
+    assert kinds == {"tagger": MODULE, "qualified": MODULE, "loss_fn": CRITERION, "settings": None, "found": None}
+
+
+@pytest.mark.parametrize(("code", "body", "expected"), [
+    ("TRN702", "gen = Upsampler()\ntorch.save(gen, 'gen.pth')\n", {4}),
+    ("TRN702", "gen = Upsampler()\ntorch.save(gen.state_dict(), 'gen.pth')\n", set()),  # the fix
+    ("TRN702", "opts = Options()\ntorch.save(opts, 'opts.pth')\n", set()),  # a project class, no module
+    ("TRN403", "class Tagger(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+               "        self.up = Upsampler()\n    def forward(self, x):\n        return self.up.forward(x)\n",
+     {8}),
+])
+def test_rules_see_modules_built_from_classes_of_other_files(tmp_path: Path, code: str, body: str,
+                                                           expected: set[int]) -> None:
+    (tmp_path / "blocks.py").write_text("import torch\nclass Upsampler(torch.nn.Module):\n    pass\n"
+                                        "class Options:\n    pass\n")
+    path = tmp_path / "train.py"
+    facts = ProjectFacts(ProjectIndex(), str(path))
+    source = "import torch\nfrom blocks import Upsampler, Options\n" + body
+    result = lint_source(source, str(path), {code}, possible={code}, facts=facts)
+    assert {f.line for f in result.findings if f.code == code} == expected
+
+
 HEAD_MODULE = """\
 import torch
 class AnchorHead(torch.nn.Module):

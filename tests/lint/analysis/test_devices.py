@@ -86,3 +86,34 @@ def test_built_here_needs_a_module_class_called_in_the_same_function() -> None:
             Wrap(net)                             # handed in on one path
         """)
     assert [built_here(model, w.args[0].value, w) for w in _wraps(model)] == [True, True, False, False, False, False]
+
+
+def _assigned(model: FileModel) -> dict[str, cst.BaseExpression]:
+    return {a.targets[0].target.value: a.value for a in model.nodes(cst.Assign)
+            if isinstance(a.targets[0].target, cst.Name)}
+
+
+def test_pinned_to_accelerator_names_a_device_the_code_picks_itself() -> None:
+    from lint_rules.analysis.devices import pinned_to_accelerator
+
+    model = _model("""
+        import torch
+        from torch import device as Device
+        GPU = "cuda:1"
+        def build(scale, dev, x):
+            here = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            literal = torch.zeros(3, device="cuda")
+            chosen = scale * torch.eye(3, device=here)
+            moved = torch.tensor([1.0, 2.0]).cuda()
+            moved_to = torch.arange(4).to(Device("mps")).float() / scale
+            constant = torch.ones(2, device=GPU)[0]
+            local = literal.view(3, 1)
+            cast_only = literal.to(torch.float16)
+            handed_in = torch.zeros(3, device=dev)
+            from_input = torch.ones(2, device=x.device)
+            moved_away = literal.to(dev)
+            on_host = torch.zeros(3, device="cpu")
+            plain = torch.zeros(3)
+    """)
+    pinned = {name for name, value in _assigned(model).items() if pinned_to_accelerator(model, value)}
+    assert pinned == {"literal", "chosen", "moved", "moved_to", "constant", "local", "cast_only"}

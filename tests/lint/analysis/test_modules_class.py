@@ -177,3 +177,41 @@ def test_runs_in_forward_follows_self_calls_from_forward() -> None:
     assert found == {"Block.forward": True, "Block._mix": True, "Block._attend": True,
                      "Block.training_step": False, "Block.generate": False,
                      "Wrapper.__call__": True, "Wrapper.run": True}
+
+
+def test_a_value_is_a_module_by_the_module_only_methods_called_on_it() -> None:
+    src = textwrap.dedent("""
+        import torch
+        class Agent:
+            def __init__(self, make_actor, critic_class):
+                self.actor = make_actor()
+                self.critic = critic_class()
+                self.opt = torch.optim.Adam(self.actor.parameters())
+                self.schedule = make_schedule()
+
+            def act(self, obs):
+                self.actor
+                self.critic
+                self.schedule.step()
+                self.schedule
+
+        def update(policy, target, buffer):
+            for p, q in zip(policy.named_parameters(), target.parameters()):
+                pass
+            policy
+            target
+            buffer
+
+        def other(policy):
+            policy
+        """)
+    model = FileModel(cst.parse_module(src))
+    facts = model.fact(ModuleFacts)
+    bare = [s.body[0].value for fn in model.nodes(cst.FunctionDef) for s in fn.body.body
+            if isinstance(s, cst.SimpleStatementLine) and isinstance(s.body[0], cst.Expr)
+            and isinstance(s.body[0].value, (cst.Name, cst.Attribute))]
+    found = {f"{model.enclosing_function(e).name.value}:{model.module.code_for_node(e)}": facts.is_module_value(e)
+             for e in bare}
+    # a parameter of another function with the same name is another value: nothing is known of it
+    assert found == {"act:self.actor": True, "act:self.critic": False, "act:self.schedule": False,
+                     "update:policy": True, "update:target": True, "update:buffer": False, "other:policy": False}
