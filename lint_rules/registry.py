@@ -180,6 +180,7 @@ CERTAIN_CORE: dict[str, str] = {
     "TRN201": "a sync per element in a loop inside the step, or one whose result is unused",
     "TRN402": "a tensor with requires_grad=True kept as a plain attribute: never trained",
     "TRN502": "sigmoid into binary cross-entropy under autocast, where it raises",
+    "TRN108": "a hand-written optimizer step: a parameter's .data moved by a gradient while training",
 }
 
 

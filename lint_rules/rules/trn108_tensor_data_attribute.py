@@ -92,6 +92,12 @@ class TensorDataAttribute(Rule):
                 p.add_(p.grad, alpha=-lr)
     ```
 
+    Confidence: a hand-written optimizer step, a parameter's `.data` moved by a
+    gradient (`p.data.add_(p.grad, alpha=-lr)`, `w.data -= lr * w.grad.data`) while
+    training, is *certain* and reported by default. Other writes (a gradient copied
+    back after an all-reduce, weights clamped in place) work as meant and are
+    *possible* (`--preview`).
+
     ## Known problems
     A write in a helper function called from the training loop (`clip_weights(model)`)
     is not followed into the helper. Model outputs and other intermediate tensors are
@@ -146,7 +152,12 @@ class TensorDataAttribute(Rule):
         if key in self._statements:
             return
         self._statements.add(key)
-        self.report(node, f"`.data` of a {what} bypasses autograd's checks: use `.detach()` or `torch.no_grad()`")
+        # A hand-written optimizer step (a parameter's .data moved by its .grad) is the textbook case
+        # torch.no_grad() replaced: certain. Other writes (gradients copied back after an all-reduce,
+        # clamped weights) work and are a matter of style: possible.
+        certain = what == "parameter" and any(reads_attribute(v, "grad") for v in _written_values(self.model, node))
+        self.report(node, f"`.data` of a {what} bypasses autograd's checks: use `.detach()` or `torch.no_grad()`",
+                    certain=certain)
 
     def _requires_grad(self, expr: cst.CSTNode) -> str | None:
         """What ``expr`` is when autograd tracks it (parameter, gradient, ...), else None."""

@@ -33,6 +33,15 @@ CASES = {
                 if i % 100 == 0:
                     window = 0.0
         """, 10, 17),
+    "TRN108": ("""
+        import torch
+        def fit(net, batches, loss_of, lr, world):
+            for inputs, labels in batches:
+                loss_of(net(inputs), labels).backward()
+                for w in net.parameters():
+                    w.data.sub_(lr * w.grad.data)               # certain: a hand-written SGD step
+                    w.grad.data.copy_(world.average(w.grad))    # possible: a gradient copied back
+        """, 7, 8),
     "TRN602": ("""
         import torch
         from torch.utils.data import DataLoader
