@@ -79,6 +79,22 @@ def library_module(model: FileModel) -> bool:
     return model.fact(_LibraryModule).answer
 
 
+def hands_over_its_model(model: FileModel, fn: cst.CSTNode | None, receiver: cst.CSTNode) -> bool:
+    """``fn``, a function of a library module (:func:`library_module`), runs a model that its caller
+    hands it: ``receiver`` (``model`` of ``model(x)``, ``net.encoder`` of ``net.encoder(x)``) is
+    reached from a parameter of ``fn`` other than ``self``. Such a function leaves grad mode and
+    train/eval mode to its caller (``evaluate(model, loader)`` of a metrics package): whether they
+    are right is decided where it is called."""
+    if not isinstance(fn, cst.FunctionDef) or not library_module(model):
+        return False
+    while isinstance(receiver, (cst.Attribute, cst.Subscript)):
+        receiver = receiver.value
+    if not isinstance(receiver, cst.Name) or receiver.value in ("self", "cls"):
+        return False
+    bindings = model.bindings_of(receiver)
+    return bool(bindings) and all(b.kind == PARAM and b.value is fn for b in bindings)
+
+
 class _LibraryModule:
     def __init__(self, model: FileModel) -> None:
         self.answer = _library_module(model)

@@ -151,3 +151,53 @@ def test_documented_reads_comments_of_the_statement_and_docstrings_around_it() -
     words = re.compile(r"at inference|monte carlo", re.I)
     assert {k: documented(model, c, words) for k, c in calls.items()} == {
         "a": True, "b": True, "c": True, "d": False, "e": False}
+
+
+HANDED = """
+import torch
+
+def score(net, batches, device):
+    for x, y in batches:
+        net(x.to(device))
+        net.head(x)
+        helper = build_model()
+        helper(x)
+
+class Probe:
+    def run(self, batches):
+        for x in batches:
+            self.model(x)
+
+def rebinds(net, batches):
+    net = net.module
+    for x in batches:
+        net(x)
+"""
+
+
+@pytest.mark.parametrize(("library", "expected"), [(True, {"net": True, "net.head": True, "helper": False,
+                                                            "self.model": False, "rebinds:net": False}),
+                                                    (False, {"net": False, "net.head": False, "helper": False,
+                                                             "self.model": False, "rebinds:net": False})])
+def test_hands_over_its_model(tmp_path, library, expected):
+    from lint_rules.analysis.context import hands_over_its_model
+    from lint_rules.analysis.cross_file import ProjectFacts
+    from lint_rules.analysis.project_index import index_for
+
+    folder = tmp_path / "pkg"
+    folder.mkdir()
+    (folder / "__init__.py").write_text("")
+    (tmp_path / ("pyproject.toml" if library else "notes.txt")).write_text("")
+    path = folder / "evaluate.py"
+    path.write_text(textwrap.dedent(HANDED))
+    model = FileModel(cst.parse_module(path.read_text()))
+    model.project_facts = ProjectFacts(index_for(None), str(path))
+    found = {}
+    for call in model.nodes(cst.Call):
+        text = cst.Module([]).code_for_node(call.func)
+        if text in ("build_model", "x.to"):
+            continue
+        fn = model.enclosing_function(call)
+        key = f"rebinds:{text}" if fn.name.value == "rebinds" else text
+        found[key] = hands_over_its_model(model, fn, call.func)
+    assert found == expected
