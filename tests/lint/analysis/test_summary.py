@@ -48,12 +48,14 @@ def test_classes_record_bases_module_verdict_and_forward_output() -> None:
     ''')
     classes = s["classes"]
     assert classes["Net"] == {"bases": ["nn.Module"], "module": True, "forward": True, "output": "log_softmax",
-                              "mode": False, "registers": []}
+                              "mode": False, "registers": [],
+                              "methods": {"__init__": {"stub": False, "params": ["self"], "effects": []},
+                                          "forward": {"stub": False, "params": ["self", "x"], "effects": []}}}
     assert classes["Soft"]["output"] == "softmax" and classes["Soft"]["module"] is True
     assert classes["Mixed"]["output"] is None  # two different answers: unknown, never a guess
     # Not shown to be a module by this file alone; phase two follows Base into its own file.
     assert classes["Child"] == {"bases": ["Base"], "module": False, "forward": False, "output": None,
-                                "mode": None, "registers": []}  # a base of another file: unknown
+                                "mode": None, "registers": [], "methods": {}}  # a base of another file: unknown
     assert classes["Plain"]["module"] is False and classes["Plain"]["output"] is None
 
 
