@@ -838,6 +838,7 @@ class ScopeModel:
                 return None
             if not is_stub(fn):
                 out.append(fn)
+        out.sort(key=lambda fn: self.order.get(id(fn), 0))  # in document order, as written
         return out
 
     def file_bases(self, cls: cst.ClassDef) -> list[cst.ClassDef]:

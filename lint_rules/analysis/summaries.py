@@ -536,8 +536,8 @@ def _agreed(call: cst.Call, per_target: list[list[BoundEffect]]) -> list[BoundEf
             key = (e.kind, e.target)
             depth[key] = max(depth.get(key, 0), e.depth)
             looped[key] = looped.get(key, False) or e.looped
-    return [BoundEffect(e.kind, e.target, call, (), depth[key], looped[key])
-            for e in keyed[0] if (key := (e.kind, e.target)) in common]
+    return [BoundEffect(kind, target, call, (), depth[(kind, target)], looped[(kind, target)])
+            for kind, target in first]
 
 
 def _squash(order: list[tuple]) -> list[tuple]:

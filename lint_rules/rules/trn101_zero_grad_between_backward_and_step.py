@@ -76,7 +76,8 @@ class ZeroGradBetweenBackwardAndStep(Rule):
     """
 
     CODE = "TRN101"
-    REQUIRES = ("zero_grad", ".grad")
+    # "backward": the clear may be a helper's, of another file (an inherited `self.reset_grads()`)
+    REQUIRES = ("zero_grad", ".grad", "backward")
     NAME = "zero-grad-between-backward-and-step"
     MESSAGE = "Gradients are cleared after backward() and before step(): the step applies zero gradients"
     FIX_TITLE = "Move zero_grad() before backward() or after step()"
