@@ -52,10 +52,12 @@ class SchedulerStepBeforeOptimizerStep(Rule):
     `lr_sched`. `step(value)` calls are skipped: they pass the epoch or a metric
     explicitly (`ReduceLROnPlateau`, timm and diffusers schedulers), so the order
     does not shift anything. Optimizer steps in helpers are seen in functions of
-    this file and in top-level functions of the project's other files
-    (`engine.run_epoch(model, loader, optimizer)`) whose own body calls
-    `optimizer.step()`; deeper chains across files and methods of classes defined
-    elsewhere are not.
+    this file (three calls deep), in top-level functions of the project's other
+    files (`engine.run_epoch(model, loader, optimizer)`) whose own body calls
+    `optimizer.step()`, and in methods called on `self`: inherited from a base
+    class of this file or of another project file, or, for a stub such as an
+    abstract `_train_epoch()`, every implementation in the subclasses of the
+    project (all of them must step). Deeper chains across files are not.
 
     ## References
     - https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate
