@@ -464,7 +464,10 @@ class ProjectFacts:
 
 
 # Base classes, as spelled in a summary, that register nothing by name.
-_PLAIN_BASES = frozenset({"nn.Module", "torch.nn.Module", "Module", "object", "ABC", "abc.ABC"})
+_PLAIN_BASES = frozenset({"nn.Module", "torch.nn.Module", "Module", "object", "ABC", "abc.ABC",
+                          # Lightning's module registers no buffer or parameter by name either
+                          "LightningModule", "pl.LightningModule", "pytorch_lightning.LightningModule",
+                          "L.LightningModule", "lightning.LightningModule", "lightning.pytorch.LightningModule"})
 
 MAX_CALLER_FILES = 8  # a module imported from more files than this is a library: its parameters vary
 

@@ -653,3 +653,26 @@ def test_a_trainer_hierarchy_split_across_files() -> None:
     for rel in sorted({path for path, _, _ in expected}):
         assert {m for m in _all_rules(root, rel) if m[0] == rel} == {m for m in expected if m[0] == rel}
     assert _all_rules(PROJECTS / "epochloop_ok", "--preview", "--select", "ALL") == set()
+
+
+def test_a_lightning_module_base_of_another_file_registers_nothing_by_name(tmp_path: Path) -> None:
+    import libcst as cst
+
+    from lint_rules.analysis.model import FileModel
+
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "base.py").write_text(
+        "import torch\nimport pytorch_lightning as pl\nimport lightning as L\nfrom somewhere import Mixin\n"
+        "class Base(pl.LightningModule):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.register_buffer('mask', torch.ones(2))\n"
+        "class Other(L.LightningModule):\n    pass\n"
+        "class Mixed(Mixin):\n    pass\n")
+    source = "from base import Base, Other, Mixed\n"
+    path = tmp_path / "trainer.py"
+    model = FileModel(cst.parse_module(source))
+    facts = ProjectFacts(ProjectIndex(), str(path))
+    names = {a.name.value: a.name for stmt in model.module.body for small in stmt.body
+             for a in small.names}
+    assert facts.registered_names(model, names["Base"]) == {"mask"}
+    assert facts.registered_names(model, names["Other"]) == set()
+    assert facts.registered_names(model, names["Mixed"]) is None  # a base outside the project: unknown
