@@ -513,8 +513,13 @@ def _foreign_effects(call: cst.Call, method: "ForeignMethod") -> list[BoundEffec
     for arg in call.args:
         if arg.keyword is not None:
             binding[arg.keyword.value] = arg.value
-    return [BoundEffect(kind, _spell(target, binding), call, (), depth, looped)
-            for kind, target, looped, depth, conditional in method.entry["effects"] if not conditional]
+    out = []
+    for kind, target, looped, depth, conditional in method.entry["effects"]:
+        spelled = _spell(target, binding)
+        # an argument left to its default (unknown here) is no target: the effect is left out, not widened
+        if not conditional and (spelled is not None or target is None):
+            out.append(BoundEffect(kind, spelled, call, (), depth, looped))
+    return out
 
 
 def _agreed(call: cst.Call, per_target: list[list[BoundEffect]]) -> list[BoundEffect]:

@@ -323,3 +323,36 @@ def test_a_helper_of_several_implementations_is_a_training_event_at_its_call() -
     calls = {model.module.code_for_node(c): [e.kind for e in evs] for c, evs in s.helper_calls()}
     assert calls["self.update(b)"] == [CLEAR, BACKWARD, STEP]
     assert "self.finish()" not in calls and "self.cleanup()" not in calls  # nothing agreed to train
+
+
+def test_a_method_of_a_base_class_of_another_file_binds_its_arguments(tmp_path) -> None:
+    from lint_rules.analysis.cross_file import ProjectFacts
+    from lint_rules.analysis.project_index import ProjectIndex
+
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "steps.py").write_text(textwrap.dedent("""
+        class Steps:
+            def update(self, opt, other=None):
+                opt.step()
+                other.zero_grad()
+                self.ema.step()
+    """))
+    model = FileModel(cst.parse_module(textwrap.dedent("""
+        from steps import Steps
+        class Trainer(Steps):
+            def fit(self, x):
+                self.update(self.opt_d)
+                self.update(self.opt_g, other=self.model)
+                self.update(opt=self.opt_g)
+    """)))
+    model.project_facts = ProjectFacts(ProjectIndex(), str(tmp_path / "train.py"))
+    s = model.fact(Summaries)
+    at = {model.module.code_for_node(c): [(e.kind, e.target) for e in s.effects_at(c)]
+          for c in model.nodes(cst.Call) if model.module.code_for_node(c).startswith("self.update")}
+    assert at == {
+        "self.update(self.opt_d)": [(STEP, "self.opt_d")],  # `other` left to its default: no target
+        "self.update(self.opt_g, other=self.model)": [(STEP, "self.opt_g"), (CLEAR, "self.model")],
+        "self.update(opt=self.opt_g)": [(STEP, "self.opt_g")],
+    }
+    assert all(s.steps_optimizer(c) for c in model.nodes(cst.Call)
+               if model.module.code_for_node(c).startswith("self.update"))
