@@ -197,8 +197,13 @@ class ProjectFacts:
         for _ in range(_MAX_SUBCLASS_DEPTH):
             grown: list[tuple[str, str]] = []
             for path, cls in frontier:
-                files = self.index.subclass_files(path, cls)
-                self._deps[("subclasses", path, cls)] = (list(files) if files is not None else None,)
+                key = ("subclasses", path, cls)
+                if key in self._deps:  # asked before, for another method: the files are the same
+                    files = self._deps[key][0]
+                else:
+                    files = self.index.subclass_files(path, cls)
+                    files = list(files) if files is not None else None
+                    self._deps[key] = (files,)
                 if files is None:
                     return None
                 for other in files:
