@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from lint_rules.analysis.model import FileModel
 
 _MAX_DEPTH = 8  # re-exports and base classes followed across files, at most
+_MAX_SUBCLASS_DEPTH = 3  # files of subclasses of subclasses followed, at most
 
 
 class ProjectFacts:
@@ -141,6 +142,118 @@ class ProjectFacts:
                 return None
             names |= inherited
         return names
+
+    # ------------------------------------------------ class hierarchies
+    def inherited_method(self, model: "FileModel", bases: list[cst.CSTNode], name: str):
+        """The method ``name`` that a class of the linted file inherits through ``bases`` (base classes
+        it names that the file does not define), looked up depth first through the summaries of the
+        project's files: a :class:`~lint_rules.analysis.dispatch.ForeignMethod` (a stub too);
+        ``METHOD_MISSING`` when no class above binds it and every one is a project class (or
+        ``object``, ``ABC``); None when a base class is outside the project (it may define it) or
+        binds the name to a value."""
+        from lint_rules.analysis.dispatch import PLAIN_BASES, ForeignMethod
+        from lint_rules.analysis.scopes import METHOD_MISSING
+
+        stack = []
+        for expr in reversed(bases):
+            found = self._resolve_local(model, expr)
+            if found is None or found[0] != "class":
+                return None
+            stack.append(found[1:])
+        seen: set[tuple[str, str]] = set()
+        while stack:
+            path, cls, entry = stack.pop()
+            if (path, cls) in seen:
+                continue
+            if len(seen) > _MAX_DEPTH * 2:
+                return None
+            seen.add((path, cls))
+            methods = entry.get("methods", {})
+            if name in methods:
+                method = methods[name]
+                return None if method is None else ForeignMethod(path, cls, name, method)
+            above = []
+            for base in entry.get("bases", ()):
+                if base in PLAIN_BASES:
+                    continue
+                found = self._base(path, base, 0)
+                if found is None or found[0] != "class":
+                    return None
+                above.append(found[1:])
+            stack.extend(reversed(above))
+        return METHOD_MISSING
+
+    def overrides(self, classes: list[str], name: str):
+        """The implementations of method ``name`` in the classes of the project's other files that derive,
+        directly or through other classes, from the linted file's top-level ``classes``: a list of
+        :class:`~lint_rules.analysis.dispatch.ForeignMethod` (stubs left out: an instance of such a
+        class raises); None when that cannot be told: too many files import a class
+        (:data:`MAX_SUBCLASS_FILES`), or a subclass binds the name to a value."""
+        from lint_rules.analysis.dispatch import ForeignMethod
+
+        found = {(self.path, cls) for cls in classes}
+        frontier = sorted(found)
+        out = []
+        for _ in range(_MAX_SUBCLASS_DEPTH):
+            grown: list[tuple[str, str]] = []
+            for path, cls in frontier:
+                key = ("subclasses", path, cls)
+                if key in self._deps:  # asked before, for another method: the files are the same
+                    files = self._deps[key][0]
+                else:
+                    files = self.index.subclass_files(path, cls)
+                    files = list(files) if files is not None else None
+                    self._deps[key] = (files,)
+                if files is None:
+                    return None
+                for other in files:
+                    held = self._summary(other)
+                    if held is None:
+                        continue
+                    changed = True
+                    while changed:  # a subclass of a subclass in the same file
+                        changed = False
+                        for sub, entry in held["classes"].items():
+                            if (other, sub) in found or not self._derives(other, entry, found):
+                                continue
+                            found.add((other, sub))
+                            grown.append((other, sub))
+                            changed = True
+                            methods = entry.get("methods", {})
+                            if name in methods:
+                                method = methods[name]
+                                if method is None:
+                                    return None
+                                if not method["stub"]:
+                                    out.append(ForeignMethod(other, sub, name, method))
+            frontier = grown
+            if not frontier:
+                break
+        return out
+
+    def _derives(self, path: str, entry: dict, classes: set[tuple[str, str]]) -> bool:
+        """Whether a class of ``path`` names one of ``classes`` as a base class."""
+        held = self._summary(path)
+        for base in entry.get("bases", ()):
+            head, *rest = base.split(".")
+            ref = held["imports"].get(head) if held is not None else None
+            if ref is None:  # a class of the same file
+                if not rest and (path, head) in classes:
+                    return True
+                continue
+            level, module, name = ref
+            if name is not None and not rest and (module or level):
+                # `from base.trainer import BaseTrainer`: where the module is tells it; its summary is
+                # needed only for a re-export (a package's __init__)
+                where = self._locate(path, level, module)
+                if where is not None and os.path.basename(where) != "__init__.py":
+                    if (where, name) in classes:
+                        return True
+                    continue
+            found = self._base(path, base, 0)
+            if found is not None and found[0] == "class" and (found[1], found[2]) in classes:
+                return True
+        return False
 
     def call_kinds(self, fn_name: str) -> list[tuple[list, dict]] | None:
         """The argument kinds of every call, in the project's other files, of the top-level
@@ -356,7 +469,10 @@ class ProjectFacts:
 
 
 # Base classes, as spelled in a summary, that register nothing by name.
-_PLAIN_BASES = frozenset({"nn.Module", "torch.nn.Module", "Module", "object", "ABC", "abc.ABC"})
+_PLAIN_BASES = frozenset({"nn.Module", "torch.nn.Module", "Module", "object", "ABC", "abc.ABC",
+                          # Lightning's module registers no buffer or parameter by name either
+                          "LightningModule", "pl.LightningModule", "pytorch_lightning.LightningModule",
+                          "L.LightningModule", "lightning.LightningModule", "lightning.pytorch.LightningModule"})
 
 MAX_CALLER_FILES = 8  # a module imported from more files than this is a library: its parameters vary
 

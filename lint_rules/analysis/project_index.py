@@ -29,7 +29,7 @@ from lint_rules.files import read_regular
 _ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
 
-SUMMARY_VERSION = 8  # bump when the shape or meaning of a summary changes
+SUMMARY_VERSION = 9  # bump when the shape or meaning of a summary changes
 SUMMARY_KEYS = frozenset({"classes", "functions", "instances", "imports", "stepping", "calls", "no_grad",
                           "sampled_loaders"})
 
@@ -126,6 +126,43 @@ class ProjectIndex:
             return None
         return tuple(f for f in mentions.get(stem, ()) if f != path)
 
+    def subclass_files(self, path: str, cls: str) -> tuple[str, ...] | None:
+        """The other Python files of ``path``'s project that may define a subclass of its class ``cls``:
+        those whose import lines name the class or the module, and whose text names the class. Unlike
+        :meth:`importers`, a module of a package counts (a ``base/trainer.py`` whose subclasses live
+        in ``trainers/``). None when the project is too large to read, or more than
+        :data:`MAX_SUBCLASS_FILES` files qualify (a class the whole project builds on: its subclasses
+        would each have to be summarised)."""
+        directory = os.path.dirname(path)
+        if _INSTALLED.search(directory):
+            return None
+        stem = os.path.splitext(os.path.basename(path))[0]
+        if stem == "__init__":
+            stem = os.path.basename(directory)
+        root = self._project_root(directory)
+        mentions = self._mentions.get(root, ...)
+        if mentions is ...:
+            mentions = self._mentions[root] = _import_mentions(root)
+            if len(self._mentions) > 64:
+                self._mentions.pop(next(iter(self._mentions)))
+        if mentions is None:
+            return None
+        files = sorted(set(mentions.get(stem, ())) | set(mentions.get(cls, ())))
+        needle = cls.encode()
+        out = []
+        for f in files:
+            if f == path:
+                continue
+            try:
+                data = read_regular(f)
+            except OSError:
+                continue
+            if _has_word(data, needle):
+                out.append(f)
+                if len(out) > MAX_SUBCLASS_FILES:
+                    return None
+        return tuple(out)
+
     def _project_root(self, directory: str) -> str:
         """The directory whose files may call into ``directory``'s modules: the project root."""
         roots = self.roots(directory)
@@ -217,6 +254,11 @@ class ProjectIndex:
                 now = self.importers(path)
                 if (list(now) if now is not None else None) != found:
                     return False
+            elif _shaped(dep, _SUBCLASSES_DEP) and (dep[3] is None or _strings(dep[3])):
+                _, path, cls, found = dep
+                now = self.subclass_files(path, cls)
+                if (list(now) if now is not None else None) != found:
+                    return False
             elif _shaped(dep, _SUMMARY_DEP):
                 _, path, digest = dep
                 held = self.summary(path)
@@ -227,6 +269,7 @@ class ProjectIndex:
         return True
 
 
+MAX_SUBCLASS_FILES = 12  # files that may subclass one class, summarised at most
 MAX_PROJECT_FILES = 2000  # a project with more Python files than this is not read for importers
 _SKIPPED_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "dist-packages", "build", "dist",
                            "venv"})
@@ -272,6 +315,8 @@ _OPTIONAL_STR = (str, type(None))
 _IMPORT_DEP = ("import", str, int, str, _OPTIONAL_STR)
 _SUMMARY_DEP = ("summary", str, _OPTIONAL_STR)
 _IMPORTERS_DEP = ("importers", str, (list, type(None)))  # ["importers", path, [caller paths] or None]
+# ["subclasses", path, class, [paths of files that may subclass it] or None]
+_SUBCLASSES_DEP = ("subclasses", str, str, (list, type(None)))
 
 
 def _shaped(value: object, shape: tuple) -> bool:
@@ -287,8 +332,8 @@ def well_formed(found: object) -> bool:
     classes, functions, instances, imports, stepping = (found[k] for k in
                                                         ("classes", "functions", "instances", "imports", "stepping"))
     return isinstance(classes, dict) and all(
-        isinstance(c, dict) and set(c) == {"bases", "module", "forward", "output", "mode", "registers"}
-        and _strings(c["bases"]) and isinstance(c["module"], bool) and isinstance(c["forward"], bool)
+        isinstance(c, dict) and set(c) == {"bases", "module", "forward", "output", "mode", "registers", "methods"}
+        and _strings(c["bases"]) and _methods(c["methods"]) and isinstance(c["module"], bool) and isinstance(c["forward"], bool)
         and c["mode"] in (True, False, None)
         and isinstance(c["output"], _OPTIONAL_STR) and (c["registers"] is None or _strings(c["registers"]))
         for c in classes.values()) \
@@ -299,6 +344,18 @@ def well_formed(found: object) -> bool:
             and isinstance(v[2], _OPTIONAL_STR) for v in imports.values()) \
         and _strings(stepping) and _calls(found["calls"]) and _strings(found["no_grad"]) \
         and _strings(found["sampled_loaders"])
+
+
+def _methods(value: object) -> bool:
+    """``{name: None or {"stub": bool, "params": [str...], "effects": [[kind, target or None, looped,
+    depth, conditional], ...]}}`` (summary._methods)."""
+    return isinstance(value, dict) and all(
+        m is None or (isinstance(m, dict) and set(m) == {"stub", "params", "effects"} and type(m["stub"]) is bool
+                      and _strings(m["params"]) and type(m["effects"]) is list and all(
+                          type(e) is list and len(e) == 5 and isinstance(e[0], str)
+                          and isinstance(e[1], _OPTIONAL_STR) and type(e[2]) is bool and type(e[3]) is int
+                          and type(e[4]) is bool for e in m["effects"]))
+        for m in value.values())
 
 
 def _calls(value: object) -> bool:
@@ -322,6 +379,22 @@ def _module_facts(value: object) -> bool:
 
 def _strings(value: object) -> bool:
     return type(value) is list and all(isinstance(v, str) for v in value)
+
+
+def _has_word(data: bytes, word: bytes) -> bool:
+    """Whether ``word`` occurs in ``data`` as a whole word. No regular expression: one per class name
+    would fill ``re``'s cache with patterns used once."""
+    at = data.find(word)
+    while at >= 0:
+        end = at + len(word)
+        if (at == 0 or not _word_byte(data[at - 1])) and (end == len(data) or not _word_byte(data[end])):
+            return True
+        at = data.find(word, end)
+    return False
+
+
+def _word_byte(byte: int) -> bool:
+    return byte == 95 or 48 <= byte <= 57 or 65 <= byte <= 90 or 97 <= byte <= 122 or byte >= 128
 
 
 def _module_file(base: str, parts: list[str]) -> str | None:

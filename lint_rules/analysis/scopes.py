@@ -787,15 +787,28 @@ class ScopeModel:
         right); where that is missing or a stub (``raise NotImplementedError``, ``pass``, ``...``), the
         one subclass of this file that defines it (a template method whose one implementation is here).
         None when no single ``def`` is known: a stub implemented several times or in other files runs
-        code this file cannot name."""
+        code this file cannot name (:class:`~lint_rules.analysis.dispatch.Dispatch` answers with every
+        implementation, in this file and in the project's others)."""
         cache = self._methods
         key = (id(cls), name)
         if key in cache:
             return cache[key]
-        found = None
+        how, found = self.method_binding(cls, name)
+        if how in (METHOD_STUB, METHOD_MISSING):
+            overrides = self.overrides(cls, name)
+            # a stub whose implementations are several, or elsewhere, runs code this file cannot name
+            found = overrides[0] if overrides is not None and len(overrides) == 1 else None
+        cache[key] = found
+        return found
+
+    def method_binding(self, cls: cst.ClassDef, name: str) -> tuple[str, cst.FunctionDef | None]:
+        """How ``cls`` or the nearest of its base classes of this file binds ``name`` (depth first, left
+        to right): (``METHOD_DEF``, the def), (``METHOD_STUB``, the def that only declares it: ``raise
+        NotImplementedError``, ``pass``, ``...``), (``METHOD_OTHER``, None) for another binding (a value,
+        two defs), (``METHOD_MISSING``, None) when no class of this file binds it."""
         seen: set[int] = set()
         stack = [cls]
-        while stack and found is None:
+        while stack:
             node = stack.pop()
             if id(node) in seen or len(seen) > 16:
                 continue
@@ -803,17 +816,30 @@ class ScopeModel:
             scope = self.scope_for_node.get(id(node))
             bindings = scope.bindings.get(name) if scope is not None else None
             if bindings:
-                found = _one_def(bindings)
-                break  # the name is bound here: a base's method is shadowed, whatever the binding
+                # the name is bound here: a base's method is shadowed, whatever the binding
+                fn = _one_def(bindings)
+                if fn is None:
+                    return METHOD_OTHER, None
+                return (METHOD_STUB if is_stub(fn) else METHOD_DEF), fn
             stack.extend(reversed(self.file_bases(node)))
-        if found is None or _is_stub(found):
-            overrides = [fn for sub in self.file_subclasses(cls)
-                         if (fn := _one_def((self.scope_for_node[id(sub)].bindings.get(name) or ()))) is not None
-                         and not _is_stub(fn)]
-            # a stub whose implementations are several, or elsewhere, runs code this file cannot name
-            found = overrides[0] if len(overrides) == 1 else None
-        cache[key] = found
-        return found
+        return METHOD_MISSING, None
+
+    def overrides(self, cls: cst.ClassDef, name: str) -> list[cst.FunctionDef] | None:
+        """Every ``def`` of ``name`` in a subclass of ``cls`` of this file that implements it (a stub
+        is no implementation: an instance of that class raises); None when a subclass binds the name
+        to something else (a value, two defs), whose code this file cannot name."""
+        out: list[cst.FunctionDef] = []
+        for sub in self.file_subclasses(cls):
+            bindings = self.scope_for_node[id(sub)].bindings.get(name)
+            if not bindings:
+                continue
+            fn = _one_def(bindings)
+            if fn is None:
+                return None
+            if not is_stub(fn):
+                out.append(fn)
+        out.sort(key=lambda fn: self.order.get(id(fn), 0))  # in document order, as written
+        return out
 
     def file_bases(self, cls: cst.ClassDef) -> list[cst.ClassDef]:
         """The base classes of ``cls`` that are classes of this file, in order."""
@@ -905,6 +931,13 @@ _BUILTINS = frozenset({"float", "int", "bool", "print", "isinstance", "len", "li
                        "round", "sorted", "map", "filter"})
 
 
+# How a class binds a method name (ScopeModel.method_binding).
+METHOD_DEF = "def"
+METHOD_STUB = "stub"
+METHOD_OTHER = "other"
+METHOD_MISSING = "missing"
+
+
 def _one_def(bindings) -> cst.FunctionDef | None:
     """The function when ``bindings`` are one ``def`` (a parameter's binding value is its own
     function: only a real ``def`` counts)."""
@@ -913,7 +946,7 @@ def _one_def(bindings) -> cst.FunctionDef | None:
     return None
 
 
-def _is_stub(fn: cst.FunctionDef) -> bool:
+def is_stub(fn: cst.FunctionDef) -> bool:
     """A body that only declares the method: a docstring, ``pass``, ``...`` or ``raise
     NotImplementedError``."""
     body = fn.body

@@ -34,12 +34,14 @@ import libcst as cst
 
 from lint_rules.analysis import names as N
 from lint_rules.analysis.aliasing import ForwardAliasing
+from lint_rules.analysis.dispatch import Dispatch
 from lint_rules.analysis.grad_mode import GradMode
 from lint_rules.analysis.kinds import OPTIMIZER, SCALER, kind_of
 from lint_rules.analysis.scopes import bind_arguments, dotted, keyword_arg
 from lint_rules.analysis.training import ANY, Event, TrainingFacts
 
 if TYPE_CHECKING:
+    from lint_rules.analysis.dispatch import ForeignMethod, Target
     from lint_rules.analysis.scopes import ScopeModel
 
 BACKWARD = "backward"
@@ -140,6 +142,24 @@ class Summaries:
         """The one ``def`` of this file that a Name or ``self.<method>`` calls."""
         return self.model.fact(TrainingFacts).local_function(func)
 
+    def targets(self, func: cst.CSTNode) -> tuple["Target", ...] | None:
+        """Every function a call of ``func`` may run (:meth:`Dispatch.targets`)."""
+        return self.model.fact(Dispatch).targets(func)
+
+    def steps_optimizer(self, call: cst.Call) -> bool:
+        """Whether ``call`` steps an optimizer, whichever function it runs: a function of this file, every
+        implementation of a ``self.<method>()`` (this file's and other project files'), or a function
+        imported from another project file (:meth:`ProjectFacts.steps_optimizer`)."""
+        func = call.func
+        if not isinstance(func, (cst.Name, cst.Attribute)):
+            return False
+        targets = self.targets(func)
+        if targets is None:
+            project = getattr(self.model, "project_facts", None)
+            return project is not None and project.steps_optimizer(self.model, func)
+        return all(any(e.kind == STEP for e in self.of(t).effects) if isinstance(t, cst.FunctionDef)
+                   else any(e[0] == STEP for e in t.entry["effects"]) for t in targets)
+
     def own_nodes(self, fn: cst.FunctionDef) -> list[cst.CSTNode]:
         """Ordered nodes that run in ``fn``'s own body (not in nested functions or classes)."""
         found = self._body.get(id(fn))
@@ -218,16 +238,23 @@ class Summaries:
                     if base is not None:
                         last_mode[base] = kind
                 continue
-            callee = self.local_function(node.func) if isinstance(node.func, (cst.Name, cst.Attribute)) else None
-            if callee is None or callee is fn:
+            targets = self.targets(node.func) if isinstance(node.func, (cst.Name, cst.Attribute)) else None
+            if not targets or any(t is fn for t in targets):
                 continue
-            inner = self.of(callee)
-            if isinstance(node.func, cst.Attribute):
-                s.creates.update(inner.creates)
-            if not inner.effects:
+            if len(targets) == 1 and isinstance(targets[0], cst.FunctionDef):
+                callee = targets[0]
+                inner = self.of(callee)
+                if isinstance(node.func, cst.Attribute):
+                    s.creates.update(inner.creates)
+                if not inner.effects:
+                    continue
+                applied = self.effects_at(node, callee)
+            else:  # several implementations, or one of another file: what they all do
+                applied = self.effects_at(node)
+            if not applied:
                 continue
             conds = self._conditions(node, fn, s.params)
-            for eff in self.effects_at(node, callee):
+            for eff in applied:
                 if eff.depth + 1 >= MAX_DEPTH:
                     continue  # the caller applying this summary is one more call up
                 target = self._relative(eff.target, s.params)
@@ -371,9 +398,13 @@ class Summaries:
         if fn is None:
             if not isinstance(call.func, (cst.Name, cst.Attribute)):
                 return []
-            fn = self.local_function(call.func)
-            if fn is None:
+            targets = self.targets(call.func)
+            if not targets:
                 return []
+            if len(targets) > 1 or not isinstance(targets[0], cst.FunctionDef):
+                return _agreed(call, [self.effects_at(call, t) if isinstance(t, cst.FunctionDef)
+                                      else _foreign_effects(call, t) for t in targets])
+            fn = targets[0]
         summary = self.of(fn)
         if not summary.effects:
             return []
@@ -464,6 +495,59 @@ class BoundEffect:
     conditions_left: tuple[Condition, ...] = ()
     depth: int = 0
     looped: bool = False
+
+
+def _foreign_effects(call: cst.Call, method: "ForeignMethod") -> list[BoundEffect]:
+    """The effects a method of another file has at ``call`` (``self.<method>(...)``): its summary's
+    unconditional effects, its parameters bound to the arguments by position and keyword."""
+    params = method.entry["params"]
+    binding: dict[str, cst.CSTNode | None] = {}
+    if params and params[0] in ("self", "cls") and isinstance(call.func, cst.Attribute):
+        binding[params[0]] = call.func.value
+        params = params[1:]
+    positional = [a for a in call.args if a.keyword is None]
+    for name, arg in zip(params, positional):
+        if arg.star:
+            break
+        binding[name] = arg.value
+    for arg in call.args:
+        if arg.keyword is not None:
+            binding[arg.keyword.value] = arg.value
+    out = []
+    for kind, target, looped, depth, conditional in method.entry["effects"]:
+        spelled = _spell(target, binding)
+        # an argument left to its default (unknown here) is no target: the effect is left out, not widened
+        if not conditional and (spelled is not None or target is None):
+            out.append(BoundEffect(kind, spelled, call, (), depth, looped))
+    return out
+
+
+def _agreed(call: cst.Call, per_target: list[list[BoundEffect]]) -> list[BoundEffect]:
+    """The effects every target of ``call`` has, in the order they all have them: a fact of every
+    implementation is a fact of the call. Effects that only some callers' arguments decide, and any
+    when the targets order them differently, are left out."""
+    keyed = [[e for e in effects if not e.conditions_left] for effects in per_target]
+    if not keyed or any(not effects for effects in keyed):
+        return []
+    common = set.intersection(*({(e.kind, e.target) for e in effects} for effects in keyed))
+    orders = [[(e.kind, e.target) for e in effects if (e.kind, e.target) in common] for effects in keyed]
+    first = _squash(orders[0])
+    if any(_squash(order) != first for order in orders[1:]):
+        return []
+    depth: dict[tuple, int] = {}
+    looped: dict[tuple, bool] = {}
+    for effects in keyed:
+        for e in effects:
+            key = (e.kind, e.target)
+            depth[key] = max(depth.get(key, 0), e.depth)
+            looped[key] = looped.get(key, False) or e.looped
+    return [BoundEffect(kind, target, call, (), depth[(kind, target)], looped[(kind, target)])
+            for kind, target in first]
+
+
+def _squash(order: list[tuple]) -> list[tuple]:
+    """``order`` with repeats in a row counted once (two steps of one optimizer in a row are one fact)."""
+    return [k for i, k in enumerate(order) if i == 0 or order[i - 1] != k]
 
 
 def _spell(target: str | None, binding: dict[str, cst.CSTNode | None]) -> str | None:

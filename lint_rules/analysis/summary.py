@@ -97,7 +97,49 @@ def _class(model: FileModel, prov: Provenance, node: cst.ClassDef) -> dict:
     registers = fx.registered_names(node, own=True)
     return {"bases": bases, "module": fx.is_module_class(node),
             "forward": has_forward, "output": output, "mode": fx.class_mode_dependent(node),
-            "registers": sorted(registers) if registers is not None else None}
+            "registers": sorted(registers) if registers is not None else None,
+            "methods": _methods(model, node)}
+
+
+# Decorators that make a class attribute something other than a method to call.
+_NOT_METHODS = frozenset({"property", "cached_property", "functools.cached_property"})
+
+
+def _methods(model: FileModel, node: cst.ClassDef) -> dict:
+    """What each method of a class does, for the files that inherit or call it through ``self``:
+    ``{name: {"stub": bool, "params": [...], "effects": [[kind, target, looped, depth, conditional],
+    ...]}}`` with the effects of :class:`~lint_rules.analysis.summaries.Summaries` (``target``
+    spelled ``self.x``, ``$param``, other text, or None); None for a name bound otherwise (a value,
+    a property, two defs)."""
+    from lint_rules.analysis.scopes import is_stub
+    from lint_rules.analysis.summaries import Summaries
+
+    helpers = model.fact(Summaries)
+    out: dict = {}
+    body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
+    for stmt in body:
+        if isinstance(stmt, cst.FunctionDef):
+            name = stmt.name.value
+            if name in out or any(_decorator_name(d.decorator) in _NOT_METHODS
+                                  or isinstance(d.decorator, cst.Attribute) for d in stmt.decorators):
+                out[name] = None  # a property (or its setter), or a second def
+                continue
+            summary = helpers.of(stmt)
+            out[name] = {"stub": is_stub(stmt), "params": list(summary.params),
+                         "effects": [[e.kind, e.target, e.looped, e.depth, bool(e.conditions)]
+                                     for e in summary.effects]}
+        elif isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else \
+                    [small.target] if isinstance(small, cst.AnnAssign) and small.value is not None else []
+                for target in targets:
+                    if isinstance(target, cst.Name):
+                        out[target.value] = None
+    return out
+
+
+def _decorator_name(expr: cst.BaseExpression) -> str | None:
+    return dotted(expr.func if isinstance(expr, cst.Call) else expr)
 
 
 def _stepping(model: FileModel, functions: list[cst.FunctionDef]) -> list[str]:

@@ -57,8 +57,10 @@ class ZeroGradBetweenBackwardAndStep(Rule):
     ```
 
     ## Known problems
-    Helpers of the same file are followed three calls deep; a clear, backward or
-    step in another module or a deeper call is not seen. An optimizer is recognised
+    Helpers of the same file are followed three calls deep, and methods called on
+    `self` into a base class of another project file or into every implementation
+    of a stub (what they all do counts); a clear, backward or step in a function
+    imported from another module or a deeper call is not seen. An optimizer is recognised
     from its construction (`torch.optim.*`), a type annotation, or, as a last
     resort, a name such as `optimizer` or `opt_g`. The accumulation check needs
     the step's `if` to look like accumulation (a `%`, or a name containing
@@ -76,7 +78,8 @@ class ZeroGradBetweenBackwardAndStep(Rule):
     """
 
     CODE = "TRN101"
-    REQUIRES = ("zero_grad", ".grad")
+    # "backward": the clear may be a helper's, of another file (an inherited `self.reset_grads()`)
+    REQUIRES = ("zero_grad", ".grad", "backward")
     NAME = "zero-grad-between-backward-and-step"
     MESSAGE = "Gradients are cleared after backward() and before step(): the step applies zero gradients"
     FIX_TITLE = "Move zero_grad() before backward() or after step()"

@@ -46,7 +46,9 @@ class MissingZeroGrad(Rule):
     that calls `zero_grad()` clears.
 
     ## Known problems
-    Helpers imported from another file are not followed. A `zero_grad()` in a
+    Functions imported from another file are not followed; methods called on
+    `self` are, into a base class of another project file and into every
+    implementation of a stub (what they all do counts). A `zero_grad()` in a
     helper counts whatever it is called on. Clearing inside a closure defined in
     the loop (the LBFGS pattern) is seen.
 

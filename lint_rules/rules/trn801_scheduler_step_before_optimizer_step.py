@@ -4,6 +4,7 @@ import libcst as cst
 
 from lint_rules.analysis.kinds import SCHEDULER
 from lint_rules.analysis.model import ASSIGN, dotted, keyword_arg
+from lint_rules.analysis.summaries import Summaries
 from lint_rules.analysis.training import STEP
 from lint_rules.rule import WARNING, Rule
 from lint_rules.rules.examples import trn801 as examples
@@ -51,10 +52,12 @@ class SchedulerStepBeforeOptimizerStep(Rule):
     `lr_sched`. `step(value)` calls are skipped: they pass the epoch or a metric
     explicitly (`ReduceLROnPlateau`, timm and diffusers schedulers), so the order
     does not shift anything. Optimizer steps in helpers are seen in functions of
-    this file and in top-level functions of the project's other files
-    (`engine.run_epoch(model, loader, optimizer)`) whose own body calls
-    `optimizer.step()`; deeper chains across files and methods of classes defined
-    elsewhere are not.
+    this file (three calls deep), in top-level functions of the project's other
+    files (`engine.run_epoch(model, loader, optimizer)`) whose own body calls
+    `optimizer.step()`, and in methods called on `self`: inherited from a base
+    class of this file or of another project file, or, for a stub such as an
+    abstract `_train_epoch()`, every implementation in the subclasses of the
+    project (all of them must step). Deeper chains across files are not.
 
     ## References
     - https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate
@@ -122,17 +125,14 @@ class SchedulerStepBeforeOptimizerStep(Rule):
                 continue
             if self._in_region(ev.node, region) and not model.mutually_exclusive(ev.node, sched_step):
                 out.append(ev.node)
-        stepping = self._stepping_functions()
-        project = getattr(model, "project_facts", None)
-        if stepping or project is not None:
+        # a call of a function that steps one, whichever it runs: a function of this file or of another
+        # project file, or every implementation of a `self.<method>()` (this file's and its subclasses')
+        if any(ev.kind == STEP for ev in facts.events) or getattr(model, "project_facts", None) is not None:
+            helpers = model.fact(Summaries)
             for call in (model.within(cst.Call, region) if loop else
                          model.owned(cst.Call, None if region is model.module else region)):
-                if not isinstance(call.func, (cst.Name, cst.Attribute)):
-                    continue
-                fn = facts.local_function(call.func)
-                steps = id(fn) in stepping if fn is not None else \
-                    project is not None and self._in_region(call, region) and project.steps_optimizer(model, call.func)
-                if steps and self._in_region(call, region) and not model.mutually_exclusive(call, sched_step):
+                if isinstance(call.func, (cst.Name, cst.Attribute)) and self._in_region(call, region) \
+                        and helpers.steps_optimizer(call) and not model.mutually_exclusive(call, sched_step):
                     out.append(call)
         return out
 
@@ -148,19 +148,6 @@ class SchedulerStepBeforeOptimizerStep(Rule):
                 child = anc
             return False
         return model.enclosing_function(node) is (region if region is not model.module else None)
-
-    def _stepping_functions(self) -> set[int]:
-        """FunctionDefs in this file that step an optimizer (anywhere in their body)."""
-        cached = getattr(self, "_stepping", None)
-        if cached is None:
-            cached = set()
-            for ev in self.model.training.events:
-                if ev.kind == STEP:
-                    fn = self.model.enclosing_function(ev.node)
-                    if isinstance(fn, cst.FunctionDef):
-                        cached.add(id(fn))
-            self._stepping = cached
-        return cached
 
     def _construction(self, receiver: cst.CSTNode) -> cst.Call | None:
         bindings = self.model.bindings_of(receiver)

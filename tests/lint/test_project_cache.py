@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from lint_rules import api
+from lint_rules.analysis.project_index import index_for
 from lint_rules.config import Config
 
 REPO = Path(__file__).resolve().parents[2]
@@ -112,3 +113,38 @@ def test_cli_runs_with_a_cache_see_the_other_file_change(tmp_path: Path) -> None
     assert cli(root, cache_dir) == [("gan/train.py", "TRN502")]  # from the cache
     model.write_text(model.read_text().replace("self.out(self.body(x))", "self.body(x)"))
     assert cli(root, cache_dir) == []  # only train.py was named, yet the edit of model.py counts
+
+
+HIERARCHY = Path(__file__).resolve().parent / "projects" / "epochloop"
+
+
+def test_a_base_class_result_follows_its_subclasses_in_other_files(tmp_path: Path) -> None:
+    """engine/runner.py's TRN801 rests on what every subclass's run_epoch() does, read from loops/: a change
+    of what one does, or a new subclass, re-lints it; a comment in a subclass does not."""
+    root = tmp_path / "proj"
+    shutil.copytree(HIERARCHY, root)
+    cache_dir = tmp_path / "cache"
+    chosen = api.Settings.resolve(config=Config(), select=("TRN801",), cache_dir=cache_dir)
+    runner, distill = root / "engine/runner.py", root / "loops/distill.py"
+
+    def hit():
+        answer = api._prepare(runner, chosen, str(runner))
+        return answer if isinstance(answer, api.FileResult) else None
+
+    def run():
+        return codes_of(api.lint_file(runner, chosen, shown=str(runner)))
+
+    assert run() == ["TRN801"] and hit() is not None
+    (root / "loops/supervised.py").write_text("# supervised epochs\n" + (root / "loops/supervised.py").read_text())
+    assert hit() is not None  # a comment: the summary is the same
+
+    text = distill.read_text()
+    distill.write_text(text.replace("            self.optimizer.step()\n", "            self.log(loss)\n"))
+    assert hit() is None and run() == []  # one implementation no longer steps: the call may not
+    distill.write_text(text)
+    assert hit() is None and run() == ["TRN801"]
+
+    (root / "loops/probe.py").write_text("from engine.runner import EpochRunner\n\n\nclass Probe(EpochRunner):\n"
+                                         "    def run_epoch(self, epoch):\n        return self.model.eval()\n")
+    index_for(str(cache_dir)).forget_files()  # which files import what is read once a run: a new run
+    assert hit() is None and run() == []  # a new subclass that trains nothing

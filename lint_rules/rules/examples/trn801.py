@@ -67,6 +67,30 @@ VALID = [
                 optimizer.zero_grad()
         """
     ),
+    Valid(
+        """
+        # one implementation of the template method does not train: the call may step nothing
+        import torch
+        class Loop:
+            def __init__(self, model):
+                self.optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                self.scheduler = torch.optim.lr_scheduler.StepLR(self.optimizer, step_size=30)
+            def fit(self, epochs):
+                for epoch in range(epochs):
+                    self.scheduler.step()
+                    self.one_epoch()
+        class Trains(Loop):
+            def one_epoch(self):
+                for x, y in self.loader:
+                    self.optimizer.zero_grad()
+                    criterion(self.model(x), y).backward()
+                    self.optimizer.step()
+        class Frozen(Loop):
+            def one_epoch(self):
+                for x, y in self.loader:
+                    self.metrics.update(self.model(x), y)
+        """
+    ),
 ]
 
 INVALID = [
@@ -126,6 +150,33 @@ INVALID = [
                 optimizer.zero_grad()
                 criterion(model(x), y).backward()
                 optimizer.step()
+        """
+    ),
+    Invalid(
+        """
+        # the epoch loop of a base class calls _train_epoch(), which every subclass implements
+        # with an optimizer step: the scheduler steps first, whichever subclass runs
+        import torch
+        class BaseTrainer:
+            def __init__(self, model):
+                self.optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                self.scheduler = torch.optim.lr_scheduler.ExponentialLR(self.optimizer, 0.99)
+            def train(self, epochs):
+                for epoch in range(epochs):
+                    self.scheduler.step()  # BUG
+                    self._train_epoch(epoch)
+        class PairTrainer(BaseTrainer):
+            def _train_epoch(self, epoch):
+                for a, b in self.loader:
+                    self.optimizer.zero_grad()
+                    self.pair_loss(a, b).backward()
+                    self.optimizer.step()
+        class TripletTrainer(PairTrainer):
+            def _train_epoch(self, epoch):
+                for a, p, n in self.loader:
+                    self.optimizer.zero_grad()
+                    self.triplet_loss(a, p, n).backward()
+                    self.optimizer.step()
         """
     ),
 ]

@@ -426,9 +426,12 @@ def test_a_function_called_from_many_files_is_a_utility(tmp_path: Path) -> None:
 
 
 def _all_rules(root: Path, *extra: str) -> set[tuple[str, int, str]]:
+    """What the CLI reports in ``root`` (the whole tree, or the files among ``extra`` that end in .py)."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
+    targets = [a for a in extra if a.endswith(".py")] or ["."]
+    extra = tuple(a for a in extra if not a.endswith(".py"))
     r = subprocess.run([sys.executable, "-m", "lint_rules", "lint", "--no-cache", "--isolated", "--ignore", "TRN002",
-                        "--format", "json", "--exit-zero", *extra, "."],
+                        "--format", "json", "--exit-zero", *extra, *targets],
                        cwd=root, capture_output=True, text=True, timeout=120, env=env)
     assert r.returncode == 0, r.stdout + r.stderr
     return found(json.loads(r.stdout))
@@ -634,3 +637,42 @@ def test_summary_records_the_facts_of_module_arguments(tmp_path: Path) -> None:
     assert facts.call_facts(ARG_OUTPUT)("score") == [(["softmax", None], {})]
     assert facts.call_facts(ARG_CLASS)("fit")[0][0][2] == "torch.nn.CrossEntropyLoss"
     assert facts.passed_classes() == {"torch.nn.CrossEntropyLoss"}
+
+
+def test_a_trainer_hierarchy_split_across_files() -> None:
+    """Methods reached through class hierarchies across files: engine/runner.py's fit() steps its scheduler
+    before the abstract run_epoch() that both subclasses in loops/ implement with an optimizer step;
+    train.py's trainer inherits train_one_epoch(), forget_grads() and apply_update() from engine/steps.py.
+    Every planted bug is found by a plain lint (certain), each file linted alone too; the twin, whose
+    fixes are partly in the *other* file (engine/steps.py), is clean with every rule on."""
+    root = PROJECTS / "epochloop"
+    expected = marked(root)
+    assert {code for *_, code in expected} == {"TRN801", "TRN101", "TRN102"}
+    assert _all_rules(root, "--preview", "--select", "ALL") == expected
+    assert _all_rules(root) == expected
+    for rel in sorted({path for path, _, _ in expected}):
+        assert {m for m in _all_rules(root, rel) if m[0] == rel} == {m for m in expected if m[0] == rel}
+    assert _all_rules(PROJECTS / "epochloop_ok", "--preview", "--select", "ALL") == set()
+
+
+def test_a_lightning_module_base_of_another_file_registers_nothing_by_name(tmp_path: Path) -> None:
+    import libcst as cst
+
+    from lint_rules.analysis.model import FileModel
+
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "base.py").write_text(
+        "import torch\nimport pytorch_lightning as pl\nimport lightning as L\nfrom somewhere import Mixin\n"
+        "class Base(pl.LightningModule):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.register_buffer('mask', torch.ones(2))\n"
+        "class Other(L.LightningModule):\n    pass\n"
+        "class Mixed(Mixin):\n    pass\n")
+    source = "from base import Base, Other, Mixed\n"
+    path = tmp_path / "trainer.py"
+    model = FileModel(cst.parse_module(source))
+    facts = ProjectFacts(ProjectIndex(), str(path))
+    names = {a.name.value: a.name for stmt in model.module.body for small in stmt.body
+             for a in small.names}
+    assert facts.registered_names(model, names["Base"]) == {"mask"}
+    assert facts.registered_names(model, names["Other"]) == set()
+    assert facts.registered_names(model, names["Mixed"]) is None  # a base outside the project: unknown

@@ -260,3 +260,99 @@ def test_constructor_attributes_bind_arguments_to_the_self_attributes_init_keeps
     got = [(attr, model.module.code_for_node(arg)) for attr, arg in s.constructor_attributes(call)]
     assert got == [("self.model", "net"), ("self.loaders", "dls"), ("self.samplers", "smp")]
     assert s.constructor_attributes(_call(model, "Unknown(net, dls)")) == []
+
+
+# ------------------------------------------------ every implementation of a template method
+TEMPLATE = """
+class Loop:
+    def fit(self, batches):
+        for b in batches:
+            self.update(b)
+        self.finish()
+        self.cleanup()
+
+class Plain(Loop):
+    def update(self, b):
+        self.opt.zero_grad()
+        self.loss(b).backward()
+        self.opt.step()
+
+    def finish(self):
+        self.opt.step()
+        self.model.eval()
+
+    def cleanup(self):
+        self.opt.zero_grad()
+        self.opt.step()
+
+class Scaled(Loop):
+    def update(self, b):
+        self.opt.zero_grad()
+        self.scaler.scale(self.loss(b)).backward()
+        self.scaler.step(self.opt)
+        self.opt.step()
+
+    def finish(self):
+        self.model.eval()
+
+    def cleanup(self):
+        self.opt.step()
+        self.opt.zero_grad()
+"""
+
+
+def test_a_call_of_several_implementations_has_what_every_one_does_in_their_order() -> None:
+    model, s = _facts(TEMPLATE)
+    update = _call(model, "self.update(b)")
+    assert [(e.kind, e.target) for e in s.effects_at(update)] == [
+        (CLEAR, "self.opt"), (BACKWARD, None), (STEP, "self.opt")]  # two steps in a row are one fact
+    assert s.steps_optimizer(update)
+    # only one implementation steps: the call may step nothing; both switch to eval
+    finish = _call(model, "self.finish()")
+    assert [(e.kind, e.target) for e in s.effects_at(finish)] == [(EVAL, "self.model")]
+    assert not s.steps_optimizer(finish)
+    # the same effects in another order: nothing is agreed
+    assert s.effects_at(_call(model, "self.cleanup()")) == []
+    # the fit() summary carries the agreed effects of its helpers
+    assert [(e.kind, e.target) for e in s.of(_fn(model, "fit")).effects][:3] == [
+        (CLEAR, "self.opt"), (BACKWARD, None), (STEP, "self.opt")]
+
+
+def test_a_helper_of_several_implementations_is_a_training_event_at_its_call() -> None:
+    model, s = _facts(TEMPLATE)
+    calls = {model.module.code_for_node(c): [e.kind for e in evs] for c, evs in s.helper_calls()}
+    assert calls["self.update(b)"] == [CLEAR, BACKWARD, STEP]
+    assert "self.finish()" not in calls and "self.cleanup()" not in calls  # nothing agreed to train
+
+
+def test_a_method_of_a_base_class_of_another_file_binds_its_arguments(tmp_path) -> None:
+    from lint_rules.analysis.cross_file import ProjectFacts
+    from lint_rules.analysis.project_index import ProjectIndex
+
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "steps.py").write_text(textwrap.dedent("""
+        class Steps:
+            def update(self, opt, other=None):
+                opt.step()
+                other.zero_grad()
+                self.ema.step()
+    """))
+    model = FileModel(cst.parse_module(textwrap.dedent("""
+        from steps import Steps
+        class Trainer(Steps):
+            def fit(self, x):
+                self.update(self.opt_d)
+                self.update(self.opt_g, other=self.model)
+                self.update(opt=self.opt_g)
+    """)))
+    model.project_facts = ProjectFacts(ProjectIndex(), str(tmp_path / "train.py"))
+    s = model.fact(Summaries)
+    at = {model.module.code_for_node(c): [(e.kind, e.target) for e in s.effects_at(c)]
+          for c in model.nodes(cst.Call) if model.module.code_for_node(c).startswith("self.update")}
+    assert at == {
+        "self.update(self.opt_d)": [(STEP, "self.opt_d")],  # `other` left to its default: no target
+        "self.update(self.opt_g, other=self.model)": [(STEP, "self.opt_g"), (CLEAR, "self.model")],
+        "self.update(opt=self.opt_g)": [(STEP, "self.opt_g")],
+    }
+    assert all(s.steps_optimizer(c) for c in model.nodes(cst.Call)
+               if model.module.code_for_node(c).startswith("self.update"))

@@ -48,12 +48,14 @@ def test_classes_record_bases_module_verdict_and_forward_output() -> None:
     ''')
     classes = s["classes"]
     assert classes["Net"] == {"bases": ["nn.Module"], "module": True, "forward": True, "output": "log_softmax",
-                              "mode": False, "registers": []}
+                              "mode": False, "registers": [],
+                              "methods": {"__init__": {"stub": False, "params": ["self"], "effects": []},
+                                          "forward": {"stub": False, "params": ["self", "x"], "effects": []}}}
     assert classes["Soft"]["output"] == "softmax" and classes["Soft"]["module"] is True
     assert classes["Mixed"]["output"] is None  # two different answers: unknown, never a guess
     # Not shown to be a module by this file alone; phase two follows Base into its own file.
     assert classes["Child"] == {"bases": ["Base"], "module": False, "forward": False, "output": None,
-                                "mode": None, "registers": []}  # a base of another file: unknown
+                                "mode": None, "registers": [], "methods": {}}  # a base of another file: unknown
     assert classes["Plain"]["module"] is False and classes["Plain"]["output"] is None
 
 
@@ -148,3 +150,49 @@ def test_functions_that_return_a_loader_over_a_shuffling_distributed_sampler_are
             return DataLoader(ds, sampler=sampler), sampler
     """)
     assert s["sampled_loaders"] == ["build", "inline"]  # not without shuffling; a tuple is not a loader
+
+
+def test_methods_record_stubs_parameters_and_effects_for_subclasses_and_heirs() -> None:
+    s = summary('''
+        import torch
+
+        class Trainer:
+            lr = 0.1
+
+            def fit(self, loader, opt, swa=False):
+                for x in loader:
+                    opt.zero_grad()
+                    self.loss(x).backward()
+                    opt.step()
+                if swa:  # an effect that the caller's argument decides
+                    self.swa_opt.step()
+
+            def _epoch(self, epoch):
+                """Subclasses train one epoch."""
+                raise NotImplementedError
+
+            @property
+            def device(self):
+                return "cuda"
+    ''')
+    methods = s["classes"]["Trainer"]["methods"]
+    assert methods["fit"] == {"stub": False, "params": ["self", "loader", "opt", "swa"], "effects": [
+        ["clear", "$opt", True, 0, False], ["backward", None, True, 0, False], ["step", "$opt", True, 0, False],
+        ["step", "self.swa_opt", False, 0, True]]}
+    assert methods["_epoch"] == {"stub": True, "params": ["self", "epoch"], "effects": []}
+    assert methods["lr"] is None and methods["device"] is None  # a value and a property: no method to run
+
+
+def test_a_cached_summary_with_methods_of_another_shape_is_not_well_formed() -> None:
+    from lint_rules.analysis.project_index import well_formed
+
+    good = summary("class T:\n    def fit(self, opt):\n        opt.step()\n    def go(self):\n        pass\n")
+    assert well_formed(good)
+    for bad in ({"fit": {"stub": False, "params": ["self"]}},  # a key missing
+                {"fit": {"stub": 0, "params": ["self"], "effects": []}},  # not a bool
+                {"fit": {"stub": False, "params": ["self"], "effects": [["step", "$opt", False, 0]]}},  # short effect
+                {"fit": "step"}, []):
+        damaged = {**good, "classes": {"T": {**good["classes"]["T"], "methods": bad}}}
+        assert not well_formed(damaged), bad
+    old = {**good, "classes": {"T": {k: v for k, v in good["classes"]["T"].items() if k != "methods"}}}
+    assert not well_formed(old)  # a summary of the previous version
