@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 FIXABLE = "import torch\nscaler = torch.cuda.amp.GradScaler(enabled=True)\n"  # TRN802, a safe fix
 
@@ -48,3 +50,18 @@ def test_a_null_byte_in_code_is_a_syntax_error_at_its_line_and_column(tmp_path: 
     r = lint("t.py", cwd=tmp_path)
     assert r.returncode == 1
     assert r.stdout.startswith("t.py:3:6: TRN000 [error] SyntaxError: source code cannot contain null bytes\n")
+
+
+@pytest.mark.parametrize(("source", "rejected"), [
+    ("x = 1\n", None),
+    ("for x in y:\n    pass\nreturn x\n", None),      # the compiler's objection, not the parser's: a fragment
+    ("await main()\n", None),                       # a notebook's top-level await
+    ("yield 1\nbreak\n", None),
+    ("x = (\n", "'(' was never closed"),
+    ("def f(:\n    pass\n", "invalid syntax"),
+])
+def test_check_target_asks_cpythons_parser(source: str, rejected: str | None) -> None:
+    from lint_rules.limits import check_target
+
+    found = check_target(source, "example.py")
+    assert (None if found is None else found.msg) == rejected
