@@ -13,7 +13,7 @@ import libcst as cst
 
 from lint_rules.analysis.kinds import DISTRIBUTED_OPTIMIZER, LOADER, LOSS, MODULE, OPTIMIZER, SCALER
 from lint_rules.analysis.modules import ModuleFacts
-from lint_rules.analysis.scopes import dotted
+from lint_rules.analysis.scopes import bind_arguments, dotted
 from lint_rules.analysis.summaries import BACKWARD, CLEAR, EVAL, STEP, TRAIN, Summaries  # noqa: F401
 from lint_rules.analysis.summaries import mode_of_call as mode_call
 
@@ -40,6 +40,9 @@ _HELD_OUT_NAME = re.compile(r"(^|_)(val|dev|eval)|test|valid", re.I)
 # A context manager defined elsewhere, named for switching to eval mode: `eval_mode(model)`,
 # `model_eval_mode(model)`, `evaluating(net)`.
 _EVAL_CONTEXT = re.compile(r"(^|_)eval(_mode)?$|eval_mode|^evaluating$", re.I)
+# A helper defined elsewhere that may switch a model to eval mode: `set_eval(model)`,
+# `evaluation_mode(net)`, `freeze_bn(model)`.
+_MODE_SWITCH_NAME = re.compile(r"(^|_)eval(uation)?_?mode|(^|_)(set_)?eval$|freeze", re.I)
 # Calls that hand a batch on as it is (or moved, reshaped): `x.cuda()`, `Variable(x)`, `x[0]`.
 _BATCH_DEPTH = 8
 
@@ -88,6 +91,9 @@ class FileFacts:
         self._draws: bool | None = None
         self._bodies: dict[int, list[cst.CSTNode]] = {}
         self._generation_calls: dict[int, list[cst.Call]] = {}
+        self._no_eval: bool | None = None
+        self._trains: bool | None = None
+        self._restored: list[tuple[int, cst.CSTNode | None, str, bool]] | None = None
 
     # ------------------------------------------------------- structure
     def body_nodes(self, container: cst.CSTNode) -> list[cst.CSTNode]:
@@ -193,10 +199,62 @@ class FileFacts:
                     if isinstance(node, cst.Call) and self._innermost_data_loop(node) is None \
                             and dotted(forward_target(node.func)) in receivers and self._indexed_by(node, loop):
                         calls.append(node)
+        if not calls and isinstance(loop, cst.For) and (restored := self.restored_for_inference(loop)):
+            # for name, (x, y) in enumerate(problem.generator()): model(x), after model.load_state_dict(...)
+            # in a file that trains nothing: an inference script runs the weights it restored
+            for node in self.body_nodes(loop):
+                if isinstance(node, cst.Call) and self.model.enclosing_loops(node)[:1] == [loop] \
+                        and dotted(forward_target(node.func)) in restored and self._indexed_by(node, loop):
+                    calls.append(node)
         if calls and not self._is_evaluation(loop):
             calls = []
         self._evaluation_calls[key] = calls
         return calls
+
+    def restored_for_inference(self, node: cst.CSTNode, state_dict_only: bool = False) -> set[str]:
+        """The models (dotted spellings) whose weights ``node``'s function (or the module's body) restored
+        before it, ``m.load_state_dict(...)`` or ``m = torch.load(...)``/``torch.jit.load(...)`` (not with
+        ``state_dict_only``: a pickled module keeps the mode it was saved in), in a file that trains
+        nothing: no backward(), no optimizer step, no optimizer built. Empty when the file trains."""
+        restores = self._restores()
+        if not restores or self._trains_anything():
+            return set()
+        model = self.model
+        fn = model.enclosing_function(node)
+        index = model.order[id(node)]
+        return {text for at, where, text, whole in restores
+                if at < index and where is fn and not (whole and state_dict_only)}
+
+    def _restores(self) -> list[tuple[int, cst.CSTNode | None, str, bool]]:
+        """Every restore of weights in the file, in order: (index, function, the model's spelling,
+        whether a whole pickled module was loaded)."""
+        if self._restored is None:
+            model = self.model
+            found = []
+            for call in model.nodes(cst.Call):
+                func = call.func
+                if isinstance(func, cst.Attribute) and func.attr.value == "load_state_dict":
+                    text, whole = dotted(func.value), False
+                elif isinstance(func, (cst.Name, cst.Attribute)) and dotted(func) is not None \
+                        and dotted(func).rsplit(".", 1)[-1] == "load" \
+                        and model.qualified_name(func) in ("torch.load", "torch.jit.load"):
+                    parent = model.parent(call)
+                    text = dotted(parent.targets[0].target) if isinstance(parent, cst.Assign) \
+                        and len(parent.targets) == 1 else None
+                    whole = True
+                else:
+                    continue
+                if text is not None and id(call) in model.order:
+                    found.append((model.order[id(call)], model.enclosing_function(call), text, whole))
+            self._restored = found
+        return self._restored
+
+    def _trains_anything(self) -> bool:
+        if self._trains is None:
+            model = self.model
+            self._trains = any(e.kind in (BACKWARD, STEP) for e in model.training.events) \
+                or any(model.kind_of(c) in _STEPPERS for c in model.nodes(cst.Call))
+        return self._trains
 
     # ---------------------------------------------------- generation loops
     def generation_calls(self, loop: cst.CSTNode) -> list[tuple[cst.Call, bool]]:
@@ -382,6 +440,81 @@ class FileFacts:
                 out.append((call, text, sorted(switched)[0]))
         return out if out and self._is_evaluation(loop) else []
 
+    def trained_never_evaluated(self, loop: cst.CSTNode, calls: list[cst.Call]) -> list[cst.Call]:
+        """The model calls of the evaluation loop ``loop`` (``calls``) whose model this file trains and
+        never switches to eval mode: it is put in train mode here (``model.train()``), or an earlier
+        loop of the same function trains it, and nothing in the file calls ``eval()``,
+        ``train(<anything but True>)`` or enters a context manager named for eval mode. Such a model
+        is in training mode when the loop scores it. Spellings put in train mode elsewhere in the file
+        count only when every caller of the loop's function is known."""
+        if not calls or not self._never_evaluates():
+            return []
+        fn = self.model.enclosing_function(loop)
+        # trained on a path this file shows: by an earlier loop of the function, or by a caller that
+        # trains it and then hands it over
+        trained = self.trained_by_callers(fn)
+        if isinstance(loop, cst.For):
+            trained = trained | self._trained_by_sibling(loop)
+        trained = trained | self.restored_for_inference(loop, state_dict_only=True)  # built in train mode
+        if not isinstance(fn, cst.FunctionDef) or self.caller_contexts(fn) is not None:
+            # put in train mode somewhere in the file, same spelling: the same model when every caller
+            # of the function is known (a script's loop, a method, a function of a script)
+            trained = trained | self._trained_spellings()
+        return [c for c in calls if dotted(forward_target(c.func)) in trained]
+
+    def trained_by_callers(self, fn: cst.CSTNode | None) -> set[str]:
+        """The parameters of ``fn`` that a caller in this file hands a model it has just trained: before
+        the call, the same caller calls a function of this file that trains (backward, an optimizer
+        step) with that model among its arguments (``train(model, ...)`` then ``test(model, ...)``)."""
+        if not isinstance(fn, cst.FunctionDef):
+            return set()
+        model = self.model
+        helpers = model.fact(Summaries)
+        out: set[str] = set()
+        for site in self.call_sites(fn):
+            given = {text: name for name, value in bind_arguments(site, fn).items()
+                     if value is not None and (text := dotted(value)) is not None}
+            if not given:
+                continue
+            caller = model.enclosing_function(site)
+            index = model.order[id(site)]
+            for other in model.within(cst.Call, caller) if caller is not None else model.nodes(cst.Call):
+                if model.order.get(id(other), index) >= index or model.enclosing_function(other) is not caller \
+                        or not isinstance(other.func, (cst.Name, cst.Attribute)):
+                    continue
+                trainer = helpers.local_function(other.func)
+                if trainer is None or trainer is fn \
+                        or not any(e.kind in (BACKWARD, STEP) for e in helpers.of(trainer).effects):
+                    continue
+                for arg in other.args:
+                    name = given.get(dotted(arg.value) or "")
+                    if name is not None:
+                        out.add(name)
+        return out
+
+    def _never_evaluates(self) -> bool:
+        """Nothing in this file can switch a module to eval mode: no ``eval()`` call (on anything), no
+        ``train(x)`` with ``x`` other than ``True``, no ``with`` block entering a context manager named for
+        eval mode, no helper of another file spelled like one (``set_eval(model)``)."""
+        if self._no_eval is None:
+            found = True
+            for call in self.model.nodes(cst.Call):
+                func = call.func
+                leaf = func.attr.value if isinstance(func, cst.Attribute) else \
+                    func.value if isinstance(func, cst.Name) else None
+                if leaf is None:
+                    continue
+                if leaf == "eval" and isinstance(func, cst.Attribute) or _EVAL_CONTEXT.search(leaf) \
+                        or _MODE_SWITCH_NAME.search(leaf):
+                    found = False
+                elif leaf == "train" and isinstance(func, cst.Attribute) and call.args \
+                        and not (isinstance(call.args[0].value, cst.Name) and call.args[0].value.value == "True"):
+                    found = False
+                if not found:
+                    break
+            self._no_eval = found
+        return self._no_eval
+
     def _trained_spellings(self) -> set[str]:
         """Spellings of the modules this file puts in train mode with ``m.train()``."""
         return {text for _, call, mode in self.mode_calls()
@@ -465,8 +598,10 @@ class FileFacts:
             func = node.func
             if isinstance(func, cst.Attribute):
                 method = func.attr.value
-                if method in ("zero_grad", "requires_grad_", "backward"):
+                if method in ("requires_grad_", "backward"):
                     return False  # also distributed autograd's backward(context_id, losses)
+                if method == "zero_grad" and not self._scored_without_grad(loop):
+                    return False  # gradients cleared for a step to come, unless no model call can make any
                 if method == "step" and model.kind_of(func.value) in _STEPPERS:
                     return False
             q = model.qualified_name(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
@@ -476,6 +611,13 @@ class FileFacts:
                 if isinstance(arg.value, (cst.Name, cst.Attribute)) and model.kind_of(arg.value) in _STEPPERS:
                     return False  # loss_scaler(loss, optimizer): a training step we cannot see into
         return True
+
+    def _scored_without_grad(self, loop: cst.CSTNode) -> bool:
+        """Every model call of ``loop`` runs under ``no_grad()`` (there is at least one): nothing the
+        loop computes can be trained, so a stray ``optimizer.zero_grad()`` in it is no training step."""
+        model = self.model
+        calls = [n for n in self.body_nodes(loop) if isinstance(n, cst.Call) and self.is_model_call(n)]
+        return bool(calls) and all(model.in_no_grad(c) for c in calls)
 
     def _returns_loss(self, fn: cst.FunctionDef) -> bool:
         """``fn`` hands a loss back to its caller (``return loss.mean()``): a backward comes there."""
@@ -719,7 +861,10 @@ class FileFacts:
             return True
         if not isinstance(fn, cst.FunctionDef):
             return False
-        if self._set_by_callers(fn, 0):
+        # A train() before the call of a function that trains before this loop is the training's own
+        # mode, not a deliberate train-mode pass over the loop's data (`net.train(); fit(net, ...)`
+        # with `fit` training, then validating).
+        if self._set_by_callers(fn, 0, deliberate=not self._trains_before(loop, fn)):
             return True
         # a caller in another file of the project set eval mode before calling it
         return self.model.enclosing_function(fn) is None and any(
@@ -743,13 +888,20 @@ class FileFacts:
                 return True
         return False
 
-    def _set_before(self, node: cst.CSTNode, region: cst.CSTNode | None) -> bool:
+    def _trains_before(self, node: cst.CSTNode, fn: cst.FunctionDef) -> bool:
+        """``fn`` calls backward() or steps an optimizer before ``node`` (its own statements)."""
+        index = self.model.order[id(node)]
+        return any(e.kind in (BACKWARD, STEP) and e.index < index for e in self.model.training.function_events(fn))
+
+    def _set_before(self, node: cst.CSTNode, region: cst.CSTNode | None, deliberate: bool = True) -> bool:
         last = self.last_mode_before(node, region)
         if last is None:
             return False
         mode, call = last
         if mode == EVAL:
             return True
+        if not deliberate:
+            return False
         # train() with no training between it and the loop is a deliberate train-mode pass;
         # a helper that trains (train_one_epoch) is not.
         model = self.model
@@ -782,13 +934,13 @@ class FileFacts:
         remote = project.caller_contexts(fn.name.value) if project is not None else []
         return None if remote is None else out + remote
 
-    def _set_by_callers(self, fn: cst.FunctionDef, depth: int) -> bool:
+    def _set_by_callers(self, fn: cst.FunctionDef, depth: int, deliberate: bool = True) -> bool:
         for site in self.call_sites(fn):
             caller = self.model.enclosing_function(site)
-            if self._set_before(site, caller):
+            if self._set_before(site, caller, deliberate):
                 return True
             if depth < 2 and isinstance(caller, cst.FunctionDef) and caller is not fn \
-                    and self._set_by_callers(caller, depth + 1):
+                    and self._set_by_callers(caller, depth + 1, deliberate):
                 return True
         return False
 

@@ -32,7 +32,12 @@ class EvaluationWithoutNoGrad(Rule):
     hands over an optimizer, nor asks for input gradients. A counting loop is also
     an evaluation loop when its function put the model in eval mode before it
     (`model.eval()`) and the model's input is computed from the loop's index
-    (`x[i:i + n]`). `model.forward(x)` counts as a model call, and so do `self(x)` and
+    (`x[i:i + n]`). So is a loop of an inference script: its model's weights were restored
+    before it (`model.load_state_dict(...)`, `model = torch.load(...)`), the file trains
+    nothing (no `backward()`, no optimizer step or optimizer), and the model's input is
+    computed from the loop's target (`for i, (x, y) in enumerate(task.episodes()):
+    model(x)`). A `zero_grad()` in a loop does not make it a training loop when every model
+    call of the loop runs under `no_grad()`. `model.forward(x)` counts as a model call, and so do `self(x)` and
     `self.forward(x)` in a method of a module class. A generation loop is flagged too:
     a loop of a function that does not train, where the model's input in the next
     iteration is computed from its output in this one (a sampler, a decoder:

@@ -53,7 +53,15 @@ class EvaluationWithoutEvalMode(Rule):
     an evaluation function (nothing in it trains) that calls
     `eval()` on some modules before a loop over data, then calls another module in
     the loop that this file puts in train mode elsewhere (`predictor.train()` in the
-    training function) and that the function sets no mode on.
+    training function) and that the function sets no mode on. Also certain: a model that this
+    file trains and never switches to eval mode (nothing in the file calls `eval()` or
+    `train(<anything but True>)` or enters a context named for eval mode), scored by the loop:
+    an earlier loop of the same function trains it, a caller of this file trains it with a
+    function of this file and then hands it to the loop's function (`train(model, ...)` then
+    `test(model, ...)`), the file puts it in train mode (`self.model.train()` in another method;
+    for a function, when its callers are known), or an inference script restored its weights
+    with `load_state_dict(...)` and trains nothing. A `train()` before the call of a function
+    that trains and then validates is the training's own mode, not a deliberate train-mode pass.
 
     ## Why is this bad?
     In training mode, dropout zeroes random activations and batch norm normalises
@@ -130,7 +138,7 @@ class EvaluationWithoutEvalMode(Rule):
                 # norm) and every call of the function in the project is known and none sets eval
                 # mode before it; possible when a caller the linter cannot see may set it.
                 certain = any(self._modules.mode_dependent(call.func) is True for call in calls) \
-                    and self._callers_never_set_eval(node)
+                    and self._callers_never_set_eval(node) or self._left_in_training(node, calls)
                 self.report(node, certain=certain)
             return
         # Certain: the function switched some models to eval mode and forgot one it trains elsewhere.
@@ -140,6 +148,13 @@ class EvaluationWithoutEvalMode(Rule):
                 return
 
     visit_While = visit_For  # while not batcher.last_batch(): batch = batcher.next_batch()
+
+    def _left_in_training(self, loop: cst.For, calls: list[cst.Call]) -> bool:
+        """A model that this file trains and never switches to eval mode (see
+        :meth:`~lint_rules.analysis.evaluation.FileFacts.trained_never_evaluated`), not known to
+        behave the same in both modes."""
+        return any(self._modules.mode_dependent(c.func) is not False and not self._facts.loaded_in_eval_mode(c.func)
+                   for c in self._facts.trained_never_evaluated(loop, calls))
 
     def _callers_never_set_eval(self, loop: cst.For) -> bool:
         fn = self.model.enclosing_function(loop)

@@ -8,6 +8,19 @@ from lint_rules.rule import Invalid, Valid
 VALID = [
     Valid(
         """
+        # weights restored to resume training: the file builds an optimizer
+        import torch
+        net = Factory.build(config)
+        net.load_state_dict(torch.load(args.checkpoint, map_location="cpu"))
+        optimizer = torch.optim.SGD(net.parameters(), lr=0.01)
+        for episode, (inputs, targets) in enumerate(problem.episodes()):
+            optimizer.zero_grad()
+            crit(net(inputs), targets).backward()
+            optimizer.step()
+        """
+    ),
+    Valid(
+        """
         # a rollout: the policy's action goes through the environment, whose observation is no
         # tensor of the model's; the function returns log-probabilities its caller trains on
         import torch
@@ -423,6 +436,17 @@ INVALID = [
                 eps = model(x, t)
                 x = x - 0.1 * eps
             return x
+        """
+    ),
+    Invalid(
+        """
+        # an inference script: weights restored, nothing trained, the model run over episodes
+        import torch
+        net = Factory.build(config)
+        net.load_state_dict(torch.load(args.checkpoint, map_location="cpu"))
+        net.eval()
+        for episode, (inputs, targets) in enumerate(problem.episodes()):  # BUG
+            log(net(inputs), targets)
         """
     ),
 ]

@@ -8,6 +8,25 @@ from lint_rules.rule import Invalid, Valid
 VALID = [
     Valid(
         """
+        # the same validation pass after net.eval(), and train() back for the next epoch
+        import torch
+        def fit_one_epoch(net, crit, optimizer, gen, gen_holdout):
+            for it, batch in enumerate(gen):
+                optimizer.zero_grad()
+                crit(net(batch[0]), batch[1]).backward()
+                optimizer.step()
+            net.eval()
+            for it, batch in enumerate(gen_holdout):
+                with torch.no_grad():
+                    optimizer.zero_grad()
+                    held_loss = crit(net(batch[0]), batch[1])
+            net.train()
+        net = Detector().train()
+        fit_one_epoch(net, crit, optimizer, gen, gen_holdout)
+        """
+    ),
+    Valid(
+        """
         # from_pretrained() hands the model back in eval mode
         import torch
         from transformers import AutoModelForSequenceClassification
@@ -448,6 +467,35 @@ INVALID = [
                 while not batcher.last_batch():  # BUG
                     batch = batcher.next_batch()
                     preds.append(self.model(batch))
+        """
+    ),
+    Invalid(
+        """
+        # validation after the training pass of the same function; the stray zero_grad() under
+        # no_grad() steps nothing, and the caller's train() is the training's own mode
+        import torch
+        def fit_one_epoch(net, crit, optimizer, gen, gen_holdout):
+            for it, batch in enumerate(gen):
+                optimizer.zero_grad()
+                crit(net(batch[0]), batch[1]).backward()
+                optimizer.step()
+            for it, batch in enumerate(gen_holdout):  # BUG
+                with torch.no_grad():
+                    optimizer.zero_grad()
+                    held_loss = crit(net(batch[0]), batch[1])
+        net = Detector().train()
+        fit_one_epoch(net, crit, optimizer, gen, gen_holdout)
+        """
+    ),
+    Invalid(
+        """
+        # an inference script: weights restored, nothing trained, never eval()
+        import torch
+        net = Factory.build(config)
+        net.load_state_dict(torch.load(args.checkpoint, map_location="cpu"))
+        with torch.no_grad():
+            for episode, (inputs, targets) in enumerate(problem.episodes()):  # BUG
+                log(net(inputs), targets)
         """
     ),
 ]
