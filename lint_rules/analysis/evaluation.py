@@ -566,7 +566,10 @@ class FileFacts:
                 fn = helpers.local_function(node.func)
                 if fn is None:
                     continue
-                if any(e.kind in (BACKWARD, STEP, CLEAR) for e in helpers.of(fn).effects):
+                # a module clearing its own gradients (`self.zero_grad()` at the top of its forward)
+                # prepares no step; an optimizer's zero_grad() in a helper is a training step we cannot see
+                if any(e.kind in (BACKWARD, STEP) or e.kind == CLEAR and e.target != "self"
+                       for e in helpers.of(fn).effects):
                     out = []
                     break  # a training step in a helper: not an evaluation loop
                 out.extend((node, inner) for inner in helpers.own_nodes(fn)

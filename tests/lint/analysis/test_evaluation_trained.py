@@ -225,3 +225,34 @@ def test_a_file_that_trains_restores_nothing_for_inference() -> None:
     unrelated = RESTORED.replace("outputs = tagger(inputs)", "outputs = tagger(fixed_input)")
     model, facts = _facts(unrelated)
     assert facts.evaluation_calls(_loops(model, None)[0]) == []
+
+
+HELPER_CLEARS = """
+import torch
+from torch import nn
+
+class Tagger(nn.Module):
+    def forward(self, sentences):
+        self.zero_grad()
+        return self.proj(self.embed(sentences))
+
+    def _scores_of(self, chunk):
+        return self.forward(chunk).softmax(-1)
+
+    def predict(self, sentences, size=32):
+        batches = [sentences[i:i + size] for i in range(0, len(sentences), size)]
+        for chunk in batches:
+            self._scores_of(chunk)
+"""
+
+
+def test_a_module_clearing_its_own_gradients_prepares_no_training_step() -> None:
+    model, facts = _facts(HELPER_CLEARS)
+    loop = _loops(model, "predict")[0]
+    assert [_spelled([inner]) for _, inner in facts.evaluation_helper_calls(loop)] == [["self.forward"]]
+    assert _findings(HELPER_CLEARS, "TRN601") == [(15, "certain")]
+    # an optimizer's zero_grad() in the helper: a training step whose backward we cannot see
+    stepping = HELPER_CLEARS.replace("        return self.forward(chunk).softmax(-1)",
+                                     "        self.opt.zero_grad()\n        return self.forward(chunk).softmax(-1)")
+    model, facts = _facts(stepping)
+    assert facts.evaluation_helper_calls(_loops(model, "predict")[0]) == []
