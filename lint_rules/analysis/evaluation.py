@@ -211,6 +211,56 @@ class FileFacts:
         self._evaluation_calls[key] = calls
         return calls
 
+    def evaluation_pass_calls(self, loop: cst.CSTNode) -> tuple[list[cst.Call], list[cst.Call]]:
+        """For a loop that trains only when a flag parameter of its function says so (``if is_train:
+        loss.backward(); opt.step()``): (the loop's model calls that run either way, the calls of the
+        function in this file that pass ``False`` for the flag). Such a call runs the loop as an
+        evaluation pass. Two empty lists when the loop trains unconditionally, or no call of the
+        function turns its training off."""
+        none: tuple[list[cst.Call], list[cst.Call]] = ([], [])
+        model = self.model
+        if not isinstance(loop, (cst.For, cst.While)) or not model.training.is_training_loop(loop):
+            return none
+        fn = model.enclosing_function(loop)
+        if not isinstance(fn, cst.FunctionDef):
+            return none
+        flags: set[str] | None = None
+        for event in model.training.loop_events.get(id(loop), ()):
+            if event.kind not in (BACKWARD, STEP):
+                continue
+            guards = self._flag_guards(event.node, loop)
+            flags = guards if flags is None else flags & guards
+            if not flags:
+                return none
+        params = {p.name.value for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)}
+        flags = (flags or set()) & params
+        if not flags or any(e.kind in (BACKWARD, STEP) for e in model.fact(Summaries).helper_events(loop)):
+            return none  # a helper that trains whatever the flag says
+        sites = [site for site in self.call_sites(fn)
+                 if any(_is_false(bind_arguments(site, fn).get(flag)) for flag in flags)]
+        if not sites:
+            return none
+        calls = [node for node in self.body_nodes(loop)
+                 if isinstance(node, cst.Call) and self.is_model_call(node)
+                 and model.enclosing_loops(node)[:1] == [loop] and not self._flag_guards(node, loop) & flags]
+        return calls, sites
+
+    def _flag_guards(self, node: cst.CSTNode, loop: cst.CSTNode) -> set[str]:
+        """The names ``node`` runs only when true: ``if flag:`` (also ``if flag and ...:``) around it,
+        inside ``loop``; ``else`` branches and other tests guard nothing here."""
+        out: set[str] = set()
+        child = node
+        for a in self.model.ancestors(node):
+            if a is loop:
+                break
+            if isinstance(a, cst.If) and child is a.body:
+                test = a.test
+                parts = [test.left, test.right] if isinstance(test, cst.BooleanOperation) \
+                    and isinstance(test.operator, cst.And) else [test]
+                out.update(p.value for p in parts if isinstance(p, cst.Name))
+            child = a
+        return out
+
     def restored_for_inference(self, node: cst.CSTNode, state_dict_only: bool = False) -> set[str]:
         """The models (dotted spellings) whose weights ``node``'s function (or the module's body) restored
         before it, ``m.load_state_dict(...)`` or ``m = torch.load(...)``/``torch.jit.load(...)`` (not with
@@ -1021,6 +1071,10 @@ def _bound(target: cst.CSTNode) -> set[str]:
     if isinstance(target, cst.StarredElement):
         return _bound(target.value)
     return set()
+
+
+def _is_false(expr: cst.CSTNode | None) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "False"
 
 
 def _subscripts(expr: cst.CSTNode) -> Iterator[cst.Subscript]:

@@ -16,6 +16,8 @@ if TYPE_CHECKING:
 
 GENERATION_MESSAGE = ("Generation loop feeds the model its own output with autograd on: the graph of every "
                       "step is recorded and kept alive for a backward that never comes")
+PASS_MESSAGE = ("A call of this function turns its training off, but the loop still runs the model with "
+                "autograd on: that evaluation pass records graphs and keeps activations for nothing")
 VOLATILE_MESSAGE = ("volatile=True has had no effect since PyTorch 0.4: autograd records this computation "
                     "and keeps its activations; use torch.no_grad()")
 
@@ -37,7 +39,11 @@ class EvaluationWithoutNoGrad(Rule):
     nothing (no `backward()`, no optimizer step or optimizer), and the model's input is
     computed from the loop's target (`for i, (x, y) in enumerate(task.episodes()):
     model(x)`). A `zero_grad()` in a loop does not make it a training loop when every model
-    call of the loop runs under `no_grad()`. `model.forward(x)` counts as a model call, and so do `self(x)` and
+    call of the loop runs under `no_grad()`. A training loop whose `backward()` and optimizer
+    steps all run under `if <flag>:`, a parameter of its function, is flagged when a call of
+    that function in the file passes `False` for the flag outside `no_grad()`
+    (`run_epoch(model, valid_loader, is_train=False)`): that call is an evaluation pass with
+    autograd on. `model.forward(x)` counts as a model call, and so do `self(x)` and
     `self.forward(x)` in a method of a module class. A generation loop is flagged too:
     a loop of a function that does not train, where the model's input in the next
     iteration is computed from its output in this one (a sampler, a decoder:
@@ -120,6 +126,13 @@ class EvaluationWithoutNoGrad(Rule):
                 or any(not self._grad_managed_in_helper(site, inner, node)
                        for site, inner in facts.evaluation_helper_calls(node)):
             self.report(node)
+            return
+        # A training loop whose training steps all hang on a flag that a call of its function turns
+        # off (`run_epoch(model, valid_loader, False)`): that call runs it as an evaluation pass
+        calls, sites = facts.evaluation_pass_calls(node)
+        if calls and any(not self._grad_managed(call, node) for call in calls) \
+                and any(not (self.model.in_no_grad(site) or self.model.fact(GradMode).managed(site)) for site in sites):
+            self.report(node, PASS_MESSAGE)
             return
         # A generation loop: certain when its function put that model in eval mode first (it
         # declared the loop an inference); possible when the output comes back as a token or an

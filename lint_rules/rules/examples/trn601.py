@@ -8,6 +8,23 @@ from lint_rules.rule import Invalid, Valid
 VALID = [
     Valid(
         """
+        # the same epoch function, its validation call under no_grad()
+        import torch
+        def run_epoch(model, optimizer, loader, is_train):
+            for batch in loader:
+                loss = criterion(model(batch.x), batch.y)
+                if is_train:
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+        def fit(model, optimizer, train_loader, valid_loader):
+            run_epoch(model, optimizer, train_loader, True)
+            with torch.no_grad():
+                run_epoch(model, optimizer, valid_loader, False)
+        """
+    ),
+    Valid(
+        """
         # weights restored to resume training: the file builds an optimizer
         import torch
         net = Factory.build(config)
@@ -447,6 +464,22 @@ INVALID = [
         net.eval()
         for episode, (inputs, targets) in enumerate(problem.episodes()):  # BUG
             log(net(inputs), targets)
+        """
+    ),
+    Invalid(
+        """
+        # one epoch function for both passes: the validation call turns the training off, not autograd
+        import torch
+        def run_epoch(model, optimizer, loader, is_train):
+            for batch in loader:  # BUG
+                loss = criterion(model(batch.x), batch.y)
+                if is_train:
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+        def fit(model, optimizer, train_loader, valid_loader):
+            run_epoch(model, optimizer, train_loader, True)
+            run_epoch(model, optimizer, valid_loader, False)
         """
     ),
 ]
