@@ -275,6 +275,35 @@ class FileFacts:
         return {text for at, where, text, whole in restores
                 if at < index and where is fn and not (whole and state_dict_only)}
 
+    def restored_model_run(self, call: cst.Call) -> bool:
+        """``call`` runs ``self.<model>`` outside any loop in a method of an inference wrapper: another
+        method of the same class restored the model's weights (``def __init__(self):
+        self.net.load_state_dict(...)``, then ``def detect(self, image): self.net(image)``), in a file
+        that trains nothing. Each call of the method runs the model once more. Not in a ``forward``,
+        nor in a function that hands a loss back. (A one-shot script's single call is left alone: its
+        graph dies with the script.)"""
+        restores = self._restores()
+        if not restores or not self.is_model_call(call):
+            return False
+        model = self.model
+        text = dotted(forward_target(call.func))
+        fn = model.enclosing_function(call)
+        if text is None or model.enclosing_loops(call) or self._trains_anything():
+            return False
+        if isinstance(fn, cst.FunctionDef) and (fn.name.value == "forward" or self._returns_loss(fn)):
+            return False
+        if not text.startswith("self.") or not isinstance(fn, cst.FunctionDef):
+            return False
+        owner = self._class_of(fn)
+        return owner is not None and any(
+            spelled == text and isinstance(where, cst.FunctionDef) and where is not fn
+            and self._class_of(where) is owner for _, where, spelled, _ in restores)
+
+    def _class_of(self, fn: cst.FunctionDef) -> cst.ClassDef | None:
+        """The class whose method ``fn`` is (directly in its body)."""
+        parent = self.model.parent(self.model.parent(fn))  # FunctionDef <- IndentedBlock <- ClassDef
+        return parent if isinstance(parent, cst.ClassDef) else None
+
     def _restores(self) -> list[tuple[int, cst.CSTNode | None, str, bool]]:
         """Every restore of weights in the file, in order: (index, function, the model's spelling,
         whether a whole pickled module was loaded)."""

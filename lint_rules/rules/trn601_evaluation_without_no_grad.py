@@ -18,6 +18,8 @@ GENERATION_MESSAGE = ("Generation loop feeds the model its own output with autog
                       "step is recorded and kept alive for a backward that never comes")
 PASS_MESSAGE = ("A call of this function turns its training off, but the loop still runs the model with "
                 "autograd on: that evaluation pass records graphs and keeps activations for nothing")
+RESTORED_MESSAGE = ("Inference with restored weights runs the model with autograd on: nothing in this file "
+                    "trains it, yet every call records a graph and keeps its activations")
 VOLATILE_MESSAGE = ("volatile=True has had no effect since PyTorch 0.4: autograd records this computation "
                     "and keeps its activations; use torch.no_grad()")
 
@@ -43,7 +45,10 @@ class EvaluationWithoutNoGrad(Rule):
     steps all run under `if <flag>:`, a parameter of its function, is flagged when a call of
     that function in the file passes `False` for the flag outside `no_grad()`
     (`run_epoch(model, valid_loader, is_train=False)`): that call is an evaluation pass with
-    autograd on. `model.forward(x)` counts as a model call, and so do `self(x)` and
+    autograd on. So is a method of an inference wrapper that runs `self.<model>` once per call
+    when another method of its class restored the model's weights and the file trains
+    nothing (`self.net.load_state_dict(...)` in `__init__`, `self.net(image)` in
+    `detect()`). `model.forward(x)` counts as a model call, and so do `self(x)` and
     `self.forward(x)` in a method of a module class. A generation loop is flagged too:
     a loop of a function that does not train, where the model's input in the next
     iteration is computed from its output in this one (a sampler, a decoder:
@@ -151,6 +156,12 @@ class EvaluationWithoutNoGrad(Rule):
 
     visit_While = visit_For
 
+    def visit_Call(self, node: cst.Call) -> None:
+        # an inference wrapper: weights restored in this file, which trains nothing, then the model run once
+        # per call with autograd on (`self.net.load_state_dict(...)` ... `boxes = self.net(image)`)
+        if self._facts.restored_model_run(node) and not self._grad_managed(node, node):
+            self.report(node, RESTORED_MESSAGE)
+
     def visit_Arg(self, node: cst.Arg) -> None:
         # Variable(x, volatile=True): ignored since PyTorch 0.4, so autograd records what it was meant to skip
         if node.keyword is not None and node.keyword.value == "volatile" and is_true(node.value) \
@@ -165,7 +176,7 @@ class EvaluationWithoutNoGrad(Rule):
         return self._grad_managed(site, loop) or model.in_no_grad(inner) or model.fact(GradMode).managed(inner) \
             or isinstance(helper, cst.FunctionDef) and model.fact(Summaries).of(helper).no_grad
 
-    def _grad_managed(self, call: cst.Call, loop: cst.For) -> bool:
+    def _grad_managed(self, call: cst.Call, loop: cst.CSTNode) -> bool:
         model = self.model
         modes = model.fact(GradMode)
         if model.in_no_grad(call) or modes.managed(call) or modes.set_before(loop):

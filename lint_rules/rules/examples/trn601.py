@@ -8,6 +8,21 @@ from lint_rules.rule import Invalid, Valid
 VALID = [
     Valid(
         """
+        # the same wrapper, its inference method under no_grad()
+        import torch
+        class Detector:
+            def __init__(self, weights):
+                self.net = YoloBody(num_classes)
+                self.net.load_state_dict(torch.load(weights, map_location="cpu"))
+                self.net.eval()
+            @torch.no_grad()
+            def detect(self, image):
+                boxes = self.net(to_tensor(image)[None])
+                return boxes[0].cpu().numpy()
+        """
+    ),
+    Valid(
+        """
         # the same epoch function, its validation call under no_grad()
         import torch
         def run_epoch(model, optimizer, loader, is_train):
@@ -480,6 +495,20 @@ INVALID = [
         def fit(model, optimizer, train_loader, valid_loader):
             run_epoch(model, optimizer, train_loader, True)
             run_epoch(model, optimizer, valid_loader, False)
+        """
+    ),
+    Invalid(
+        """
+        # an inference wrapper: weights restored once, the detector run on every image with autograd on
+        import torch
+        class Detector:
+            def __init__(self, weights):
+                self.net = YoloBody(num_classes)
+                self.net.load_state_dict(torch.load(weights, map_location="cpu"))
+                self.net.eval()
+            def detect(self, image):
+                boxes = self.net(to_tensor(image)[None])  # BUG
+                return boxes[0].cpu().numpy()
         """
     ),
 ]

@@ -84,7 +84,8 @@ def test_an_evaluation_pass_called_without_grad_is_quiet(managed: str) -> None:
 
 
 def test_the_model_call_under_the_flag_only_is_not_the_evaluation_pass() -> None:
-    source = SHARED.replace("        out = net(batch.x)\n        loss = crit(out, batch.y)\n        if training:\n",
-                            "        if training:\n            out = net(batch.x)\n            loss = crit(out, batch.y)\n")
+    before = "        out = net(batch.x)\n        loss = crit(out, batch.y)\n        if training:\n"
+    after = "        if training:\n            out = net(batch.x)\n            loss = crit(out, batch.y)\n"
+    source = SHARED.replace(before, after)
     assert _pass(source) == ([], [19])
     assert _findings(source) == []

@@ -256,3 +256,47 @@ def test_a_module_clearing_its_own_gradients_prepares_no_training_step() -> None
                                      "        self.opt.zero_grad()\n        return self.forward(chunk).softmax(-1)")
     model, facts = _facts(stepping)
     assert facts.evaluation_helper_calls(_loops(model, "predict")[0]) == []
+
+
+WRAPPER = """
+import torch
+
+class Segmenter:
+    def __init__(self, weights):
+        self.backbone_net = build_backbone()
+        self.backbone_net.load_state_dict(torch.load(weights))
+
+    def segment(self, image):
+        batch = torch.from_numpy(image)[None]
+        masks = self.backbone_net(batch)
+        return masks.argmax(1).cpu().numpy()
+"""
+
+
+def _model_calls(model: FileModel) -> list[cst.Call]:
+    facts = model.fact(FileFacts)
+    return [c for c in model.nodes(cst.Call) if facts.is_model_call(c)]
+
+
+def test_an_inference_wrapper_runs_the_weights_another_method_restored() -> None:
+    model, facts = _facts(WRAPPER)
+    assert [facts.restored_model_run(c) for c in _model_calls(model)] == [True]
+    assert _findings(WRAPPER, "TRN601") == [(11, "certain")]
+    quiet = WRAPPER.replace("    def segment(self, image):", "    @torch.no_grad()\n    def segment(self, image):")
+    assert _findings(quiet, "TRN601") == []
+
+
+def test_a_one_shot_run_or_a_file_that_trains_is_no_inference_wrapper() -> None:
+    # restored and run in the same function: a script's single pass, its graph dies with it
+    once = """
+        import torch
+        net = build()
+        net.load_state_dict(torch.load(path))
+        out = net(image)
+        """
+    model, facts = _facts(once)
+    assert [facts.restored_model_run(c) for c in _model_calls(model)] == [False]
+    # resuming to train: an optimizer anywhere in the file
+    resumed = WRAPPER + "\n    def tune(self):\n        self.opt = torch.optim.Adam(self.backbone_net.parameters())\n"
+    model, facts = _facts(resumed)
+    assert [facts.restored_model_run(c) for c in _model_calls(model)] == [False]
