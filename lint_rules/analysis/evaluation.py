@@ -594,6 +594,53 @@ class FileFacts:
             self._no_eval = found
         return self._no_eval
 
+    def forgotten_after_eval(self, call: cst.Call) -> tuple[str, str] | None:
+        """(the module, a module switched) when ``call`` runs a module that its function forgot in an
+        evaluation block: the function put another module in eval mode just before (``net.eval()``,
+        with no backward or optimizer step between it and the call, in the same loops), while the
+        last mode the function set on this module, before that ``eval()``, is ``train()``
+        (``style_encoder.train()`` inside the training loop, ``style_encoder(ref)`` after
+        ``net.eval()``). None otherwise."""
+        model = self.model
+        fn = model.enclosing_function(call)
+        own = self._modes_by_function.get(id(fn)) if self.mode_calls() else None
+        # the callee needs no kind: train() was called on it (checked below)
+        if not own or not isinstance(call.func, (cst.Name, cst.Attribute)):
+            return None
+        text = dotted(forward_target(call.func))
+        if text is None:
+            return None
+        index = model.order[id(call)]
+        loops = model.enclosing_loops(call)
+        switch = None
+        for i, mode_at, _ in own:
+            if i >= index:
+                break
+            mode = mode_call(mode_at)
+            receiver = dotted(mode_at.func.value) if mode is not None else None
+            if receiver is None:
+                continue
+            if receiver == text or text.startswith(receiver + ".") or receiver.startswith(text + "."):
+                switch = None  # this module's own switch after any other: nothing forgotten since
+                continue
+            if mode == EVAL and model.enclosing_loops(mode_at) == loops:
+                switch = (i, receiver)
+        # nothing trains from the switch to the end of the outermost loop's iteration (or of the function): an
+        # evaluation block, not a step whose loss a later backward() takes
+        if switch is None:
+            return None
+        end = loops[-1] if loops else fn
+        events = model.training.events_within(end) if end is not None else model.training.events
+        if any(e.kind in (BACKWARD, STEP) and e.index > switch[0] for e in events):
+            return None
+        last = None
+        for i, mode_at, _ in own:
+            if i >= switch[0]:
+                break
+            if mode_call(mode_at) is not None and dotted(mode_at.func.value) == text:
+                last = mode_call(mode_at)
+        return (text, switch[1]) if last == TRAIN else None
+
     def _trained_spellings(self) -> set[str]:
         """Spellings of the modules this file puts in train mode with ``m.train()``."""
         return {text for _, call, mode in self.mode_calls()

@@ -17,7 +17,7 @@ DRAWN_BATCH_MESSAGE = ("A held-out batch is scored inside the training loop in t
                        "stays on and batch norm updates its statistics with it")
 
 
-PARTIAL_MESSAGE = ("Evaluation loop runs `{forgotten}` in training mode: `{switched}.eval()` was called "
+PARTIAL_MESSAGE = ("Evaluation runs `{forgotten}` in training mode: `{switched}.eval()` was called "
                    "but not `{forgotten}.eval()`, so its dropout and batch norm stay in training mode")
 
 
@@ -62,6 +62,10 @@ class EvaluationWithoutEvalMode(Rule):
     for a function, when its callers are known), or an inference script restored its weights
     with `load_state_dict(...)` and trains nothing. A `train()` before the call of a function
     that trains and then validates is the training's own mode, not a deliberate train-mode pass.
+    Also certain: a call of a module that its function forgot in an evaluation block: another module was switched with `eval()` just before, in the same loops,
+    nothing trains from there to the end of the iteration, and the last mode the function set on
+    this module is `train()` (`style_encoder.train()` in the training step, then
+    `style_encoder(ref)` after `net.eval()`).
 
     ## Why is this bad?
     In training mode, dropout zeroes random activations and batch norm normalises
@@ -164,8 +168,14 @@ class EvaluationWithoutEvalMode(Rule):
         return bool(contexts) and not any("eval" in c for c in contexts)
 
     def visit_Call(self, node: cst.Call) -> None:
-        # tx, ty = next(iter(test_loader)); net(tx) -- one held-out batch inside a training loop
         facts = self._facts
+        # net.eval(); style_encoder(ref) -- after style_encoder.train() in the training loop
+        forgotten = facts.forgotten_after_eval(node)
+        if forgotten is not None and self._modules.mode_dependent(node.func) is not False \
+                and not any(id(lp) in self._reported for lp in self.model.enclosing_loops(node)):
+            self.report(node, PARTIAL_MESSAGE.format(forgotten=forgotten[0], switched=forgotten[1]), certain=True)
+            return
+        # tx, ty = next(iter(test_loader)); net(tx) -- one held-out batch inside a training loop
         if facts.drawn_batch_scored(node) is None:
             return
         last = facts.last_mode_before(node, self.model.enclosing_function(node))

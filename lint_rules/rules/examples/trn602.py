@@ -498,4 +498,22 @@ INVALID = [
                 log(net(inputs), targets)
         """
     ),
+    Invalid(
+        """
+        # the style encoder is left in train mode by the training step, then used after net.eval()
+        import torch
+        def train_loop(net, style_encoder, loader, optimizer, epochs):
+            for epoch in range(epochs):
+                net.train()
+                for batch in loader:
+                    style_encoder.train()
+                    loss = net(batch.text, style_encoder(batch.mel))
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+                net.eval()
+                default_style = style_encoder(reference_mel)  # BUG
+                torch.save({"net": net.state_dict(), "style": default_style}, "ckpt.pt")
+        """
+    ),
 ]
