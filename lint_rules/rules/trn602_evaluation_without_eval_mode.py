@@ -62,10 +62,10 @@ class EvaluationWithoutEvalMode(Rule):
     for a function, when its callers are known), or an inference script restored its weights
     with `load_state_dict(...)` and trains nothing. A `train()` before the call of a function
     that trains and then validates is the training's own mode, not a deliberate train-mode pass.
-    Also certain: a call of a module that its function forgot in an evaluation block: another module was switched with `eval()` just before, in the same loops,
-    nothing trains from there to the end of the iteration, and the last mode the function set on
-    this module is `train()` (`style_encoder.train()` in the training step, then
-    `style_encoder(ref)` after `net.eval()`).
+    Also certain: a call of a module that its function forgot in an evaluation block: another
+    module was switched with `eval()` just before, in the same loops, nothing trains from there
+    to the end of the iteration, and the last mode the function set on this module is `train()`
+    (`style_encoder.train()` in the training step, then `style_encoder(ref)` after `net.eval()`).
 
     ## Why is this bad?
     In training mode, dropout zeroes random activations and batch norm normalises
