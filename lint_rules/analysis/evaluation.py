@@ -123,6 +123,8 @@ class FileFacts:
         func = forward_target(call.func)
         if not isinstance(func, (cst.Name, cst.Attribute, cst.Subscript)):
             return False
+        if isinstance(func, cst.Attribute) and func is call.func and local_function(self.model, func) is not None:
+            return False  # self.model_forward(batch): a method of this file, whatever its name says
         if self.model.kind_of(func) == MODULE:
             return True
         if isinstance(func, cst.Subscript):  # an item of a module container: self.model["generator"]
@@ -674,9 +676,9 @@ class FileFacts:
         return out
 
     def evaluation_helper_calls(self, loop: cst.For) -> list[tuple[cst.Call, cst.Call]]:
-        """For an evaluation loop whose model runs one helper call deep (``for batch in
+        """For an evaluation loop whose model runs one or two helper calls deep (``for batch in
         val_loader: self.eval_step(batch)``): (the helper's call in the loop, the model call
-        in the helper) pairs. Empty when the loop calls the model itself (see
+        in the helper, see :meth:`_helper_model_calls`) pairs. Empty when the loop calls the model itself (see
         :meth:`evaluation_calls`) or a helper trains."""
         key = id(loop)
         if key in self._helper_calls:
@@ -698,13 +700,31 @@ class FileFacts:
                        for e in helpers.of(fn).effects):
                     out = []
                     break  # a training step in a helper: not an evaluation loop
-                out.extend((node, inner) for inner in helpers.own_nodes(fn)
-                           if isinstance(inner, cst.Call) and self.is_model_call(inner)
-                           and not model.enclosing_loops(inner))  # a helper's own loop is judged there
+                out.extend((node, inner) for inner in self._helper_model_calls(fn))
             if out and not self._is_evaluation(loop):
                 out = []
         self._helper_calls[key] = out
         return out
+
+    def _helper_model_calls(self, fn: cst.FunctionDef) -> list[cst.Call]:
+        """The model calls a helper makes outside loops of its own (a helper's own loop is judged there):
+        its own, else those of the helpers it calls outside loops, one level down (``eval_batch(batch)``
+        calling ``self.model_forward(batch)``)."""
+        model = self.model
+        helpers = model.fact(Summaries)
+        own = [inner for inner in helpers.own_nodes(fn)
+               if isinstance(inner, cst.Call) and not model.enclosing_loops(inner)]
+        found = [inner for inner in own if self.is_model_call(inner)]
+        if found:
+            return found
+        for inner in own:  # grad turned off around a call here reaches the deeper call (see in_no_grad)
+            if not isinstance(inner.func, (cst.Name, cst.Attribute)):
+                continue
+            deeper = helpers.local_function(inner.func)
+            if deeper is not None and deeper is not fn:
+                found.extend(c for c in helpers.own_nodes(deeper) if isinstance(c, cst.Call)
+                             and self.is_model_call(c) and not model.enclosing_loops(c))
+        return found
 
     def _innermost_data_loop(self, call: cst.Call) -> cst.For | None:
         for lp in self.model.enclosing_loops(call):
@@ -1037,7 +1057,11 @@ class FileFacts:
         helper = local_function(model, call.func) if mode_call(call) is None else None
         start, end = model.order[id(call)], model.order[id(node)]
         facts = model.training
-        return mode == TRAIN and not any(
+        # a helper of this file called in between that trains (`self.train_step(batch)`) counts too
+        stepped = any(start < model.order[id(call)] < end and any(e.kind in (BACKWARD, STEP) for e in events)
+                      and model.enclosing_function(call) is region
+                      for call, events in model.fact(Summaries).helper_calls())
+        return mode == TRAIN and not stepped and not any(
             e.kind in (BACKWARD, STEP)
             for e in (*facts.events_between(start, end), *(facts.events_within(helper) if helper is not None else ())))
 

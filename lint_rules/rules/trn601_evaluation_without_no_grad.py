@@ -48,7 +48,9 @@ class EvaluationWithoutNoGrad(Rule):
     autograd on. So is a method of an inference wrapper that runs `self.<model>` once per call
     when another method of its class restored the model's weights and the file trains
     nothing (`self.net.load_state_dict(...)` in `__init__`, `self.net(image)` in
-    `detect()`). `model.forward(x)` counts as a model call, and so do `self(x)` and
+    `detect()`). `model.forward(x)` counts as a model call (also one or two helper calls deep:
+    `self.eval_batch(batch)` calling `self.forward_loss(batch)`; a method of this file is
+    never taken for a model, whatever its name), and so do `self(x)` and
     `self.forward(x)` in a method of a module class. A generation loop is flagged too:
     a loop of a function that does not train, where the model's input in the next
     iteration is computed from its output in this one (a sampler, a decoder:

@@ -34,7 +34,8 @@ class EvaluationWithoutEvalMode(Rule):
     `model.eval()`), or, for an evaluation function, by the last mode call before
     a call of that function in this file. A `model.train()` placed just before the
     loop with no training in between is taken as deliberate (re-estimating
-    batch-norm statistics). Also flags an evaluation on one batch inside a
+    batch-norm statistics); a training step in a helper of this file called in between
+    (`self.train_step(batch)`) makes it no such pass. Also flags an evaluation on one batch inside a
     training loop: a model called on a batch drawn with `next(iter(test_loader))`,
     `next(enumerate(test_loader))` or `next(test_iter)` (followed through
     unpacking, `Variable(x)`, `x.cuda()`, `x.transpose(...)`), with no `eval()`

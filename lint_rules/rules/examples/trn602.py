@@ -516,4 +516,27 @@ INVALID = [
                 torch.save({"net": net.state_dict(), "style": default_style}, "ckpt.pt")
         """
     ),
+    Invalid(
+        """
+        # periodic evaluation inside the trainer's loop, the model two helper calls deep
+        import torch
+        class Trainer:
+            def forward_loss(self, batch):
+                return self.model(batch["x"]).log_softmax(-1).gather(-1, batch["y"]).mean()
+            def train_step(self, batch):
+                self.optimizer.zero_grad()
+                self.forward_loss(batch).backward()
+                self.optimizer.step()
+            def eval_batch(self, batch):
+                self.meter.update(self.forward_loss(batch))
+            def fit(self):
+                self.model.train()
+                for step, batch in enumerate(self.train_loader):
+                    self.train_step(batch)
+                    if step % 500 == 0:
+                        with torch.no_grad():
+                            for val_batch in self.val_loader:  # BUG
+                                self.eval_batch(val_batch)
+        """
+    ),
 ]
