@@ -884,7 +884,11 @@ class FileFacts:
     def _iterator_data(self, expr: cst.CSTNode, depth: int) -> cst.CSTNode | None:
         if isinstance(expr, cst.Name) and depth <= _BATCH_DEPTH:  # it = iter(val_loader); next(it)
             value = self._latest_value(expr)
-            return None if value is None else self._iterator_data(value, depth + 1)
+            if value is None:  # made elsewhere: the iterator's own spelling (`valid_iter` as a parameter)
+                return expr if self._iterates_data(expr) else None
+            return self._iterator_data(value, depth + 1)
+        if isinstance(expr, cst.Attribute):  # next(self.valid_dl_iter), made in __init__
+            return expr if self._iterates_data(expr) else None
         if isinstance(expr, cst.Call) and expr.args \
                 and self.model.qualified_name(expr.func) in ("builtins.iter", "builtins.enumerate"):
             data = expr.args[0].value
@@ -1122,6 +1126,29 @@ class FileFacts:
         if data is None:
             return None
         if not model.in_no_grad(call) and not (self.held_out(data) and not self.backward_after(call, loops[0])):
+            return None
+        return data
+
+    def held_out_batch_after_eval(self, call: cst.Call) -> cst.CSTNode | None:
+        """The held-out data whose batch the model call ``call`` scores after its function put that model
+        in eval mode (``model.eval(); wave, = next(self.valid_iter); model(wave)``), with nothing training
+        after it in the function: a measurement by declaration. None otherwise."""
+        model = self.model
+        if not call.args or not isinstance(call.func, (cst.Name, cst.Attribute)) or not self.is_model_call(call):
+            return None
+        text = dotted(forward_target(call.func))
+        if text is None or text not in self.eval_receivers(call):
+            return None
+        data = next((d for a in call.args if a.keyword is None and not a.star
+                     and (d := self.drawn_from(a.value)) is not None and self.held_out(d)), None)
+        if data is None:
+            return None
+        fn = model.enclosing_function(call)
+        index = model.order[id(call)]
+        if any(e.kind in (BACKWARD, STEP) and e.index > index for e in model.training.function_events(fn)) \
+                or any(model.order[id(c)] > index and model.enclosing_function(c) is fn
+                       and any(e.kind in (BACKWARD, STEP) for e in events)
+                       for c, events in model.fact(Summaries).helper_calls()):
             return None
         return data
 

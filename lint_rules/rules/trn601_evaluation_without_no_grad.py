@@ -18,6 +18,8 @@ GENERATION_MESSAGE = ("Generation loop feeds the model its own output with autog
                       "step is recorded and kept alive for a backward that never comes")
 PASS_MESSAGE = ("A call of this function turns its training off, but the loop still runs the model with "
                 "autograd on: that evaluation pass records graphs and keeps activations for nothing")
+HELD_OUT_MESSAGE = ("A held-out batch is scored after eval() with autograd on: the graph of the forward "
+                    "and its activations are kept for a backward that never comes")
 RESTORED_MESSAGE = ("Inference with restored weights runs the model with autograd on: nothing in this file "
                     "trains it, yet every call records a graph and keeps its activations")
 VOLATILE_MESSAGE = ("volatile=True has had no effect since PyTorch 0.4: autograd records this computation "
@@ -48,7 +50,9 @@ class EvaluationWithoutNoGrad(Rule):
     autograd on. So is a method of an inference wrapper that runs `self.<model>` once per call
     when another method of its class restored the model's weights and the file trains
     nothing (`self.net.load_state_dict(...)` in `__init__`, `self.net(image)` in
-    `detect()`). `model.forward(x)` counts as a model call (also one or two helper calls deep:
+    `detect()`). So is a model call on a batch drawn from held-out data (`next(val_iter)`,
+    `next(iter(test_loader))`) after its function put that model in eval mode, with nothing
+    training after it in the function. `model.forward(x)` counts as a model call (also one or two helper calls deep:
     `self.eval_batch(batch)` calling `self.forward_loss(batch)`; a method of this file is
     never taken for a model, whatever its name), and so do `self(x)` and
     `self.forward(x)` in a method of a module class. A generation loop is flagged too:
@@ -159,6 +163,11 @@ class EvaluationWithoutNoGrad(Rule):
     visit_While = visit_For
 
     def visit_Call(self, node: cst.Call) -> None:
+        # model.eval(); x, = next(self.valid_iter); model(x) -- one held-out batch scored by declaration
+        if self._facts.held_out_batch_after_eval(node) is not None and not self._grad_managed(node, node) \
+                and not any(id(lp) in self._reported for lp in self.model.enclosing_loops(node)):
+            self.report(node, HELD_OUT_MESSAGE)
+            return
         # an inference wrapper: weights restored in this file, which trains nothing, then the model run once
         # per call with autograd on (`self.net.load_state_dict(...)` ... `boxes = self.net(image)`)
         if self._facts.restored_model_run(node) and not self._grad_managed(node, node):

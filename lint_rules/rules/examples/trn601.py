@@ -511,4 +511,19 @@ INVALID = [
                 return boxes[0].cpu().numpy()
         """
     ),
+    Invalid(
+        """
+        # every 500 steps, a validation batch scored after eval(), outside no_grad
+        import torch
+        for step, (x, y) in enumerate(train_loader):
+            model.train()
+            optimizer.zero_grad()
+            criterion(model(x), y).backward()
+            optimizer.step()
+            if step % 500 == 0:
+                model.eval()
+                vx, vy = next(val_iter)
+                val_acc = (model(vx).argmax(1) == vy).float().mean().item()  # BUG
+        """
+    ),
 ]

@@ -85,3 +85,45 @@ def test_a_periodic_evaluation_after_eval_is_quiet() -> None:
     scoring_only = TRAINER.replace("            self.train_step(batch)\n", "")
     model = FileModel(cst.parse_module(textwrap.dedent(scoring_only)))
     assert model.fact(FileFacts).mode_set_for(_held_loop(model))
+
+
+SAMPLES = """
+import torch
+
+class AudioTrainer:
+    def train_step(self, steps):
+        self.codec_model.train()
+        loss = self.codec_model(next(self.train_dl_iter)).mean()
+        loss.backward()
+        self.optim.step()
+        if steps % 1000 == 0:
+            for net, name in ((self.ema_model, "ema"), (self.codec_model, "raw")):
+                net.eval()
+                wave, = next(self.valid_dl_iter)
+                recons = net(wave)
+                save(recons.detach().cpu(), name)
+"""
+
+
+def test_a_held_out_batch_scored_after_eval_is_a_measurement() -> None:
+    model = FileModel(cst.parse_module(textwrap.dedent(SAMPLES)))
+    facts = model.fact(FileFacts)
+    code = cst.Module([]).code_for_node
+    found = {code(c.func): facts.held_out_batch_after_eval(c) for c in model.nodes(cst.Call) if facts.is_model_call(c)}
+    # next(self.valid_dl_iter): an iterator made elsewhere, told by its spelling
+    assert {k: code(v) for k, v in found.items() if v is not None} == {"net": "self.valid_dl_iter"}
+    assert _findings(SAMPLES, "TRN601") == [(14, "certain")]
+
+
+def test_a_held_out_batch_that_trains_or_comes_before_eval_is_no_measurement() -> None:
+    trained = SAMPLES.replace("                save(recons.detach().cpu(), name)\n",
+                              "                recons.mean().backward()\n")
+    no_eval = SAMPLES.replace("                net.eval()\n", "")
+    for source in (trained, no_eval):
+        assert source != SAMPLES
+        model = FileModel(cst.parse_module(textwrap.dedent(source)))
+        facts = model.fact(FileFacts)
+        assert not any(facts.held_out_batch_after_eval(c) for c in model.nodes(cst.Call))
+    quiet = SAMPLES.replace("                recons = net(wave)", "                with torch.no_grad():\n"
+                            "                    recons = net(wave)")
+    assert _findings(quiet, "TRN601") == []
