@@ -43,6 +43,8 @@ _EVAL_CONTEXT = re.compile(r"(^|_)eval(_mode)?$|eval_mode|^evaluating$", re.I)
 # A helper defined elsewhere that may switch a model to eval mode: `set_eval(model)`,
 # `evaluation_mode(net)`, `freeze_bn(model)`.
 _MODE_SWITCH_NAME = re.compile(r"(^|_)eval(uation)?_?mode|(^|_)(set_)?eval$|freeze", re.I)
+# The methods a module offers for inference: `predict`, `predict_batch`, `infer`, `inference`.
+_INFERENCE_METHOD = re.compile(r"^(predict|inference)(_\w+)?$|^infer$")
 # Calls that hand a batch on as it is (or moved, reshaped): `x.cuda()`, `Variable(x)`, `x[0]`.
 _BATCH_DEPTH = 8
 
@@ -642,6 +644,45 @@ class FileFacts:
             if mode_call(mode_at) is not None and dotted(mode_at.func.value) == text:
                 last = mode_call(mode_at)
         return (text, switch[1]) if last == TRAIN else None
+
+    def inference_method_runs(self, fn: cst.FunctionDef) -> list[cst.Call]:
+        """The calls by which an inference method of a module class (``predict``, ``predict_*``,
+        ``infer``, ``inference``, ``inference_*``) that no ``forward`` of this file calls runs its own
+        module, ``self(x)``/``self.forward(x)`` or a helper of this file that does (see
+        :meth:`_helper_model_calls`), when neither the method nor those helpers set a mode: it predicts
+        in whatever mode the module was left in (training mode after training)."""
+        model = self.model
+        modules = model.fact(ModuleFacts)
+        if not _INFERENCE_METHOD.match(fn.name.value):
+            return []
+        parent = model.parent(model.parent(fn))
+        if not isinstance(parent, cst.ClassDef) or not modules.is_module_class(parent):
+            return []
+        name = fn.name.value
+        if any(isinstance(c.func, cst.Attribute) and c.func.attr.value == name
+               and (outer := model.enclosing_function(c)) is not None and getattr(outer, "name", None) is not None
+               and outer.name.value == "forward" for c in model.nodes(cst.Call)):
+            return []  # a forward of this file runs it (`self.separator.predict_masks(x)`): any mode, training too
+        helpers = model.fact(Summaries)
+        own = [n for n in helpers.own_nodes(fn) if isinstance(n, cst.Call)]
+        if any(mode_call(n) is not None for n in own) or any(
+                (last := self.last_mode_before(site, model.enclosing_function(site))) is not None and last[0] == EVAL
+                for site in self.call_sites(fn)):
+            return []  # it sets a mode, or a caller of this file switched to eval mode before calling it
+        out = []
+        for call in own:
+            if self.is_model_call(call) and dotted(forward_target(call.func)) == "self":
+                out.append(call)
+                continue
+            if not isinstance(call.func, (cst.Name, cst.Attribute)) or dotted(call.func) is None \
+                    or not dotted(call.func).startswith("self."):
+                continue
+            helper = helpers.local_function(call.func)
+            if helper is None or helper is fn or any(e.kind in (EVAL, TRAIN) for e in helpers.of(helper).effects):
+                continue
+            if any(dotted(forward_target(c.func)) == "self" for c in self._helper_model_calls(helper)):
+                out.append(call)
+        return out
 
     def _trained_spellings(self) -> set[str]:
         """Spellings of the modules this file puts in train mode with ``m.train()``."""

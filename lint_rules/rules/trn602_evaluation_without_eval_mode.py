@@ -17,6 +17,8 @@ DRAWN_BATCH_MESSAGE = ("A held-out batch is scored inside the training loop in t
                        "stays on and batch norm updates its statistics with it")
 
 
+METHOD_MESSAGE = ("This inference method runs the module in whatever mode it was left in: after training, "
+                  "dropout stays on and batch norm uses batch statistics; call self.eval() first")
 PARTIAL_MESSAGE = ("Evaluation runs `{forgotten}` in training mode: `{switched}.eval()` was called "
                    "but not `{forgotten}.eval()`, so its dropout and batch norm stay in training mode")
 
@@ -42,6 +44,11 @@ class EvaluationWithoutEvalMode(Rule):
     before it in the function, either under `torch.no_grad()` or from a loader
     spelled as a held-out split (`test`, `val`, `valid`, `dev`, `eval`) with no
     `backward()` after it in the iteration.
+
+    Also flags (possible) an inference method of a module class, `predict`, `predict_*`,
+    `infer`, `inference` or `inference_*`, that runs the module (`self(x)`, `self.forward(x)`,
+    or a helper of the class that does) with no mode set in it, no caller of this file
+    switching to eval mode before calling it, and no `forward` of this file calling it.
 
     A call of the evaluation function from another file of the project counts too:
     an `eval()` before it there sets the mode.
@@ -167,6 +174,14 @@ class EvaluationWithoutEvalMode(Rule):
             return False  # module level: a script's loop whose mode nothing set (judged as possible, as before)
         contexts = self._facts.caller_contexts(fn)
         return bool(contexts) and not any("eval" in c for c in contexts)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        # def predict(self, x): return self(x) -- in whatever mode training left the module (possible: a
+        # caller may set it, as callers of library code do)
+        runs = self._facts.inference_method_runs(node)
+        owner = self.model.parent(self.model.parent(node))
+        if runs and isinstance(owner, cst.ClassDef) and self._modules.class_mode_dependent(owner) is not False:
+            self.report(runs[0], METHOD_MESSAGE, certain=False)
 
     def visit_Call(self, node: cst.Call) -> None:
         facts = self._facts

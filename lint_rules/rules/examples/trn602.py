@@ -539,4 +539,20 @@ INVALID = [
                                 self.eval_batch(val_batch)
         """
     ),
+    Invalid(
+        """
+        # the classifier's own predict() runs it in whatever mode training left it
+        import torch
+        from torch import nn
+        class Classifier(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.body = nn.Sequential(nn.Linear(16, 32), nn.Dropout(0.5), nn.Linear(32, 4))
+            def forward(self, x):
+                return self.body(x)
+            @torch.no_grad()
+            def predict(self, x):
+                return self(x).argmax(-1)  # BUG
+        """
+    ),
 ]
