@@ -265,6 +265,41 @@ class FileFacts:
             child = a
         return out
 
+    def comprehension_evaluation_calls(self, comp: cst.CSTNode) -> list[cst.Call]:
+        """The model calls of a comprehension that evaluates: it iterates data (``[model(x) for x, _ in
+        val_loader]``), or its function put the model in eval mode first and the model's input is its
+        target (``net.eval(); outs = [net(v) for v in views]``); in a function that trains nothing, is no
+        ``forward`` and hands no loss back."""
+        if not isinstance(comp, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+            return []
+        model = self.model
+        fn = model.enclosing_function(comp)
+        if isinstance(fn, cst.FunctionDef) and (fn.name.value == "forward" or self._returns_loss(fn)) \
+                or any(e.kind in (BACKWARD, STEP) for e in model.training.function_events(fn)):
+            return []
+        targets: set[str] = set()
+        data = False
+        node: cst.BaseCompFor | None = comp.for_in
+        while node is not None:
+            targets |= names_in(node.target)
+            data = data or self._iterates_data(node.iter)
+            node = node.inner_for_in
+        switched = self.eval_receivers(comp)
+        element = [comp.key, comp.value] if isinstance(comp, cst.DictComp) else [comp.elt]
+        out = []
+        for part in element:
+            stack: list[cst.CSTNode] = [part]
+            while stack:
+                n = stack.pop()
+                if isinstance(n, (cst.Lambda, cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+                    continue
+                if isinstance(n, cst.Call) and self.is_model_call(n) \
+                        and any(names_in(a.value) & targets for a in n.args) \
+                        and (data or dotted(forward_target(n.func)) in switched):
+                    out.append(n)
+                stack.extend(n.children)
+        return out
+
     def restored_for_inference(self, node: cst.CSTNode, state_dict_only: bool = False) -> set[str]:
         """The models (dotted spellings) whose weights ``node``'s function (or the module's body) restored
         before it, ``m.load_state_dict(...)`` or ``m = torch.load(...)``/``torch.jit.load(...)`` (not with

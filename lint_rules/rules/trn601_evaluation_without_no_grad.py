@@ -104,7 +104,9 @@ class EvaluationWithoutNoGrad(Rule):
     environment's observations: a generation chain ends at any call other than a torch
     function, a tensor method or a module's call). A model is recognised from
     its construction, a `nn.Module` annotation, or a name such as `model` or
-    `net`. Comprehensions (`[model(x) for x in loader]`) are not checked. Calls
+    `net`. A comprehension is checked when it iterates data (`[model(x) for x in
+    loader]`) or when its function put the model in eval mode first and feeds it the
+    comprehension's target (`[net(v) for v in views]`), in a function that trains nothing. Calls
     from other files are read only for a module that a few scripts import: a
     library function called under `no_grad` by many modules, or one whose model
     has `requires_grad_(False)` parameters, is still flagged.
@@ -161,6 +163,15 @@ class EvaluationWithoutNoGrad(Rule):
             self.report(node, GENERATION_MESSAGE, certain=certain)
 
     visit_While = visit_For
+
+    def visit_ListComp(self, node: cst.ListComp | cst.SetComp | cst.GeneratorExp | cst.DictComp) -> None:
+        # net.eval(); outs = [net(v) for v in views] -- an evaluation written as a comprehension
+        calls = self._facts.comprehension_evaluation_calls(node)
+        if any(not self._grad_managed(call, node) for call in calls) \
+                and not any(id(lp) in self._reported for lp in self.model.enclosing_loops(node)):
+            self.report(node)
+
+    visit_SetComp = visit_GeneratorExp = visit_DictComp = visit_ListComp
 
     def visit_Call(self, node: cst.Call) -> None:
         # model.eval(); x, = next(self.valid_iter); model(x) -- one held-out batch scored by declaration

@@ -526,4 +526,15 @@ INVALID = [
                 val_acc = (model(vx).argmax(1) == vy).float().mean().item()  # BUG
         """
     ),
+    Invalid(
+        """
+        # a self-ensemble written as a comprehension, after eval(), with autograd on
+        import torch
+        def ensemble(net, lowres):
+            net.eval()
+            views = [lowres, lowres.flip(-1), lowres.transpose(-1, -2)]
+            outs = [net(v) for v in views]  # BUG
+            return torch.stack(outs).mean(0)
+        """
+    ),
 ]
