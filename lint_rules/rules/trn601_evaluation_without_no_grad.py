@@ -52,9 +52,9 @@ class EvaluationWithoutNoGrad(Rule):
     nothing (`self.net.load_state_dict(...)` in `__init__`, `self.net(image)` in
     `detect()`). So is a model call on a batch drawn from held-out data (`next(val_iter)`,
     `next(iter(test_loader))`) after its function put that model in eval mode, with nothing
-    training after it in the function. `model.forward(x)` counts as a model call (also one or two helper calls deep:
-    `self.eval_batch(batch)` calling `self.forward_loss(batch)`; a method of this file is
-    never taken for a model, whatever its name), and so do `self(x)` and
+    training after it in the function. `model.forward(x)` counts as a model call (also one
+    or two helper calls deep: `self.eval_batch(batch)` calling `self.forward_loss(batch)`;
+    a method of this file is never taken for a model, whatever its name), and so do `self(x)` and
     `self.forward(x)` in a method of a module class. A generation loop is flagged too:
     a loop of a function that does not train, where the model's input in the next
     iteration is computed from its output in this one (a sampler, a decoder:
@@ -106,8 +106,8 @@ class EvaluationWithoutNoGrad(Rule):
     its construction, a `nn.Module` annotation, or a name such as `model` or
     `net`. A comprehension is checked when it iterates data (`[model(x) for x in
     loader]`) or when its function put the model in eval mode first and feeds it the
-    comprehension's target (`[net(v) for v in views]`), in a function that trains nothing. Calls
-    from other files are read only for a module that a few scripts import: a
+    comprehension's target (`[net(v) for v in views]`), in a function that trains nothing.
+    Calls from other files are read only for a module that a few scripts import: a
     library function called under `no_grad` by many modules, or one whose model
     has `requires_grad_(False)` parameters, is still flagged.
 
