@@ -13,7 +13,7 @@ import libcst as cst
 
 from lint_rules.analysis.kinds import DISTRIBUTED_OPTIMIZER, LOADER, LOSS, MODULE, OPTIMIZER, SCALER
 from lint_rules.analysis.modules import ModuleFacts
-from lint_rules.analysis.scopes import dotted
+from lint_rules.analysis.scopes import bind_arguments, dotted
 from lint_rules.analysis.summaries import BACKWARD, CLEAR, EVAL, STEP, TRAIN, Summaries  # noqa: F401
 from lint_rules.analysis.summaries import mode_of_call as mode_call
 
@@ -40,6 +40,11 @@ _HELD_OUT_NAME = re.compile(r"(^|_)(val|dev|eval)|test|valid", re.I)
 # A context manager defined elsewhere, named for switching to eval mode: `eval_mode(model)`,
 # `model_eval_mode(model)`, `evaluating(net)`.
 _EVAL_CONTEXT = re.compile(r"(^|_)eval(_mode)?$|eval_mode|^evaluating$", re.I)
+# A helper defined elsewhere that may switch a model to eval mode: `set_eval(model)`,
+# `evaluation_mode(net)`, `freeze_bn(model)`.
+_MODE_SWITCH_NAME = re.compile(r"(^|_)eval(uation)?_?mode|(^|_)(set_)?eval$|freeze", re.I)
+# The methods a module offers for inference: `predict`, `predict_batch`, `infer`, `inference`.
+_INFERENCE_METHOD = re.compile(r"^(predict|inference)(_\w+)?$|^infer$")
 # Calls that hand a batch on as it is (or moved, reshaped): `x.cuda()`, `Variable(x)`, `x[0]`.
 _BATCH_DEPTH = 8
 
@@ -88,6 +93,9 @@ class FileFacts:
         self._draws: bool | None = None
         self._bodies: dict[int, list[cst.CSTNode]] = {}
         self._generation_calls: dict[int, list[cst.Call]] = {}
+        self._no_eval: bool | None = None
+        self._trains: bool | None = None
+        self._restored: list[tuple[int, cst.CSTNode | None, str, bool]] | None = None
 
     # ------------------------------------------------------- structure
     def body_nodes(self, container: cst.CSTNode) -> list[cst.CSTNode]:
@@ -117,6 +125,8 @@ class FileFacts:
         func = forward_target(call.func)
         if not isinstance(func, (cst.Name, cst.Attribute, cst.Subscript)):
             return False
+        if isinstance(func, cst.Attribute) and func is call.func and local_function(self.model, func) is not None:
+            return False  # self.model_forward(batch): a method of this file, whatever its name says
         if self.model.kind_of(func) == MODULE:
             return True
         if isinstance(func, cst.Subscript):  # an item of a module container: self.model["generator"]
@@ -193,10 +203,176 @@ class FileFacts:
                     if isinstance(node, cst.Call) and self._innermost_data_loop(node) is None \
                             and dotted(forward_target(node.func)) in receivers and self._indexed_by(node, loop):
                         calls.append(node)
+        if not calls and isinstance(loop, cst.For) and (restored := self.restored_for_inference(loop)):
+            # for name, (x, y) in enumerate(problem.generator()): model(x), after model.load_state_dict(...)
+            # in a file that trains nothing: an inference script runs the weights it restored
+            for node in self.body_nodes(loop):
+                if isinstance(node, cst.Call) and self.model.enclosing_loops(node)[:1] == [loop] \
+                        and dotted(forward_target(node.func)) in restored and self._indexed_by(node, loop):
+                    calls.append(node)
         if calls and not self._is_evaluation(loop):
             calls = []
         self._evaluation_calls[key] = calls
         return calls
+
+    def evaluation_pass_calls(self, loop: cst.CSTNode) -> tuple[list[cst.Call], list[cst.Call]]:
+        """For a loop that trains only when a flag parameter of its function says so (``if is_train:
+        loss.backward(); opt.step()``): (the loop's model calls that run either way, the calls of the
+        function in this file that pass ``False`` for the flag). Such a call runs the loop as an
+        evaluation pass. Two empty lists when the loop trains unconditionally, or no call of the
+        function turns its training off."""
+        none: tuple[list[cst.Call], list[cst.Call]] = ([], [])
+        model = self.model
+        if not isinstance(loop, (cst.For, cst.While)) or not model.training.is_training_loop(loop):
+            return none
+        fn = model.enclosing_function(loop)
+        if not isinstance(fn, cst.FunctionDef):
+            return none
+        flags: set[str] | None = None
+        for event in model.training.loop_events.get(id(loop), ()):
+            if event.kind not in (BACKWARD, STEP):
+                continue
+            guards = self._flag_guards(event.node, loop)
+            flags = guards if flags is None else flags & guards
+            if not flags:
+                return none
+        params = {p.name.value for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)}
+        flags = (flags or set()) & params
+        if not flags or any(e.kind in (BACKWARD, STEP) for e in model.fact(Summaries).helper_events(loop)):
+            return none  # a helper that trains whatever the flag says
+        sites = [site for site in self.call_sites(fn)
+                 if any(_is_false(bind_arguments(site, fn).get(flag)) for flag in flags)]
+        if not sites:
+            return none
+        calls = [node for node in self.body_nodes(loop)
+                 if isinstance(node, cst.Call) and self.is_model_call(node)
+                 and model.enclosing_loops(node)[:1] == [loop] and not self._flag_guards(node, loop) & flags]
+        return calls, sites
+
+    def _flag_guards(self, node: cst.CSTNode, loop: cst.CSTNode) -> set[str]:
+        """The names ``node`` runs only when true: ``if flag:`` (also ``if flag and ...:``) around it,
+        inside ``loop``; ``else`` branches and other tests guard nothing here."""
+        out: set[str] = set()
+        child = node
+        for a in self.model.ancestors(node):
+            if a is loop:
+                break
+            if isinstance(a, cst.If) and child is a.body:
+                test = a.test
+                parts = [test.left, test.right] if isinstance(test, cst.BooleanOperation) \
+                    and isinstance(test.operator, cst.And) else [test]
+                out.update(p.value for p in parts if isinstance(p, cst.Name))
+            child = a
+        return out
+
+    def comprehension_evaluation_calls(self, comp: cst.CSTNode) -> list[cst.Call]:
+        """The model calls of a comprehension that evaluates: it iterates data (``[model(x) for x, _ in
+        val_loader]``), or its function put the model in eval mode first and the model's input is its
+        target (``net.eval(); outs = [net(v) for v in views]``); in a function that trains nothing, is no
+        ``forward`` and hands no loss back."""
+        if not isinstance(comp, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+            return []
+        model = self.model
+        fn = model.enclosing_function(comp)
+        if isinstance(fn, cst.FunctionDef) and (fn.name.value == "forward" or self._returns_loss(fn)) \
+                or any(e.kind in (BACKWARD, STEP) for e in model.training.function_events(fn)):
+            return []
+        targets: set[str] = set()
+        data = False
+        node: cst.BaseCompFor | None = comp.for_in
+        while node is not None:
+            targets |= names_in(node.target)
+            data = data or self._iterates_data(node.iter)
+            node = node.inner_for_in
+        switched = self.eval_receivers(comp)
+        element = [comp.key, comp.value] if isinstance(comp, cst.DictComp) else [comp.elt]
+        out = []
+        for part in element:
+            stack: list[cst.CSTNode] = [part]
+            while stack:
+                n = stack.pop()
+                if isinstance(n, (cst.Lambda, cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+                    continue
+                if isinstance(n, cst.Call) and self.is_model_call(n) \
+                        and any(names_in(a.value) & targets for a in n.args) \
+                        and (data or dotted(forward_target(n.func)) in switched):
+                    out.append(n)
+                stack.extend(n.children)
+        return out
+
+    def restored_for_inference(self, node: cst.CSTNode, state_dict_only: bool = False) -> set[str]:
+        """The models (dotted spellings) whose weights ``node``'s function (or the module's body) restored
+        before it, ``m.load_state_dict(...)`` or ``m = torch.load(...)``/``torch.jit.load(...)`` (not with
+        ``state_dict_only``: a pickled module keeps the mode it was saved in), in a file that trains
+        nothing: no backward(), no optimizer step, no optimizer built. Empty when the file trains."""
+        restores = self._restores()
+        if not restores or self._trains_anything():
+            return set()
+        model = self.model
+        fn = model.enclosing_function(node)
+        index = model.order[id(node)]
+        return {text for at, where, text, whole in restores
+                if at < index and where is fn and not (whole and state_dict_only)}
+
+    def restored_model_run(self, call: cst.Call) -> bool:
+        """``call`` runs ``self.<model>`` outside any loop in a method of an inference wrapper: another
+        method of the same class restored the model's weights (``def __init__(self):
+        self.net.load_state_dict(...)``, then ``def detect(self, image): self.net(image)``), in a file
+        that trains nothing. Each call of the method runs the model once more. Not in a ``forward``,
+        nor in a function that hands a loss back. (A one-shot script's single call is left alone: its
+        graph dies with the script.)"""
+        restores = self._restores()
+        if not restores or not self.is_model_call(call):
+            return False
+        model = self.model
+        text = dotted(forward_target(call.func))
+        fn = model.enclosing_function(call)
+        if text is None or model.enclosing_loops(call) or self._trains_anything():
+            return False
+        if isinstance(fn, cst.FunctionDef) and (fn.name.value == "forward" or self._returns_loss(fn)):
+            return False
+        if not text.startswith("self.") or not isinstance(fn, cst.FunctionDef):
+            return False
+        owner = self._class_of(fn)
+        return owner is not None and any(
+            spelled == text and isinstance(where, cst.FunctionDef) and where is not fn
+            and self._class_of(where) is owner for _, where, spelled, _ in restores)
+
+    def _class_of(self, fn: cst.FunctionDef) -> cst.ClassDef | None:
+        """The class whose method ``fn`` is (directly in its body)."""
+        parent = self.model.parent(self.model.parent(fn))  # FunctionDef <- IndentedBlock <- ClassDef
+        return parent if isinstance(parent, cst.ClassDef) else None
+
+    def _restores(self) -> list[tuple[int, cst.CSTNode | None, str, bool]]:
+        """Every restore of weights in the file, in order: (index, function, the model's spelling,
+        whether a whole pickled module was loaded)."""
+        if self._restored is None:
+            model = self.model
+            found = []
+            for call in model.nodes(cst.Call):
+                func = call.func
+                if isinstance(func, cst.Attribute) and func.attr.value == "load_state_dict":
+                    text, whole = dotted(func.value), False
+                elif isinstance(func, (cst.Name, cst.Attribute)) and dotted(func) is not None \
+                        and dotted(func).rsplit(".", 1)[-1] == "load" \
+                        and model.qualified_name(func) in ("torch.load", "torch.jit.load"):
+                    parent = model.parent(call)
+                    text = dotted(parent.targets[0].target) if isinstance(parent, cst.Assign) \
+                        and len(parent.targets) == 1 else None
+                    whole = True
+                else:
+                    continue
+                if text is not None and id(call) in model.order:
+                    found.append((model.order[id(call)], model.enclosing_function(call), text, whole))
+            self._restored = found
+        return self._restored
+
+    def _trains_anything(self) -> bool:
+        if self._trains is None:
+            model = self.model
+            self._trains = any(e.kind in (BACKWARD, STEP) for e in model.training.events) \
+                or any(model.kind_of(c) in _STEPPERS for c in model.nodes(cst.Call))
+        return self._trains
 
     # ---------------------------------------------------- generation loops
     def generation_calls(self, loop: cst.CSTNode) -> list[tuple[cst.Call, bool]]:
@@ -382,6 +558,167 @@ class FileFacts:
                 out.append((call, text, sorted(switched)[0]))
         return out if out and self._is_evaluation(loop) else []
 
+    def trained_never_evaluated(self, loop: cst.CSTNode, calls: list[cst.Call]) -> list[cst.Call]:
+        """The model calls of the evaluation loop ``loop`` (``calls``) whose model this file trains and
+        never switches to eval mode: it is put in train mode here (``model.train()``), or an earlier
+        loop of the same function trains it, and nothing in the file calls ``eval()``,
+        ``train(<anything but True>)`` or enters a context manager named for eval mode. Such a model
+        is in training mode when the loop scores it. Spellings put in train mode elsewhere in the file
+        count only when every caller of the loop's function is known."""
+        if not calls or not self._never_evaluates():
+            return []
+        fn = self.model.enclosing_function(loop)
+        # trained on a path this file shows: by an earlier loop of the function, or by a caller that
+        # trains it and then hands it over
+        trained = self.trained_by_callers(fn)
+        if isinstance(loop, cst.For):
+            trained = trained | self._trained_by_sibling(loop)
+        trained = trained | self.restored_for_inference(loop, state_dict_only=True)  # built in train mode
+        if not isinstance(fn, cst.FunctionDef) or self.caller_contexts(fn) is not None:
+            # put in train mode somewhere in the file, same spelling: the same model when every caller
+            # of the function is known (a script's loop, a method, a function of a script)
+            trained = trained | self._trained_spellings()
+        return [c for c in calls if dotted(forward_target(c.func)) in trained]
+
+    def trained_by_callers(self, fn: cst.CSTNode | None) -> set[str]:
+        """The parameters of ``fn`` that a caller in this file hands a model it has just trained: before
+        the call, the same caller calls a function of this file that trains (backward, an optimizer
+        step) with that model among its arguments (``train(model, ...)`` then ``test(model, ...)``)."""
+        if not isinstance(fn, cst.FunctionDef):
+            return set()
+        model = self.model
+        helpers = model.fact(Summaries)
+        out: set[str] = set()
+        for site in self.call_sites(fn):
+            given = {text: name for name, value in bind_arguments(site, fn).items()
+                     if value is not None and (text := dotted(value)) is not None}
+            if not given:
+                continue
+            caller = model.enclosing_function(site)
+            index = model.order[id(site)]
+            for other in model.within(cst.Call, caller) if caller is not None else model.nodes(cst.Call):
+                if model.order.get(id(other), index) >= index or model.enclosing_function(other) is not caller \
+                        or not isinstance(other.func, (cst.Name, cst.Attribute)):
+                    continue
+                trainer = helpers.local_function(other.func)
+                if trainer is None or trainer is fn \
+                        or not any(e.kind in (BACKWARD, STEP) for e in helpers.of(trainer).effects):
+                    continue
+                for arg in other.args:
+                    name = given.get(dotted(arg.value) or "")
+                    if name is not None:
+                        out.add(name)
+        return out
+
+    def _never_evaluates(self) -> bool:
+        """Nothing in this file can switch a module to eval mode: no ``eval()`` call (on anything), no
+        ``train(x)`` with ``x`` other than ``True``, no ``with`` block entering a context manager named for
+        eval mode, no helper of another file spelled like one (``set_eval(model)``)."""
+        if self._no_eval is None:
+            found = True
+            for call in self.model.nodes(cst.Call):
+                func = call.func
+                leaf = func.attr.value if isinstance(func, cst.Attribute) else \
+                    func.value if isinstance(func, cst.Name) else None
+                if leaf is None:
+                    continue
+                if leaf == "eval" and isinstance(func, cst.Attribute) or _EVAL_CONTEXT.search(leaf) \
+                        or _MODE_SWITCH_NAME.search(leaf):
+                    found = False
+                elif leaf == "train" and isinstance(func, cst.Attribute) and call.args \
+                        and not (isinstance(call.args[0].value, cst.Name) and call.args[0].value.value == "True"):
+                    found = False
+                if not found:
+                    break
+            self._no_eval = found
+        return self._no_eval
+
+    def forgotten_after_eval(self, call: cst.Call) -> tuple[str, str] | None:
+        """(the module, a module switched) when ``call`` runs a module that its function forgot in an
+        evaluation block: the function put another module in eval mode just before (``net.eval()``,
+        with no backward or optimizer step between it and the call, in the same loops), while the
+        last mode the function set on this module, before that ``eval()``, is ``train()``
+        (``style_encoder.train()`` inside the training loop, ``style_encoder(ref)`` after
+        ``net.eval()``). None otherwise."""
+        model = self.model
+        fn = model.enclosing_function(call)
+        own = self._modes_by_function.get(id(fn)) if self.mode_calls() else None
+        # the callee needs no kind: train() was called on it (checked below)
+        if not own or not isinstance(call.func, (cst.Name, cst.Attribute)):
+            return None
+        text = dotted(forward_target(call.func))
+        if text is None:
+            return None
+        index = model.order[id(call)]
+        loops = model.enclosing_loops(call)
+        switch = None
+        for i, mode_at, _ in own:
+            if i >= index:
+                break
+            mode = mode_call(mode_at)
+            receiver = dotted(mode_at.func.value) if mode is not None else None
+            if receiver is None:
+                continue
+            if receiver == text or text.startswith(receiver + ".") or receiver.startswith(text + "."):
+                switch = None  # this module's own switch after any other: nothing forgotten since
+                continue
+            if mode == EVAL and model.enclosing_loops(mode_at) == loops:
+                switch = (i, receiver)
+        # nothing trains from the switch to the end of the outermost loop's iteration (or of the function): an
+        # evaluation block, not a step whose loss a later backward() takes
+        if switch is None:
+            return None
+        end = loops[-1] if loops else fn
+        events = model.training.events_within(end) if end is not None else model.training.events
+        if any(e.kind in (BACKWARD, STEP) and e.index > switch[0] for e in events):
+            return None
+        last = None
+        for i, mode_at, _ in own:
+            if i >= switch[0]:
+                break
+            if mode_call(mode_at) is not None and dotted(mode_at.func.value) == text:
+                last = mode_call(mode_at)
+        return (text, switch[1]) if last == TRAIN else None
+
+    def inference_method_runs(self, fn: cst.FunctionDef) -> list[cst.Call]:
+        """The calls by which an inference method of a module class (``predict``, ``predict_*``,
+        ``infer``, ``inference``, ``inference_*``) that no ``forward`` of this file calls runs its own
+        module, ``self(x)``/``self.forward(x)`` or a helper of this file that does (see
+        :meth:`_helper_model_calls`), when neither the method nor those helpers set a mode: it predicts
+        in whatever mode the module was left in (training mode after training)."""
+        model = self.model
+        modules = model.fact(ModuleFacts)
+        if not _INFERENCE_METHOD.match(fn.name.value):
+            return []
+        parent = model.parent(model.parent(fn))
+        if not isinstance(parent, cst.ClassDef) or not modules.is_module_class(parent):
+            return []
+        name = fn.name.value
+        if any(isinstance(c.func, cst.Attribute) and c.func.attr.value == name
+               and (outer := model.enclosing_function(c)) is not None and getattr(outer, "name", None) is not None
+               and outer.name.value == "forward" for c in model.nodes(cst.Call)):
+            return []  # a forward of this file runs it (`self.separator.predict_masks(x)`): any mode, training too
+        helpers = model.fact(Summaries)
+        own = [n for n in helpers.own_nodes(fn) if isinstance(n, cst.Call)]
+        if any(mode_call(n) is not None for n in own) or any(
+                (last := self.last_mode_before(site, model.enclosing_function(site))) is not None and last[0] == EVAL
+                for site in self.call_sites(fn)):
+            return []  # it sets a mode, or a caller of this file switched to eval mode before calling it
+        out = []
+        for call in own:
+            if self.is_model_call(call) and dotted(forward_target(call.func)) == "self":
+                out.append(call)
+                continue
+            if not isinstance(call.func, (cst.Name, cst.Attribute)) or dotted(call.func) is None \
+                    or not dotted(call.func).startswith("self."):
+                continue
+            helper = helpers.local_function(call.func)
+            if helper is None or helper is fn or any(e.kind in (EVAL, TRAIN) for e in helpers.of(helper).effects):
+                continue
+            if any(dotted(forward_target(c.func)) == "self" for c in self._helper_model_calls(helper)):
+                out.append(call)
+        return out
+
     def _trained_spellings(self) -> set[str]:
         """Spellings of the modules this file puts in train mode with ``m.train()``."""
         return {text for _, call, mode in self.mode_calls()
@@ -415,9 +752,9 @@ class FileFacts:
         return out
 
     def evaluation_helper_calls(self, loop: cst.For) -> list[tuple[cst.Call, cst.Call]]:
-        """For an evaluation loop whose model runs one helper call deep (``for batch in
+        """For an evaluation loop whose model runs one or two helper calls deep (``for batch in
         val_loader: self.eval_step(batch)``): (the helper's call in the loop, the model call
-        in the helper) pairs. Empty when the loop calls the model itself (see
+        in the helper, see :meth:`_helper_model_calls`) pairs. Empty when the loop calls the model itself (see
         :meth:`evaluation_calls`) or a helper trains."""
         key = id(loop)
         if key in self._helper_calls:
@@ -433,16 +770,37 @@ class FileFacts:
                 fn = helpers.local_function(node.func)
                 if fn is None:
                     continue
-                if any(e.kind in (BACKWARD, STEP, CLEAR) for e in helpers.of(fn).effects):
+                # a module clearing its own gradients (`self.zero_grad()` at the top of its forward)
+                # prepares no step; an optimizer's zero_grad() in a helper is a training step we cannot see
+                if any(e.kind in (BACKWARD, STEP) or e.kind == CLEAR and e.target != "self"
+                       for e in helpers.of(fn).effects):
                     out = []
                     break  # a training step in a helper: not an evaluation loop
-                out.extend((node, inner) for inner in helpers.own_nodes(fn)
-                           if isinstance(inner, cst.Call) and self.is_model_call(inner)
-                           and not model.enclosing_loops(inner))  # a helper's own loop is judged there
+                out.extend((node, inner) for inner in self._helper_model_calls(fn))
             if out and not self._is_evaluation(loop):
                 out = []
         self._helper_calls[key] = out
         return out
+
+    def _helper_model_calls(self, fn: cst.FunctionDef) -> list[cst.Call]:
+        """The model calls a helper makes outside loops of its own (a helper's own loop is judged there):
+        its own, else those of the helpers it calls outside loops, one level down (``eval_batch(batch)``
+        calling ``self.model_forward(batch)``)."""
+        model = self.model
+        helpers = model.fact(Summaries)
+        own = [inner for inner in helpers.own_nodes(fn)
+               if isinstance(inner, cst.Call) and not model.enclosing_loops(inner)]
+        found = [inner for inner in own if self.is_model_call(inner)]
+        if found:
+            return found
+        for inner in own:  # grad turned off around a call here reaches the deeper call (see in_no_grad)
+            if not isinstance(inner.func, (cst.Name, cst.Attribute)):
+                continue
+            deeper = helpers.local_function(inner.func)
+            if deeper is not None and deeper is not fn:
+                found.extend(c for c in helpers.own_nodes(deeper) if isinstance(c, cst.Call)
+                             and self.is_model_call(c) and not model.enclosing_loops(c))
+        return found
 
     def _innermost_data_loop(self, call: cst.Call) -> cst.For | None:
         for lp in self.model.enclosing_loops(call):
@@ -465,8 +823,10 @@ class FileFacts:
             func = node.func
             if isinstance(func, cst.Attribute):
                 method = func.attr.value
-                if method in ("zero_grad", "requires_grad_", "backward"):
+                if method in ("requires_grad_", "backward"):
                     return False  # also distributed autograd's backward(context_id, losses)
+                if method == "zero_grad" and not self._scored_without_grad(loop):
+                    return False  # gradients cleared for a step to come, unless no model call can make any
                 if method == "step" and model.kind_of(func.value) in _STEPPERS:
                     return False
             q = model.qualified_name(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
@@ -476,6 +836,13 @@ class FileFacts:
                 if isinstance(arg.value, (cst.Name, cst.Attribute)) and model.kind_of(arg.value) in _STEPPERS:
                     return False  # loss_scaler(loss, optimizer): a training step we cannot see into
         return True
+
+    def _scored_without_grad(self, loop: cst.CSTNode) -> bool:
+        """Every model call of ``loop`` runs under ``no_grad()`` (there is at least one): nothing the
+        loop computes can be trained, so a stray ``optimizer.zero_grad()`` in it is no training step."""
+        model = self.model
+        calls = [n for n in self.body_nodes(loop) if isinstance(n, cst.Call) and self.is_model_call(n)]
+        return bool(calls) and all(model.in_no_grad(c) for c in calls)
 
     def _returns_loss(self, fn: cst.FunctionDef) -> bool:
         """``fn`` hands a loss back to its caller (``return loss.mean()``): a backward comes there."""
@@ -593,7 +960,11 @@ class FileFacts:
     def _iterator_data(self, expr: cst.CSTNode, depth: int) -> cst.CSTNode | None:
         if isinstance(expr, cst.Name) and depth <= _BATCH_DEPTH:  # it = iter(val_loader); next(it)
             value = self._latest_value(expr)
-            return None if value is None else self._iterator_data(value, depth + 1)
+            if value is None:  # made elsewhere: the iterator's own spelling (`valid_iter` as a parameter)
+                return expr if self._iterates_data(expr) else None
+            return self._iterator_data(value, depth + 1)
+        if isinstance(expr, cst.Attribute):  # next(self.valid_dl_iter), made in __init__
+            return expr if self._iterates_data(expr) else None
         if isinstance(expr, cst.Call) and expr.args \
                 and self.model.qualified_name(expr.func) in ("builtins.iter", "builtins.enumerate"):
             data = expr.args[0].value
@@ -719,7 +1090,10 @@ class FileFacts:
             return True
         if not isinstance(fn, cst.FunctionDef):
             return False
-        if self._set_by_callers(fn, 0):
+        # A train() before the call of a function that trains before this loop is the training's own
+        # mode, not a deliberate train-mode pass over the loop's data (`net.train(); fit(net, ...)`
+        # with `fit` training, then validating).
+        if self._set_by_callers(fn, 0, deliberate=not self._trains_before(loop, fn)):
             return True
         # a caller in another file of the project set eval mode before calling it
         return self.model.enclosing_function(fn) is None and any(
@@ -743,20 +1117,31 @@ class FileFacts:
                 return True
         return False
 
-    def _set_before(self, node: cst.CSTNode, region: cst.CSTNode | None) -> bool:
+    def _trains_before(self, node: cst.CSTNode, fn: cst.FunctionDef) -> bool:
+        """``fn`` calls backward() or steps an optimizer before ``node`` (its own statements)."""
+        index = self.model.order[id(node)]
+        return any(e.kind in (BACKWARD, STEP) and e.index < index for e in self.model.training.function_events(fn))
+
+    def _set_before(self, node: cst.CSTNode, region: cst.CSTNode | None, deliberate: bool = True) -> bool:
         last = self.last_mode_before(node, region)
         if last is None:
             return False
         mode, call = last
         if mode == EVAL:
             return True
+        if not deliberate:
+            return False
         # train() with no training between it and the loop is a deliberate train-mode pass;
         # a helper that trains (train_one_epoch) is not.
         model = self.model
         helper = local_function(model, call.func) if mode_call(call) is None else None
         start, end = model.order[id(call)], model.order[id(node)]
         facts = model.training
-        return mode == TRAIN and not any(
+        # a helper of this file called in between that trains (`self.train_step(batch)`) counts too
+        stepped = any(start < model.order[id(call)] < end and any(e.kind in (BACKWARD, STEP) for e in events)
+                      and model.enclosing_function(call) is region
+                      for call, events in model.fact(Summaries).helper_calls())
+        return mode == TRAIN and not stepped and not any(
             e.kind in (BACKWARD, STEP)
             for e in (*facts.events_between(start, end), *(facts.events_within(helper) if helper is not None else ())))
 
@@ -782,13 +1167,13 @@ class FileFacts:
         remote = project.caller_contexts(fn.name.value) if project is not None else []
         return None if remote is None else out + remote
 
-    def _set_by_callers(self, fn: cst.FunctionDef, depth: int) -> bool:
+    def _set_by_callers(self, fn: cst.FunctionDef, depth: int, deliberate: bool = True) -> bool:
         for site in self.call_sites(fn):
             caller = self.model.enclosing_function(site)
-            if self._set_before(site, caller):
+            if self._set_before(site, caller, deliberate):
                 return True
             if depth < 2 and isinstance(caller, cst.FunctionDef) and caller is not fn \
-                    and self._set_by_callers(caller, depth + 1):
+                    and self._set_by_callers(caller, depth + 1, deliberate):
                 return True
         return False
 
@@ -817,6 +1202,29 @@ class FileFacts:
         if data is None:
             return None
         if not model.in_no_grad(call) and not (self.held_out(data) and not self.backward_after(call, loops[0])):
+            return None
+        return data
+
+    def held_out_batch_after_eval(self, call: cst.Call) -> cst.CSTNode | None:
+        """The held-out data whose batch the model call ``call`` scores after its function put that model
+        in eval mode (``model.eval(); wave, = next(self.valid_iter); model(wave)``), with nothing training
+        after it in the function: a measurement by declaration. None otherwise."""
+        model = self.model
+        if not call.args or not isinstance(call.func, (cst.Name, cst.Attribute)) or not self.is_model_call(call):
+            return None
+        text = dotted(forward_target(call.func))
+        if text is None or text not in self.eval_receivers(call):
+            return None
+        data = next((d for a in call.args if a.keyword is None and not a.star
+                     and (d := self.drawn_from(a.value)) is not None and self.held_out(d)), None)
+        if data is None:
+            return None
+        fn = model.enclosing_function(call)
+        index = model.order[id(call)]
+        if any(e.kind in (BACKWARD, STEP) and e.index > index for e in model.training.function_events(fn)) \
+                or any(model.order[id(c)] > index and model.enclosing_function(c) is fn
+                       and any(e.kind in (BACKWARD, STEP) for e in events)
+                       for c, events in model.fact(Summaries).helper_calls()):
             return None
         return data
 
@@ -866,6 +1274,10 @@ def _bound(target: cst.CSTNode) -> set[str]:
     if isinstance(target, cst.StarredElement):
         return _bound(target.value)
     return set()
+
+
+def _is_false(expr: cst.CSTNode | None) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "False"
 
 
 def _subscripts(expr: cst.CSTNode) -> Iterator[cst.Subscript]:

@@ -16,6 +16,12 @@ if TYPE_CHECKING:
 
 GENERATION_MESSAGE = ("Generation loop feeds the model its own output with autograd on: the graph of every "
                       "step is recorded and kept alive for a backward that never comes")
+PASS_MESSAGE = ("A call of this function turns its training off, but the loop still runs the model with "
+                "autograd on: that evaluation pass records graphs and keeps activations for nothing")
+HELD_OUT_MESSAGE = ("A held-out batch is scored after eval() with autograd on: the graph of the forward "
+                    "and its activations are kept for a backward that never comes")
+RESTORED_MESSAGE = ("Inference with restored weights runs the model with autograd on: nothing in this file "
+                    "trains it, yet every call records a graph and keeps its activations")
 VOLATILE_MESSAGE = ("volatile=True has had no effect since PyTorch 0.4: autograd records this computation "
                     "and keeps its activations; use torch.no_grad()")
 
@@ -32,7 +38,23 @@ class EvaluationWithoutNoGrad(Rule):
     hands over an optimizer, nor asks for input gradients. A counting loop is also
     an evaluation loop when its function put the model in eval mode before it
     (`model.eval()`) and the model's input is computed from the loop's index
-    (`x[i:i + n]`). `model.forward(x)` counts as a model call, and so do `self(x)` and
+    (`x[i:i + n]`). So is a loop of an inference script: its model's weights were restored
+    before it (`model.load_state_dict(...)`, `model = torch.load(...)`), the file trains
+    nothing (no `backward()`, no optimizer step or optimizer), and the model's input is
+    computed from the loop's target (`for i, (x, y) in enumerate(task.episodes()):
+    model(x)`). A `zero_grad()` in a loop does not make it a training loop when every model
+    call of the loop runs under `no_grad()`. A training loop whose `backward()` and optimizer
+    steps all run under `if <flag>:`, a parameter of its function, is flagged when a call of
+    that function in the file passes `False` for the flag outside `no_grad()`
+    (`run_epoch(model, valid_loader, is_train=False)`): that call is an evaluation pass with
+    autograd on. So is a method of an inference wrapper that runs `self.<model>` once per call
+    when another method of its class restored the model's weights and the file trains
+    nothing (`self.net.load_state_dict(...)` in `__init__`, `self.net(image)` in
+    `detect()`). So is a model call on a batch drawn from held-out data (`next(val_iter)`,
+    `next(iter(test_loader))`) after its function put that model in eval mode, with nothing
+    training after it in the function. `model.forward(x)` counts as a model call (also one
+    or two helper calls deep: `self.eval_batch(batch)` calling `self.forward_loss(batch)`;
+    a method of this file is never taken for a model, whatever its name), and so do `self(x)` and
     `self.forward(x)` in a method of a module class. A generation loop is flagged too:
     a loop of a function that does not train, where the model's input in the next
     iteration is computed from its output in this one (a sampler, a decoder:
@@ -82,8 +104,10 @@ class EvaluationWithoutNoGrad(Rule):
     environment's observations: a generation chain ends at any call other than a torch
     function, a tensor method or a module's call). A model is recognised from
     its construction, a `nn.Module` annotation, or a name such as `model` or
-    `net`. Comprehensions (`[model(x) for x in loader]`) are not checked. Calls
-    from other files are read only for a module that a few scripts import: a
+    `net`. A comprehension is checked when it iterates data (`[model(x) for x in
+    loader]`) or when its function put the model in eval mode first and feeds it the
+    comprehension's target (`[net(v) for v in views]`), in a function that trains nothing.
+    Calls from other files are read only for a module that a few scripts import: a
     library function called under `no_grad` by many modules, or one whose model
     has `requires_grad_(False)` parameters, is still flagged.
 
@@ -116,6 +140,13 @@ class EvaluationWithoutNoGrad(Rule):
                        for site, inner in facts.evaluation_helper_calls(node)):
             self.report(node)
             return
+        # A training loop whose training steps all hang on a flag that a call of its function turns
+        # off (`run_epoch(model, valid_loader, False)`): that call runs it as an evaluation pass
+        calls, sites = facts.evaluation_pass_calls(node)
+        if calls and any(not self._grad_managed(call, node) for call in calls) \
+                and any(not (self.model.in_no_grad(site) or self.model.fact(GradMode).managed(site)) for site in sites):
+            self.report(node, PASS_MESSAGE)
+            return
         # A generation loop: certain when its function put that model in eval mode first (it
         # declared the loop an inference); possible when the output comes back as a token or an
         # index (a decoder, whose results a caller may still train on); a differentiable feedback
@@ -133,6 +164,26 @@ class EvaluationWithoutNoGrad(Rule):
 
     visit_While = visit_For
 
+    def visit_ListComp(self, node: cst.ListComp | cst.SetComp | cst.GeneratorExp | cst.DictComp) -> None:
+        # net.eval(); outs = [net(v) for v in views] -- an evaluation written as a comprehension
+        calls = self._facts.comprehension_evaluation_calls(node)
+        if any(not self._grad_managed(call, node) for call in calls) \
+                and not any(id(lp) in self._reported for lp in self.model.enclosing_loops(node)):
+            self.report(node)
+
+    visit_SetComp = visit_GeneratorExp = visit_DictComp = visit_ListComp
+
+    def visit_Call(self, node: cst.Call) -> None:
+        # model.eval(); x, = next(self.valid_iter); model(x) -- one held-out batch scored by declaration
+        if self._facts.held_out_batch_after_eval(node) is not None and not self._grad_managed(node, node) \
+                and not any(id(lp) in self._reported for lp in self.model.enclosing_loops(node)):
+            self.report(node, HELD_OUT_MESSAGE)
+            return
+        # an inference wrapper: weights restored in this file, which trains nothing, then the model run once
+        # per call with autograd on (`self.net.load_state_dict(...)` ... `boxes = self.net(image)`)
+        if self._facts.restored_model_run(node) and not self._grad_managed(node, node):
+            self.report(node, RESTORED_MESSAGE)
+
     def visit_Arg(self, node: cst.Arg) -> None:
         # Variable(x, volatile=True): ignored since PyTorch 0.4, so autograd records what it was meant to skip
         if node.keyword is not None and node.keyword.value == "volatile" and is_true(node.value) \
@@ -147,7 +198,7 @@ class EvaluationWithoutNoGrad(Rule):
         return self._grad_managed(site, loop) or model.in_no_grad(inner) or model.fact(GradMode).managed(inner) \
             or isinstance(helper, cst.FunctionDef) and model.fact(Summaries).of(helper).no_grad
 
-    def _grad_managed(self, call: cst.Call, loop: cst.For) -> bool:
+    def _grad_managed(self, call: cst.Call, loop: cst.CSTNode) -> bool:
         model = self.model
         modes = model.fact(GradMode)
         if model.in_no_grad(call) or modes.managed(call) or modes.set_before(loop):

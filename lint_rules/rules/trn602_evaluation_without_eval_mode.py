@@ -17,7 +17,9 @@ DRAWN_BATCH_MESSAGE = ("A held-out batch is scored inside the training loop in t
                        "stays on and batch norm updates its statistics with it")
 
 
-PARTIAL_MESSAGE = ("Evaluation loop runs `{forgotten}` in training mode: `{switched}.eval()` was called "
+METHOD_MESSAGE = ("This inference method runs the module in whatever mode it was left in: after training, "
+                  "dropout stays on and batch norm uses batch statistics; call self.eval() first")
+PARTIAL_MESSAGE = ("Evaluation runs `{forgotten}` in training mode: `{switched}.eval()` was called "
                    "but not `{forgotten}.eval()`, so its dropout and batch norm stay in training mode")
 
 
@@ -34,13 +36,19 @@ class EvaluationWithoutEvalMode(Rule):
     `model.eval()`), or, for an evaluation function, by the last mode call before
     a call of that function in this file. A `model.train()` placed just before the
     loop with no training in between is taken as deliberate (re-estimating
-    batch-norm statistics). Also flags an evaluation on one batch inside a
+    batch-norm statistics); a training step in a helper of this file called in between
+    (`self.train_step(batch)`) makes it no such pass. Also flags an evaluation on one batch inside a
     training loop: a model called on a batch drawn with `next(iter(test_loader))`,
     `next(enumerate(test_loader))` or `next(test_iter)` (followed through
     unpacking, `Variable(x)`, `x.cuda()`, `x.transpose(...)`), with no `eval()`
     before it in the function, either under `torch.no_grad()` or from a loader
     spelled as a held-out split (`test`, `val`, `valid`, `dev`, `eval`) with no
     `backward()` after it in the iteration.
+
+    Also flags (possible) an inference method of a module class, `predict`, `predict_*`,
+    `infer`, `inference` or `inference_*`, that runs the module (`self(x)`, `self.forward(x)`,
+    or a helper of the class that does) with no mode set in it, no caller of this file
+    switching to eval mode before calling it, and no `forward` of this file calling it.
 
     A call of the evaluation function from another file of the project counts too:
     an `eval()` before it there sets the mode.
@@ -53,7 +61,19 @@ class EvaluationWithoutEvalMode(Rule):
     an evaluation function (nothing in it trains) that calls
     `eval()` on some modules before a loop over data, then calls another module in
     the loop that this file puts in train mode elsewhere (`predictor.train()` in the
-    training function) and that the function sets no mode on.
+    training function) and that the function sets no mode on. Also certain: a model that this
+    file trains and never switches to eval mode (nothing in the file calls `eval()` or
+    `train(<anything but True>)` or enters a context named for eval mode), scored by the loop:
+    an earlier loop of the same function trains it, a caller of this file trains it with a
+    function of this file and then hands it to the loop's function (`train(model, ...)` then
+    `test(model, ...)`), the file puts it in train mode (`self.model.train()` in another method;
+    for a function, when its callers are known), or an inference script restored its weights
+    with `load_state_dict(...)` and trains nothing. A `train()` before the call of a function
+    that trains and then validates is the training's own mode, not a deliberate train-mode pass.
+    Also certain: a call of a module that its function forgot in an evaluation block: another
+    module was switched with `eval()` just before, in the same loops, nothing trains from there
+    to the end of the iteration, and the last mode the function set on this module is `train()`
+    (`style_encoder.train()` in the training step, then `style_encoder(ref)` after `net.eval()`).
 
     ## Why is this bad?
     In training mode, dropout zeroes random activations and batch norm normalises
@@ -130,7 +150,7 @@ class EvaluationWithoutEvalMode(Rule):
                 # norm) and every call of the function in the project is known and none sets eval
                 # mode before it; possible when a caller the linter cannot see may set it.
                 certain = any(self._modules.mode_dependent(call.func) is True for call in calls) \
-                    and self._callers_never_set_eval(node)
+                    and self._callers_never_set_eval(node) or self._left_in_training(node, calls)
                 self.report(node, certain=certain)
             return
         # Certain: the function switched some models to eval mode and forgot one it trains elsewhere.
@@ -141,6 +161,13 @@ class EvaluationWithoutEvalMode(Rule):
 
     visit_While = visit_For  # while not batcher.last_batch(): batch = batcher.next_batch()
 
+    def _left_in_training(self, loop: cst.For, calls: list[cst.Call]) -> bool:
+        """A model that this file trains and never switches to eval mode (see
+        :meth:`~lint_rules.analysis.evaluation.FileFacts.trained_never_evaluated`), not known to
+        behave the same in both modes."""
+        return any(self._modules.mode_dependent(c.func) is not False and not self._facts.loaded_in_eval_mode(c.func)
+                   for c in self._facts.trained_never_evaluated(loop, calls))
+
     def _callers_never_set_eval(self, loop: cst.For) -> bool:
         fn = self.model.enclosing_function(loop)
         if not isinstance(fn, cst.FunctionDef):
@@ -148,9 +175,23 @@ class EvaluationWithoutEvalMode(Rule):
         contexts = self._facts.caller_contexts(fn)
         return bool(contexts) and not any("eval" in c for c in contexts)
 
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        # def predict(self, x): return self(x) -- in whatever mode training left the module (possible: a
+        # caller may set it, as callers of library code do)
+        runs = self._facts.inference_method_runs(node)
+        owner = self.model.parent(self.model.parent(node))
+        if runs and isinstance(owner, cst.ClassDef) and self._modules.class_mode_dependent(owner) is not False:
+            self.report(runs[0], METHOD_MESSAGE, certain=False)
+
     def visit_Call(self, node: cst.Call) -> None:
-        # tx, ty = next(iter(test_loader)); net(tx) -- one held-out batch inside a training loop
         facts = self._facts
+        # net.eval(); style_encoder(ref) -- after style_encoder.train() in the training loop
+        forgotten = facts.forgotten_after_eval(node)
+        if forgotten is not None and self._modules.mode_dependent(node.func) is not False \
+                and not any(id(lp) in self._reported for lp in self.model.enclosing_loops(node)):
+            self.report(node, PARTIAL_MESSAGE.format(forgotten=forgotten[0], switched=forgotten[1]), certain=True)
+            return
+        # tx, ty = next(iter(test_loader)); net(tx) -- one held-out batch inside a training loop
         if facts.drawn_batch_scored(node) is None:
             return
         last = facts.last_mode_before(node, self.model.enclosing_function(node))

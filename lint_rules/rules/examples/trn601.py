@@ -8,6 +8,51 @@ from lint_rules.rule import Invalid, Valid
 VALID = [
     Valid(
         """
+        # the same wrapper, its inference method under no_grad()
+        import torch
+        class Detector:
+            def __init__(self, weights):
+                self.net = YoloBody(num_classes)
+                self.net.load_state_dict(torch.load(weights, map_location="cpu"))
+                self.net.eval()
+            @torch.no_grad()
+            def detect(self, image):
+                boxes = self.net(to_tensor(image)[None])
+                return boxes[0].cpu().numpy()
+        """
+    ),
+    Valid(
+        """
+        # the same epoch function, its validation call under no_grad()
+        import torch
+        def run_epoch(model, optimizer, loader, is_train):
+            for batch in loader:
+                loss = criterion(model(batch.x), batch.y)
+                if is_train:
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+        def fit(model, optimizer, train_loader, valid_loader):
+            run_epoch(model, optimizer, train_loader, True)
+            with torch.no_grad():
+                run_epoch(model, optimizer, valid_loader, False)
+        """
+    ),
+    Valid(
+        """
+        # weights restored to resume training: the file builds an optimizer
+        import torch
+        net = Factory.build(config)
+        net.load_state_dict(torch.load(args.checkpoint, map_location="cpu"))
+        optimizer = torch.optim.SGD(net.parameters(), lr=0.01)
+        for episode, (inputs, targets) in enumerate(problem.episodes()):
+            optimizer.zero_grad()
+            crit(net(inputs), targets).backward()
+            optimizer.step()
+        """
+    ),
+    Valid(
+        """
         # a rollout: the policy's action goes through the environment, whose observation is no
         # tensor of the model's; the function returns log-probabilities its caller trains on
         import torch
@@ -423,6 +468,73 @@ INVALID = [
                 eps = model(x, t)
                 x = x - 0.1 * eps
             return x
+        """
+    ),
+    Invalid(
+        """
+        # an inference script: weights restored, nothing trained, the model run over episodes
+        import torch
+        net = Factory.build(config)
+        net.load_state_dict(torch.load(args.checkpoint, map_location="cpu"))
+        net.eval()
+        for episode, (inputs, targets) in enumerate(problem.episodes()):  # BUG
+            log(net(inputs), targets)
+        """
+    ),
+    Invalid(
+        """
+        # one epoch function for both passes: the validation call turns the training off, not autograd
+        import torch
+        def run_epoch(model, optimizer, loader, is_train):
+            for batch in loader:  # BUG
+                loss = criterion(model(batch.x), batch.y)
+                if is_train:
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+        def fit(model, optimizer, train_loader, valid_loader):
+            run_epoch(model, optimizer, train_loader, True)
+            run_epoch(model, optimizer, valid_loader, False)
+        """
+    ),
+    Invalid(
+        """
+        # an inference wrapper: weights restored once, the detector run on every image with autograd on
+        import torch
+        class Detector:
+            def __init__(self, weights):
+                self.net = YoloBody(num_classes)
+                self.net.load_state_dict(torch.load(weights, map_location="cpu"))
+                self.net.eval()
+            def detect(self, image):
+                boxes = self.net(to_tensor(image)[None])  # BUG
+                return boxes[0].cpu().numpy()
+        """
+    ),
+    Invalid(
+        """
+        # every 500 steps, a validation batch scored after eval(), outside no_grad
+        import torch
+        for step, (x, y) in enumerate(train_loader):
+            model.train()
+            optimizer.zero_grad()
+            criterion(model(x), y).backward()
+            optimizer.step()
+            if step % 500 == 0:
+                model.eval()
+                vx, vy = next(val_iter)
+                val_acc = (model(vx).argmax(1) == vy).float().mean().item()  # BUG
+        """
+    ),
+    Invalid(
+        """
+        # a self-ensemble written as a comprehension, after eval(), with autograd on
+        import torch
+        def ensemble(net, lowres):
+            net.eval()
+            views = [lowres, lowres.flip(-1), lowres.transpose(-1, -2)]
+            outs = [net(v) for v in views]  # BUG
+            return torch.stack(outs).mean(0)
         """
     ),
 ]

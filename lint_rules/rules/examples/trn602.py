@@ -8,6 +8,25 @@ from lint_rules.rule import Invalid, Valid
 VALID = [
     Valid(
         """
+        # the same validation pass after net.eval(), and train() back for the next epoch
+        import torch
+        def fit_one_epoch(net, crit, optimizer, gen, gen_holdout):
+            for it, batch in enumerate(gen):
+                optimizer.zero_grad()
+                crit(net(batch[0]), batch[1]).backward()
+                optimizer.step()
+            net.eval()
+            for it, batch in enumerate(gen_holdout):
+                with torch.no_grad():
+                    optimizer.zero_grad()
+                    held_loss = crit(net(batch[0]), batch[1])
+            net.train()
+        net = Detector().train()
+        fit_one_epoch(net, crit, optimizer, gen, gen_holdout)
+        """
+    ),
+    Valid(
+        """
         # from_pretrained() hands the model back in eval mode
         import torch
         from transformers import AutoModelForSequenceClassification
@@ -448,6 +467,92 @@ INVALID = [
                 while not batcher.last_batch():  # BUG
                     batch = batcher.next_batch()
                     preds.append(self.model(batch))
+        """
+    ),
+    Invalid(
+        """
+        # validation after the training pass of the same function; the stray zero_grad() under
+        # no_grad() steps nothing, and the caller's train() is the training's own mode
+        import torch
+        def fit_one_epoch(net, crit, optimizer, gen, gen_holdout):
+            for it, batch in enumerate(gen):
+                optimizer.zero_grad()
+                crit(net(batch[0]), batch[1]).backward()
+                optimizer.step()
+            for it, batch in enumerate(gen_holdout):  # BUG
+                with torch.no_grad():
+                    optimizer.zero_grad()
+                    held_loss = crit(net(batch[0]), batch[1])
+        net = Detector().train()
+        fit_one_epoch(net, crit, optimizer, gen, gen_holdout)
+        """
+    ),
+    Invalid(
+        """
+        # an inference script: weights restored, nothing trained, never eval()
+        import torch
+        net = Factory.build(config)
+        net.load_state_dict(torch.load(args.checkpoint, map_location="cpu"))
+        with torch.no_grad():
+            for episode, (inputs, targets) in enumerate(problem.episodes()):  # BUG
+                log(net(inputs), targets)
+        """
+    ),
+    Invalid(
+        """
+        # the style encoder is left in train mode by the training step, then used after net.eval()
+        import torch
+        def train_loop(net, style_encoder, loader, optimizer, epochs):
+            for epoch in range(epochs):
+                net.train()
+                for batch in loader:
+                    style_encoder.train()
+                    loss = net(batch.text, style_encoder(batch.mel))
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+                net.eval()
+                default_style = style_encoder(reference_mel)  # BUG
+                torch.save({"net": net.state_dict(), "style": default_style}, "ckpt.pt")
+        """
+    ),
+    Invalid(
+        """
+        # periodic evaluation inside the trainer's loop, the model two helper calls deep
+        import torch
+        class Trainer:
+            def forward_loss(self, batch):
+                return self.model(batch["x"]).log_softmax(-1).gather(-1, batch["y"]).mean()
+            def train_step(self, batch):
+                self.optimizer.zero_grad()
+                self.forward_loss(batch).backward()
+                self.optimizer.step()
+            def eval_batch(self, batch):
+                self.meter.update(self.forward_loss(batch))
+            def fit(self):
+                self.model.train()
+                for step, batch in enumerate(self.train_loader):
+                    self.train_step(batch)
+                    if step % 500 == 0:
+                        with torch.no_grad():
+                            for val_batch in self.val_loader:  # BUG
+                                self.eval_batch(val_batch)
+        """
+    ),
+    Invalid(
+        """
+        # the classifier's own predict() runs it in whatever mode training left it
+        import torch
+        from torch import nn
+        class Classifier(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.body = nn.Sequential(nn.Linear(16, 32), nn.Dropout(0.5), nn.Linear(32, 4))
+            def forward(self, x):
+                return self.body(x)
+            @torch.no_grad()
+            def predict(self, x):
+                return self(x).argmax(-1)  # BUG
         """
     ),
 ]
