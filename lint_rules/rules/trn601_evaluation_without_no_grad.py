@@ -4,6 +4,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from lint_rules.analysis.context import hands_over_its_model
 from lint_rules.analysis.evaluation import FileFacts, forward_target
 from lint_rules.analysis.grad_mode import GradMode
 from lint_rules.analysis.scopes import dotted, is_true
@@ -73,6 +74,13 @@ class EvaluationWithoutNoGrad(Rule):
     block (up to three calls up), or that another file of the project calls from
     inside one.
 
+    Confidence: findings are *certain*, except where the evidence leaves the
+    choice to someone else: a function of an importable package (a library
+    module) that evaluates a model its caller hands it leaves grad mode to that
+    caller, so its loop is *possible* (`--preview`) unless a caller in the same
+    file runs it with grad on (certain). A generation loop is certain only as
+    said above.
+
     ## Why is this bad?
     With autograd on, every forward pass records its graph and keeps every
     intermediate activation alive for a backward that never comes. Evaluation
@@ -135,10 +143,10 @@ class EvaluationWithoutNoGrad(Rule):
 
     def visit_For(self, node: cst.For | cst.While) -> None:
         facts = self._facts
-        if any(not self._grad_managed(call, node) for call in facts.evaluation_calls(node)) \
-                or any(not self._grad_managed_in_helper(site, inner, node)
+        bare = [call for call in facts.evaluation_calls(node) if not self._grad_managed(call, node)]
+        if bare or any(not self._grad_managed_in_helper(site, inner, node)
                        for site, inner in facts.evaluation_helper_calls(node)):
-            self.report(node)
+            self.report(node, certain=not self._left_to_callers(node, bare))
             return
         # A training loop whose training steps all hang on a flag that a call of its function turns
         # off (`run_epoch(model, valid_loader, False)`): that call runs it as an evaluation pass
@@ -190,6 +198,17 @@ class EvaluationWithoutNoGrad(Rule):
                 and not self.model.in_no_grad(node) \
                 and not any(id(loop) in self._reported for loop in self.model.enclosing_loops(node)):
             self.report(node, VOLATILE_MESSAGE)  # inside a loop reported already: one finding is enough
+
+    def _left_to_callers(self, loop: cst.CSTNode, bare: list[cst.Call]) -> bool:
+        """A library function that evaluates the model its caller hands it leaves grad mode to that
+        caller (:func:`~lint_rules.analysis.context.hands_over_its_model`): possible, unless the
+        project's own callers are known, and none of them turned grad off (they got it wrong:
+        certain)."""
+        model = self.model
+        fn = model.enclosing_function(loop)
+        if not bare or not all(hands_over_its_model(model, fn, forward_target(call.func)) for call in bare):
+            return False
+        return not (self._facts.call_sites(fn) or self._facts.caller_contexts(fn))
 
     def _grad_managed_in_helper(self, site: cst.Call, inner: cst.Call, loop: cst.For) -> bool:
         """The model call in a helper: grad is off around the helper's call, or inside it."""

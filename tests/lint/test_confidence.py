@@ -401,3 +401,39 @@ def test_a_tensor_attribute_pinned_to_a_gpu_by_init_is_certain() -> None:
     every = registry.default_codes(preview=True)
     assert _findings(source, "TRN402") == [(7, "certain"), (8, "certain")]
     assert _findings(source, "TRN402", every, every) == [(7, "certain"), (8, "certain"), (9, "possible")]
+
+
+LIBRARY_EVALUATION = """
+import torch
+
+def accuracy(net, batches):
+    hits = 0
+    for inputs, labels in batches:
+        hits += (net(inputs).argmax(1) == labels).sum().item()
+    return hits
+{caller}"""
+
+
+@pytest.mark.parametrize(("packaged", "caller", "expected"), [
+    # a package's function evaluating the model its caller hands it: grad mode is the caller's
+    (True, "", "possible"),
+    (True, "\n@torch.no_grad()\ndef report(net, batches):\n    return accuracy(net, batches)\n", None),
+    # ...unless the package's own caller gets it wrong
+    (True, "\ndef report(net, batches):\n    return accuracy(net, batches)\n", "certain"),
+    # a script's function: its own evaluation
+    (False, "", "certain"),
+])
+def test_a_library_function_leaves_grad_mode_to_its_caller(tmp_path, packaged, caller, expected) -> None:
+    from lint_rules.api import Settings, lint_text
+
+    folder = tmp_path / "metrics"
+    folder.mkdir()
+    if packaged:
+        (tmp_path / "pyproject.toml").write_text("[project]\nname = 'metrics'\n")
+        (folder / "__init__.py").write_text("")
+    path = folder / "scores.py"
+    source = textwrap.dedent(LIBRARY_EVALUATION).format(caller=caller)
+    path.write_text(source)
+    settings = Settings.resolve(select=["TRN601"], preview=True)
+    found = [(f.line, f.confidence) for f in lint_text(source, path, settings).findings if f.code == "TRN601"]
+    assert found == ([] if expected is None else [(6, expected)])
