@@ -273,31 +273,38 @@ class FileFacts:
         if not isinstance(comp, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
             return []
         model = self.model
-        fn = model.enclosing_function(comp)
-        if isinstance(fn, cst.FunctionDef) and (fn.name.value == "forward" or self._returns_loss(fn)) \
-                or any(e.kind in (BACKWARD, STEP) for e in model.training.function_events(fn)):
-            return []
         targets: set[str] = set()
-        data = False
         node: cst.BaseCompFor | None = comp.for_in
         while node is not None:
             targets |= names_in(node.target)
-            data = data or self._iterates_data(node.iter)
             node = node.inner_for_in
-        switched = self.eval_receivers(comp)
+        # the model calls fed the comprehension's targets first: most comprehensions have none, and
+        # the questions below cost more
         element = [comp.key, comp.value] if isinstance(comp, cst.DictComp) else [comp.elt]
-        out = []
+        candidates = []
         for part in element:
             stack: list[cst.CSTNode] = [part]
             while stack:
                 n = stack.pop()
                 if isinstance(n, (cst.Lambda, cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
                     continue
-                if isinstance(n, cst.Call) and self.is_model_call(n) \
-                        and any(names_in(a.value) & targets for a in n.args) \
-                        and (data or dotted(forward_target(n.func)) in switched):
-                    out.append(n)
+                if isinstance(n, cst.Call) and any(names_in(a.value) & targets for a in n.args) \
+                        and self.is_model_call(n):
+                    candidates.append(n)
                 stack.extend(n.children)
+        if not candidates:
+            return []
+        fn = model.enclosing_function(comp)
+        if isinstance(fn, cst.FunctionDef) and (fn.name.value == "forward" or self._returns_loss(fn)) \
+                or any(e.kind in (BACKWARD, STEP) for e in model.training.function_events(fn)):
+            return []
+        data = False
+        node = comp.for_in
+        while node is not None and not data:
+            data = self._iterates_data(node.iter)
+            node = node.inner_for_in
+        switched = self.eval_receivers(comp) if not data else set()
+        out = [n for n in candidates if data or dotted(forward_target(n.func)) in switched]
         return out
 
     def restored_for_inference(self, node: cst.CSTNode, state_dict_only: bool = False) -> set[str]:
@@ -396,13 +403,18 @@ class FileFacts:
             return found
         found = self._generation_calls[key] = []
         model = self.model
-        if not isinstance(loop, (cst.For, cst.While)) or self.is_data_loop(loop):
+        if not isinstance(loop, (cst.For, cst.While)):
+            return found
+        body = self.body_nodes(loop)
+        # the loop's own model calls first: most loops have none, and the questions below cost more
+        calls = [node for node in body if type(node) is cst.Call and self.is_model_call(node)
+                 and model.enclosing_loops(node)[:1] == [loop]]
+        if not calls or self.is_data_loop(loop):
             return found
         fn = model.enclosing_function(loop)
         if any(e.kind in (BACKWARD, STEP) for e in model.training.function_events(fn)) \
                 or not self._is_evaluation(loop):
             return found
-        body = self.body_nodes(loop)
         flows: list[tuple[set[str], cst.CSTNode]] = []  # (names bound, the value they get)
         for node in body:
             if isinstance(node, cst.Assign):
@@ -415,19 +427,17 @@ class FileFacts:
                     flows.append((_bound(node.func.value), node.args[-1].value))  # xs.append(x_next)
                 elif method.endswith("_") and not method.startswith("_"):
                     flows.append((_bound(node.func.value), node))  # token.data.fill_(index): in place
-        for call in body:
-            if not isinstance(call, cst.Call) or not self.is_model_call(call) \
-                    or model.enclosing_loops(call)[:1] != [loop]:
-                continue
+        # what each value computes with, and whether it chooses, asked once per loop
+        reading = [(bound, self._tensor_reads(value), _chooses(value)) for bound, value in flows]
+        for call in calls:
             # 1: computed from the call's output; 2: through a discrete choice
             level = {n: 1 for bound, value in flows if value is call or model.is_inside(call, value) for n in bound}
             changed = True
             while changed:
                 changed = False
-                for bound, value in flows:
-                    reads = self._tensor_reads(value)
+                for bound, reads, chooses in reading:
                     got = max((level.get(n, 0) for n in reads), default=0)
-                    if got == 1 and _chooses(value):
+                    if got == 1 and chooses:
                         got = 2
                     for n in bound:
                         if got > level.get(n, 0):
@@ -1210,7 +1220,11 @@ class FileFacts:
         in eval mode (``model.eval(); wave, = next(self.valid_iter); model(wave)``), with nothing training
         after it in the function: a measurement by declaration. None otherwise."""
         model = self.model
-        if not call.args or not isinstance(call.func, (cst.Name, cst.Attribute)) or not self.is_model_call(call):
+        if not call.args or not isinstance(call.func, (cst.Name, cst.Attribute)):
+            return None
+        self.mode_calls()  # asked first: most functions put nothing in eval mode, and the rest cost more
+        if not any(mode == EVAL for _, _, mode in self._modes_by_function.get(id(model.enclosing_function(call)), ())) \
+                or not self.is_model_call(call):
             return None
         text = dotted(forward_target(call.func))
         if text is None or text not in self.eval_receivers(call):
