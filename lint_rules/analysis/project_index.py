@@ -113,6 +113,15 @@ class ProjectIndex:
             # An installed library's callers are other projects; a package's modules are library code,
             # called from many places: finding their callers would parse much of the project.
             return None
+        stem, mentions = self._module_mentions(path)
+        if mentions is None:
+            return None
+        return tuple(f for f in mentions.get(stem, ()) if f != path)
+
+    def _module_mentions(self, path: str) -> tuple[str, dict[str, tuple[str, ...]] | None]:
+        """``path``'s module name (its package's for an ``__init__.py``) and the import mentions of its
+        project, by module name (None when the project is too large to read), read once per project."""
+        directory = os.path.dirname(path)
         stem = os.path.splitext(os.path.basename(path))[0]
         if stem == "__init__":
             stem = os.path.basename(directory)
@@ -122,9 +131,7 @@ class ProjectIndex:
             mentions = self._mentions[root] = _import_mentions(root)
             if len(self._mentions) > 64:
                 self._mentions.pop(next(iter(self._mentions)))
-        if mentions is None:
-            return None
-        return tuple(f for f in mentions.get(stem, ()) if f != path)
+        return stem, mentions
 
     def subclass_files(self, path: str, cls: str) -> tuple[str, ...] | None:
         """The other Python files of ``path``'s project that may define a subclass of its class ``cls``:
@@ -136,15 +143,7 @@ class ProjectIndex:
         directory = os.path.dirname(path)
         if _INSTALLED.search(directory):
             return None
-        stem = os.path.splitext(os.path.basename(path))[0]
-        if stem == "__init__":
-            stem = os.path.basename(directory)
-        root = self._project_root(directory)
-        mentions = self._mentions.get(root, ...)
-        if mentions is ...:
-            mentions = self._mentions[root] = _import_mentions(root)
-            if len(self._mentions) > 64:
-                self._mentions.pop(next(iter(self._mentions)))
+        stem, mentions = self._module_mentions(path)
         if mentions is None:
             return None
         files = sorted(set(mentions.get(stem, ())) | set(mentions.get(cls, ())))
