@@ -82,6 +82,11 @@ class ProjectFacts:
         held = self._summary(found[1])
         return held is not None and found[2] in held.get("stepping", ())
 
+    def defines(self, model: "FileModel", expr: cst.CSTNode) -> bool:
+        """Whether ``expr`` names a class, function or instance of another project file (whose summary
+        then answers for it), as opposed to something from outside the project or unknown."""
+        return self._resolve_local(model, expr) is not None
+
     def disables_grad(self, model: "FileModel", expr: cst.CSTNode) -> bool:
         """True when ``expr`` names a project function, defined in another file, whose body turns
         grad off: as a decorator or context manager (``@inference`` from the project's

@@ -160,6 +160,16 @@ class Summaries:
         return all(any(e.kind == STEP for e in self.of(t).effects) if isinstance(t, cst.FunctionDef)
                    else any(e[0] == STEP for e in t.entry["effects"]) for t in targets)
 
+    def unknown_callee(self, call: cst.Call) -> bool:
+        """Whether what ``call`` runs is out of sight: neither a function of this file (nor a method
+        whose implementations are known) nor one of another project file: an installed package's, a
+        name bound at run time. What it does (step an optimizer, set a mode) cannot be told."""
+        func = call.func
+        if not isinstance(func, (cst.Name, cst.Attribute)) or self.targets(func) is not None:
+            return False
+        project = getattr(self.model, "project_facts", None)
+        return project is None or not project.defines(self.model, func)
+
     def own_nodes(self, fn: cst.FunctionDef) -> list[cst.CSTNode]:
         """Ordered nodes that run in ``fn``'s own body (not in nested functions or classes)."""
         found = self._body.get(id(fn))

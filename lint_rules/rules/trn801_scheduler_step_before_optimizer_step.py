@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from lint_rules.analysis.kinds import SCHEDULER
+from lint_rules.analysis.kinds import OPTIMIZER, SCHEDULER
 from lint_rules.analysis.model import ASSIGN, dotted, keyword_arg
 from lint_rules.analysis.summaries import Summaries
 from lint_rules.analysis.training import STEP
@@ -45,6 +45,13 @@ class SchedulerStepBeforeOptimizerStep(Rule):
         train_one_epoch(model, loader, optimizer)
         scheduler.step()
     ```
+
+    Confidence: a step of the optimizer in sight (in the loop, or in a function of
+    the project it calls) after `scheduler.step()` is *certain*. When no step is in
+    sight but the loop hands the optimizer, only after `scheduler.step()`, to a call
+    whose code is out of sight (`train_one_epoch(model, loader, optimizer)` from an
+    installed package), that call is most likely where it steps: *possible*
+    (`--preview`).
 
     ## Known problems
     A scheduler is recognised from its construction (`torch.optim.lr_scheduler.*`), a
@@ -89,12 +96,40 @@ class SchedulerStepBeforeOptimizerStep(Rule):
         region = self._region(node)
         steps = self._optimizer_steps(region, node, optimizer)
         if not steps:
+            self._handed_over(node, region, optimizer)
             return
         index = model.order[id(node)]
         before = [s for s in steps if model.order[id(s)] < index]
         after = [s for s in steps if model.order[id(s)] > index]
         if after and not before:
             self.report(node)
+
+    def _handed_over(self, sched_step: cst.Call, region: cst.CSTNode, optimizer: str | None) -> None:
+        """No step of the scheduler's optimizer is in sight, but the loop hands that optimizer to a
+        call whose code is out of sight (``train_one_epoch(model, loader, optimizer)`` from an installed
+        package) only after ``scheduler.step()``: that call is where the optimizer steps, so the
+        schedule runs one step ahead. Possible: the call might not step it."""
+        model = self.model
+        if not isinstance(region, (cst.For, cst.While)) \
+                or any(ev.kind == STEP and (optimizer is None or ev.key in (None, optimizer))
+                       for ev in model.training.events):
+            return
+
+        def the_optimizer(arg: cst.Arg) -> bool:  # the scheduler's, or any optimizer when that is unknown
+            if optimizer is not None:
+                return dotted(arg.value) == optimizer
+            return isinstance(arg.value, (cst.Name, cst.Attribute)) and model.kind_of(arg.value) == OPTIMIZER
+
+        helpers = model.fact(Summaries)
+        index = model.order[id(sched_step)]
+        handed = [call for call in model.within(cst.Call, region)
+                  if self._in_region(call, region) and not model.mutually_exclusive(call, sched_step)
+                  and any(the_optimizer(a) for a in call.args) and helpers.unknown_callee(call)]
+        if handed and all(model.order[id(call)] > index for call in handed):
+            name = dotted(handed[0].func) or "a call"
+            self.report(sched_step, f"scheduler.step() runs before {name}(), which is handed the optimizer and "
+                                    f"steps it out of sight: the first learning rate of the schedule is skipped",
+                        certain=False)
 
     def _region(self, node: cst.CSTNode) -> cst.CSTNode:
         """The innermost loop whose body holds ``node``, else its function (or module)."""

@@ -172,6 +172,15 @@ POSSIBLE_SHAPES = {
                 total += torch.nn.functional.cross_entropy(model(x), y)
             return total
         """),
+    "a scheduler stepped before an out-of-sight call handed the optimizer": ("TRN801", """
+        import torch
+        from trainer_lib import run_epoch
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        sched = torch.optim.lr_scheduler.StepLR(opt, 5)
+        for epoch in range(10):
+            sched.step()
+            run_epoch(net, batches, opt)        # steps opt, out of sight
+        """),
     "a generation loop whose function sets no eval mode": ("TRN601", """
         import torch
         def decode(model, tokens, n):
@@ -437,3 +446,17 @@ def test_a_library_function_leaves_grad_mode_to_its_caller(tmp_path, packaged, c
     settings = Settings.resolve(select=["TRN601"], preview=True)
     found = [(f.line, f.confidence) for f in lint_text(source, path, settings).findings if f.code == "TRN601"]
     assert found == ([] if expected is None else [(6, expected)])
+
+
+@pytest.mark.parametrize("loop", [
+    # handed over before the scheduler steps: the right order
+    "    run_epoch(net, batches, opt)\n    sched.step()\n    keep(net, opt)\n",
+    # a step in sight decides: after it, the scheduler is in order
+    "    run_epoch(net, batches, opt)\n    opt.step()\n    sched.step()\n",
+])
+def test_an_out_of_sight_call_handed_the_optimizer_first_is_in_order(loop: str) -> None:
+    source = ("import torch\nfrom trainer_lib import run_epoch, keep\n"
+              "opt = torch.optim.SGD(net.parameters(), lr=0.1)\nsched = torch.optim.lr_scheduler.StepLR(opt, 5)\n"
+              "for epoch in range(10):\n" + loop)
+    every = registry.default_codes(preview=True)
+    assert _findings(source, "TRN801", every, every) == []
