@@ -133,6 +133,22 @@ def _run_file(path: str) -> None:
     finally:
         if saved is not None:
             sys.modules["__main__"] = saved
+        _settle_process_groups()
+    # `main` (the program's objects) is freed when this returns
+
+
+def _settle_process_groups() -> None:
+    """Let torch.distributed's threads finish before the program's objects are freed.
+
+    A gloo worker thread lets go of a finished collective's tensors, which needs the GIL. Freeing a
+    DistributedDataParallel's reducer joins those threads while holding the GIL (torch 2.13), so if the
+    reducer goes first the two wait on each other forever. Python keeps ``__main__`` alive until it
+    exits; this runner frees it when the program returns, so it first sleeps, GIL free, for a moment
+    (only in a program that imported torch.distributed)."""
+    if "torch.distributed" in sys.modules:
+        import time
+
+        time.sleep(0.05)
 
 
 def _exit_code(code: object) -> int:
