@@ -75,7 +75,9 @@ def run(script: str | None, module: str | None, args: Sequence[str],
 
             def body() -> None:
                 # __annotations__: the interpreter creates __main__ with it, runpy does not
-                runpy.run_module(module, {"__annotations__": {}}, run_name="__main__", alter_sys=True)
+                kept = runpy.run_module(module, {"__annotations__": {}}, run_name="__main__", alter_sys=True)
+                _settle_process_groups()  # `kept`, a copy of the program's globals, holds its objects till now
+                del kept
         else:
             assert script is not None
             target = locate(script, None)
@@ -84,7 +86,9 @@ def run(script: str | None, module: str | None, args: Sequence[str],
 
             def body() -> None:
                 if os.path.isdir(target):  # a folder with __main__.py: runpy's way is python's
-                    runpy.run_path(target, run_name="__main__")
+                    kept = runpy.run_path(target, run_name="__main__")
+                    _settle_process_groups()  # as for a module
+                    del kept
                 else:
                     _run_file(target)
 

@@ -3,10 +3,13 @@ torch.distributed's threads could finish (a DDP reducer freed first deadlocks wi
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -21,23 +24,32 @@ RUNNER = """
 import builtins, sys, time
 from pytest_torchcheck.watch import program
 builtins.ENDED = []
-outcome = program.run(sys.argv[1], None, [])
+how, target = sys.argv[1:3]
+outcome = program.run(target if how != "module" else None, target if how == "module" else None, [])
 print(time.monotonic() - builtins.ENDED[0])
 sys.exit(outcome.code)
 """
 
 
-def _returned_after(tmp_path: Path, imports: str) -> float:
-    script = tmp_path / "train.py"
-    script.write_text(textwrap.dedent(PROGRAM).format(imports=imports))
-    r = subprocess.run([sys.executable, "-c", RUNNER, str(script)], cwd=REPO, capture_output=True, text=True,
-                       timeout=120)
+def _returned_after(tmp_path: Path, imports: str, how: str = "script") -> float:
+    source = textwrap.dedent(PROGRAM).format(imports=imports)
+    if how == "folder":  # a folder with __main__.py, run by runpy as python runs it
+        (tmp_path / "app").mkdir()
+        (tmp_path / "app" / "__main__.py").write_text(source)
+        target, cwd = str(tmp_path / "app"), REPO
+    else:
+        (tmp_path / "train.py").write_text(source)
+        target, cwd = (str(tmp_path / "train.py"), REPO) if how == "script" else ("train", tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    r = subprocess.run([sys.executable, "-c", RUNNER, how, target], cwd=cwd, capture_output=True, text=True,
+                       timeout=120, env=env)
     assert r.returncode == 0, r.stderr
     return float(r.stdout.strip().splitlines()[-1])
 
 
-def test_a_distributed_program_is_left_a_moment_for_its_threads_before_its_objects_go(tmp_path) -> None:
-    assert _returned_after(tmp_path, "import torch.distributed") >= 0.04
+@pytest.mark.parametrize("how", ["script", "module", "folder"])
+def test_a_distributed_program_is_left_a_moment_for_its_threads_before_its_objects_go(tmp_path, how) -> None:
+    assert _returned_after(tmp_path, "import torch.distributed", how) >= 0.04
 
 
 def test_other_programs_return_at_once(tmp_path) -> None:
