@@ -24,8 +24,11 @@ _SCRIPTING_CHECKS = frozenset({"torch.jit.is_scripting", "torch.jit.is_tracing",
 
 
 def in_test(model: FileModel, node: cst.CSTNode) -> bool:
-    """Inside a pytest-style test (``def test_*``, a method of a ``Test*`` class) or a
-    ``unittest.TestCase`` method: code that exercises a pattern on purpose."""
+    """Inside a pytest-style test (``def test_*``, a method of a ``Test*`` class), a
+    ``unittest.TestCase`` method, or anywhere in a test file (:func:`test_file`): code that
+    exercises a pattern on purpose, on data small enough that its cost does not matter."""
+    if test_file(model):
+        return True
     for anc in model.ancestors(node):
         if isinstance(anc, cst.FunctionDef) and anc.name.value.startswith("test"):
             return True
@@ -35,6 +38,48 @@ def in_test(model: FileModel, node: cst.CSTNode) -> bool:
             for base in anc.bases:
                 if model.qualified_name(base.value) in _TEST_CASE_BASES:
                     return True
+    return False
+
+
+_TEST_DIRS = frozenset({"tests", "test", "testing", "unittests", "unit_tests", "integration_tests"})
+_TEST_FILE = re.compile(r"^(test_.*|.*_test)\.py$")
+_TEST_FRAMEWORKS = frozenset({"pytest", "unittest"})
+
+
+def test_file(model: FileModel) -> bool:
+    """The linted file is test code: in a folder of tests (``tests/``, ``test/``, ``testing/``), a
+    ``conftest.py``, or named like a test module (``test_*.py``, ``*_test.py``) and written as one
+    (it imports pytest or unittest, or defines ``test_*`` functions or ``Test*`` classes; a research
+    project's ``test_model.py`` that evaluates a checkpoint is an application). Answered once per file."""
+    return model.fact(_TestFile).answer
+
+
+class _TestFile:
+    def __init__(self, model: FileModel) -> None:
+        facts = getattr(model, "project_facts", None)
+        path = getattr(facts, "path", None)
+        self.answer = False
+        if path and path != "-":
+            path = os.path.abspath(path)
+            index = getattr(facts, "index", None)
+            root = index.project_root(os.path.dirname(path)) if index is not None else os.path.dirname(path)
+            parts = os.path.relpath(path, root).split(os.sep)
+            self.answer = parts[-1] == "conftest.py" or any(p.lower() in _TEST_DIRS for p in parts[:-1]) \
+                or bool(_TEST_FILE.match(parts[-1])) and _written_as_tests(model.module)
+
+
+def _written_as_tests(module: cst.Module) -> bool:
+    for stmt in module.body:
+        if isinstance(stmt, cst.FunctionDef) and stmt.name.value.startswith("test") \
+                or isinstance(stmt, cst.ClassDef) and stmt.name.value.startswith("Test"):
+            return True
+        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.Import) and any(
+                    (dotted(a.name) or "").split(".")[0] in _TEST_FRAMEWORKS for a in small.names):
+                return True
+            if isinstance(small, cst.ImportFrom) and small.module is not None \
+                    and (dotted(small.module) or "").split(".")[0] in _TEST_FRAMEWORKS:
+                return True
     return False
 
 

@@ -38,7 +38,7 @@ class ProjectFacts:
         self.index = index
         self.path = os.path.abspath(path)
         self._deps: dict[tuple, tuple] = {}
-        self._call_kinds: dict[str, list[tuple[list, dict]] | None] = {}  # per function: asked per parameter
+        self._call_kinds: dict[object, list | None] = {}  # per function: asked per parameter
         self._texts: dict[str, bytes | None] = {}  # importers' bytes, read once for every function
 
     @property
@@ -292,6 +292,16 @@ class ProjectFacts:
         found = self._calls_of(fn_name)
         return None if found is None else [set(context) for _, _, context, _ in found]
 
+    def called_with_grad_off(self, fn_name: str) -> bool:
+        """Some call, in the project's other files, of the top-level function ``fn_name`` of this
+        file runs with grad off (``with torch.no_grad(): validation(model, loader)`` in ``train.py``).
+        Unlike :meth:`caller_contexts`, callers that are not scripts count too: a grad-off context at
+        a call is evidence of its own, whoever calls the caller."""
+        key = ("any", fn_name)
+        if key not in self._call_kinds:
+            self._call_kinds[key] = self._find_call_kinds(fn_name, scripts_only=False)
+        return any("no_grad" in context for _, _, context, _ in self._call_kinds[key] or ())
+
     def passed_classes(self) -> set[str]:
         """The torch classes of the modules that the project's other files pass to this file's top-level
         functions (``train(model, loader, nn.CrossEntropyLoss(), opt)`` in ``main.py``): a rule whose
@@ -305,7 +315,8 @@ class ProjectFacts:
             self._call_kinds[fn_name] = self._find_call_kinds(fn_name)
         return self._call_kinds[fn_name]
 
-    def _find_call_kinds(self, fn_name: str | None) -> list[tuple[list, dict, list, tuple[list, dict]]] | None:
+    def _find_call_kinds(self, fn_name: str | None,
+                         scripts_only: bool = True) -> list[tuple[list, dict, list, tuple[list, dict]]] | None:
         """The calls of ``fn_name`` (any top-level function of this file when None) in its importers."""
         importers = self.index.importers(self.path)
         if importers is None:
@@ -321,7 +332,7 @@ class ProjectFacts:
                 texts[f] = _read(f)
         callers = [(f, data) for f in importers
                    if (data := texts[f]) is not None and (needle is None or _names(data, needle))]
-        if len(callers) > MAX_CALLER_FILES or not all(_SCRIPT.search(data) for _, data in callers):
+        if len(callers) > MAX_CALLER_FILES or scripts_only and not all(_SCRIPT.search(data) for _, data in callers):
             # Only scripts' calls are read: a library module that calls it has callers of its own,
             # and summarising it would parse much of the project for one parameter.
             return None

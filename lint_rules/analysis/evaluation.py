@@ -1177,6 +1177,16 @@ class FileFacts:
         remote = project.caller_contexts(fn.name.value) if project is not None else []
         return None if remote is None else out + remote
 
+    def called_with_grad_off(self, fn: cst.FunctionDef) -> bool:
+        """Some call of ``fn`` runs with grad off: in this file (see :meth:`caller_contexts`), or, for
+        a top-level function, in any other file of the project that imports it, a script or not
+        (:meth:`~lint_rules.analysis.cross_file.ProjectFacts.called_with_grad_off`)."""
+        if any("no_grad" in c for c in self.caller_contexts(fn) or ()):
+            return True
+        project = getattr(self.model, "project_facts", None)
+        return project is not None and self.model.enclosing_function(fn) is None \
+            and project.called_with_grad_off(fn.name.value)
+
     def _set_by_callers(self, fn: cst.FunctionDef, depth: int, deliberate: bool = True) -> bool:
         for site in self.call_sites(fn):
             caller = self.model.enclosing_function(site)

@@ -40,6 +40,11 @@ class GradMode:
         """False for a torch no-grad context or decorator, True for ``enable_grad``, else None."""
         call = expr if isinstance(expr, cst.Call) else None
         target = call.func if call is not None else expr
+        if isinstance(target, cst.IfExp):
+            # (torch.inference_mode if new_torch else torch.no_grad)(): either way grad is off
+            body, orelse = (self.of_expr(b if call is None else call.with_changes(func=b))
+                            for b in (target.body, target.orelse))
+            return body if body == orelse else None
         q = self.model.qualified_name(target)
         if q in N.NO_GRAD_CONTEXTS:
             if q == "torch.inference_mode" and call is not None and call.args and is_false(call.args[0].value):

@@ -51,6 +51,16 @@ _OPT_HINT = re.compile(r"(^|[._])(optim|optimizer|optimiser|opt)(s?)([_\d]|$)|op
 _SCALER_HINT = re.compile(r"(^|[._])(grad_)?scaler([_\d]|$)", re.I)
 _SCHED_HINT = re.compile(r"sched|lr_scheduler", re.I)
 _MODULE_HINT = re.compile(r"^(model|net|network|module)$|_(model|net)$|^(model|net)_", re.I)
+# A name that starts with a verb names what does something to a model, not the model:
+# `build_model`, `evaluate_model`, `update_registry_for_model`, `load_net` are functions.
+_VERB_PHRASE = re.compile(
+    r"^_*(get|build|load|create|make|init|initialize|evaluate|update|save|run|setup|set|prepare|wrap|unwrap|"
+    r"apply|freeze|unfreeze|compile|export|convert|register|print|log|plot|validate|fit|check|copy|clone|"
+    r"restore|resume|download|fetch|reset|sync|broadcast|average|compute|calc|calculate|count|parse|"
+    r"process|instantiate|construct|define|deploy|serve|infer|use|is|has|do|show|dump|summarize|describe|"
+    r"find|select|replace|patch|merge|split|move|push|pull|send|upload|attach|detach|cast|quantize|prune|"
+    r"trace|script|profile|benchmark|measure|visualize|draw|render|write|read|open|close|add|remove|del|"
+    r"delete|inspect|verify|assert|ensure|maybe|try|to)_", re.I)
 
 
 # The pre-0.4 wrapper: `Variable(t, requires_grad=True)` is a leaf that requires grad.
@@ -68,7 +78,7 @@ def name_hint(text: str | None) -> str | None:
         return SCALER
     if _OPT_HINT.search(leaf):
         return OPTIMIZER
-    if _MODULE_HINT.search(leaf):
+    if _MODULE_HINT.search(leaf) and not _VERB_PHRASE.search(leaf):
         return MODULE
     return None
 

@@ -26,7 +26,7 @@ from collections import OrderedDict
 from lint_rules.files import read_regular
 
 # Importing this module loads no parser: a warm run checks cached dependencies with it.
-_ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+_ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git", "requirements.txt")
 
 
 SUMMARY_VERSION = 9  # bump when the shape or meaning of a summary changes
@@ -125,7 +125,7 @@ class ProjectIndex:
         stem = os.path.splitext(os.path.basename(path))[0]
         if stem == "__init__":
             stem = os.path.basename(directory)
-        root = self._project_root(directory)
+        root = self.project_root(directory)
         mentions = self._mentions.get(root, ...)
         if mentions is ...:
             mentions = self._mentions[root] = _import_mentions(root)
@@ -162,8 +162,10 @@ class ProjectIndex:
                     return None
         return tuple(out)
 
-    def _project_root(self, directory: str) -> str:
-        """The directory whose files may call into ``directory``'s modules: the project root."""
+    def project_root(self, directory: str) -> str:
+        """The directory whose files may call into ``directory``'s modules: the project root (the
+        nearest folder above with ``pyproject.toml``, ``setup.py``, ``setup.cfg``, ``.git`` or
+        ``requirements.txt``, else the top of ``directory``'s package)."""
         roots = self.roots(directory)
         package_top = roots[1] if len(roots) > 1 else directory
         d = directory
@@ -206,6 +208,16 @@ class ProjectIndex:
                     if found is not None:
                         return found
                 d = parent
+            # A script in a sub-folder of the project (``classify/predict.py`` importing
+            # ``utils.general``) that puts the project root on sys.path first, as such scripts do:
+            # each folder above it, up to the project root, nearest first.
+            d = os.path.dirname(from_file)
+            top = self.project_root(d)
+            while d.startswith(top + os.sep):
+                d = os.path.dirname(d)
+                found = _module_file(d, parts)
+                if found is not None:
+                    return found
         return None
 
     # -------------------------------------------------------- summaries

@@ -73,6 +73,47 @@ def _is_false(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Name) and expr.value == "False"
 
 
+def frozen(model: "FileModel", module: cst.CSTNode) -> bool:
+    """The file freezes the module ``module`` names (``model``, ``self.net``): it calls
+    ``module.requires_grad_(False)`` or sets ``requires_grad = False`` on every parameter in a loop
+    over ``module.parameters()``/``named_parameters()``. Its forward then records no graph of its
+    own (an inference script's ``for k, v in model.named_parameters(): v.requires_grad = False``)."""
+    text = dotted(module)
+    return text is not None and text in model.fact(_frozen_modules)
+
+
+def _frozen_modules(model: "FileModel") -> set[str]:
+    """A fact of the file: the dotted names of the modules it freezes (see :func:`frozen`)."""
+    found: set[str] = set()
+    thawed: set[str] = set()  # a part unfrozen again (a fine-tuned head): that module still records
+    for call in model.nodes(cst.Call):
+        if call_method(call) == "requires_grad_":
+            target = call.func.value
+            owner = _loop_owner(model, target)
+            text = owner if owner is not None else dotted(target)
+            if text is not None:
+                (found if call.args and _is_false(call.args[0].value) else thawed).add(text)
+    for assign in model.nodes(cst.Assign):
+        for t in assign.targets:
+            if isinstance(t.target, cst.Attribute) and t.target.attr.value == "requires_grad":
+                owner = _loop_owner(model, t.target.value)
+                if owner is not None:
+                    (found if _is_false(assign.value) else thawed).add(owner)
+    return {f for f in found if not any(t == f or t.startswith(f + ".") for t in thawed)}
+
+
+def _loop_owner(model: "FileModel", target: cst.CSTNode) -> str | None:
+    """For the loop variable ``p`` of ``for p in net.parameters()`` (or ``for _, p in
+    net.named_parameters()``), the dotted name of ``net``."""
+    if not isinstance(target, cst.Name):
+        return None
+    for b in model.bindings_of(target) or ():
+        # the loop around the target: a loop variable's name is reused by every such loop
+        if b.kind == FOR and call_method(b.value) in _PARAMETER_METHODS and model.is_inside(target, b.node):
+            return dotted(b.value.func.value)
+    return None
+
+
 def _switched_off(model: "FileModel") -> set[str]:
     """A fact of the file (``model.fact(_switched_off)``, built once): The dotted names whose ``requires_grad`` the file sets to anything but a literal True, and
     the modules whose parameters a loop sets it on (``for p in net.parameters(): p.requires_grad = False``)."""

@@ -4,9 +4,10 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from lint_rules.analysis.context import hands_over_its_model
+from lint_rules.analysis.context import hands_over_its_model, test_file
 from lint_rules.analysis.evaluation import FileFacts, forward_target
 from lint_rules.analysis.grad_mode import GradMode
+from lint_rules.analysis.requires_grad import frozen
 from lint_rules.analysis.scopes import dotted, is_true
 from lint_rules.analysis.summaries import Summaries
 from lint_rules.rule import WARNING, Rule
@@ -142,8 +143,11 @@ class EvaluationWithoutNoGrad(Rule):
         self._facts = model.fact(FileFacts)
 
     def visit_For(self, node: cst.For | cst.While) -> None:
+        if test_file(self.model):
+            return  # a test runs a few small batches: what it records costs nothing worth a change
         facts = self._facts
-        bare = [call for call in facts.evaluation_calls(node) if not self._grad_managed(call, node)]
+        bare = [call for call in facts.evaluation_calls(node)
+                if not self._grad_managed(call, node) and not frozen(self.model, forward_target(call.func))]
         if bare or any(not self._grad_managed_in_helper(site, inner, node)
                        for site, inner in facts.evaluation_helper_calls(node)):
             self.report(node, certain=not self._left_to_callers(node, bare))
@@ -162,7 +166,7 @@ class EvaluationWithoutNoGrad(Rule):
         switched = facts.eval_receivers(node)
         certain = possible = False
         for call, chosen in facts.generation_calls(node):
-            if self._grad_managed(call, node):
+            if self._grad_managed(call, node) or frozen(self.model, forward_target(call.func)):
                 continue
             if dotted(forward_target(call.func)) in switched:
                 certain = True
@@ -175,13 +179,15 @@ class EvaluationWithoutNoGrad(Rule):
     def visit_ListComp(self, node: cst.ListComp | cst.SetComp | cst.GeneratorExp | cst.DictComp) -> None:
         # net.eval(); outs = [net(v) for v in views] -- an evaluation written as a comprehension
         calls = self._facts.comprehension_evaluation_calls(node)
-        if any(not self._grad_managed(call, node) for call in calls) \
+        if any(not self._grad_managed(call, node) for call in calls) and not test_file(self.model) \
                 and not any(id(lp) in self._reported for lp in self.model.enclosing_loops(node)):
             self.report(node)
 
     visit_SetComp = visit_GeneratorExp = visit_DictComp = visit_ListComp
 
     def visit_Call(self, node: cst.Call) -> None:
+        if test_file(self.model) or frozen(self.model, forward_target(node.func)):
+            return
         # model.eval(); x, = next(self.valid_iter); model(x) -- one held-out batch scored by declaration
         if self._facts.held_out_batch_after_eval(node) is not None and not self._grad_managed(node, node) \
                 and not any(id(lp) in self._reported for lp in self.model.enclosing_loops(node)):
@@ -195,7 +201,7 @@ class EvaluationWithoutNoGrad(Rule):
     def visit_Arg(self, node: cst.Arg) -> None:
         # Variable(x, volatile=True): ignored since PyTorch 0.4, so autograd records what it was meant to skip
         if node.keyword is not None and node.keyword.value == "volatile" and is_true(node.value) \
-                and not self.model.in_no_grad(node) \
+                and not self.model.in_no_grad(node) and not test_file(self.model) \
                 and not any(id(loop) in self._reported for loop in self.model.enclosing_loops(node)):
             self.report(node, VOLATILE_MESSAGE)  # inside a loop reported already: one finding is enough
 
@@ -215,6 +221,7 @@ class EvaluationWithoutNoGrad(Rule):
         model = self.model
         helper = model.enclosing_function(inner)
         return self._grad_managed(site, loop) or model.in_no_grad(inner) or model.fact(GradMode).managed(inner) \
+            or frozen(model, forward_target(inner.func)) \
             or isinstance(helper, cst.FunctionDef) and model.fact(Summaries).of(helper).no_grad
 
     def _grad_managed(self, call: cst.Call, loop: cst.CSTNode) -> bool:
@@ -227,5 +234,5 @@ class EvaluationWithoutNoGrad(Rule):
             if any(model.in_no_grad(site) or modes.managed(site) for site in self._facts.call_sites(fn)):
                 return True
             # a caller in another file of the project calls it under no_grad
-            return any("no_grad" in c for c in self._facts.caller_contexts(fn) or ())
+            return self._facts.called_with_grad_off(fn)
         return False

@@ -201,3 +201,31 @@ def test_hands_over_its_model(tmp_path, library, expected):
         key = f"rebinds:{text}" if fn.name.value == "rebinds" else text
         found[key] = hands_over_its_model(model, fn, call.func)
     assert found == expected
+
+
+@pytest.mark.parametrize(("layout", "linted", "expected"), [
+    # a folder of tests, at any depth below the project root, and a conftest
+    ({"setup.py": "", "tests/losses/test_memory.py": "x = 1\n"}, "tests/losses/test_memory.py", True),
+    ({"pyproject.toml": "", "pkg/testing/case.py": "class ModelCase:\n    pass\n"}, "pkg/testing/case.py", True),
+    ({"requirements.txt": "", "conftest.py": "import torch\n"}, "conftest.py", True),
+    # a file named like a test module and written as one
+    ({".git/HEAD": "", "model_test.py": "import unittest\n"}, "model_test.py", True),
+    ({".git/HEAD": "", "test_fit.py": "def test_fit():\n    pass\n"}, "test_fit.py", True),
+    # a research project's evaluation scripts: named "test", written as applications
+    ({".git/HEAD": "", "test_model.py": "import torch\nmodel = torch.load('m.pt')\n"}, "test_model.py", False),
+    ({"requirements.txt": "", "test.py": "def test(model, loader):\n    pass\n"}, "test.py", False),
+    ({"setup.py": "", "tools/main_test_denoise.py": "import torch\n"}, "tools/main_test_denoise.py", False),
+    # folders above the project root do not count
+    ({"tests/proj/setup.py": "", "tests/proj/train.py": "import torch\n"}, "tests/proj/train.py", False),
+])
+def test_test_file(tmp_path, layout, linted, expected):
+    from lint_rules.analysis.context import test_file
+    from lint_rules.analysis.cross_file import ProjectFacts
+    from lint_rules.analysis.project_index import ProjectIndex
+
+    for rel, text in layout.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    model = FileModel(cst.parse_module((tmp_path / linted).read_text()))
+    model.project_facts = ProjectFacts(ProjectIndex(), str(tmp_path / linted))
+    assert test_file(model) is expected

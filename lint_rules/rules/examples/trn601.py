@@ -8,6 +8,31 @@ from lint_rules.rule import Invalid, Valid
 VALID = [
     Valid(
         """
+        # an inference script that froze the model's parameters: its forward records no graph
+        import torch
+        restorer = build_restorer()
+        restorer.load_state_dict(torch.load("restorer.pth"))
+        restorer.eval()
+        for name, weight in restorer.named_parameters():
+            weight.requires_grad = False
+        for idx, noisy in enumerate(test_images):
+            clean = restorer(noisy)
+            save(clean, idx)
+        """
+    ),
+    Valid(
+        """
+        # an evaluation helper with a name that says what it does to a model: a function, not a model
+        import torch
+        import retrieval_tools
+        def score_all(opt, encoder):
+            for name in opt.eval_datasets:
+                metrics = retrieval_tools.evaluate_model(encoder, dataset=name)
+                print(name, metrics)
+        """
+    ),
+    Valid(
+        """
         # the same wrapper, its inference method under no_grad()
         import torch
         class Detector:
@@ -294,6 +319,19 @@ VALID = [
 
 
 INVALID = [
+    Invalid(
+        """
+        # the backbone is frozen, but its new head was unfrozen again: the head's graph is recorded
+        import torch
+        for p in model.parameters():
+            p.requires_grad = False
+        for p in model.head.parameters():
+            p.requires_grad = True
+        model.eval()
+        for images, labels in val_loader:  # BUG
+            hits = (model(images).argmax(1) == labels).sum()
+        """
+    ),
     Invalid(
         """
         # the model call sits in a self.eval_step(batch) helper

@@ -676,3 +676,86 @@ def test_a_lightning_module_base_of_another_file_registers_nothing_by_name(tmp_p
     assert facts.registered_names(model, names["Base"]) == {"mask"}
     assert facts.registered_names(model, names["Other"]) == set()
     assert facts.registered_names(model, names["Mixed"]) is None  # a base outside the project: unknown
+
+
+INFERENCE_UTILS = """\
+import torch
+def {name}(new_torch=True):
+    def wrap(fn):
+        return ({choice})()(fn)
+    return wrap
+"""
+
+SUBFOLDER_SCRIPT = """\
+import sys
+import torch
+from pathlib import Path
+sys.path.append(str(Path(__file__).parents[1]))
+from helpers.grad import {name}
+
+@{name}()
+def run(model, loader):
+    model.eval()
+    for images, labels in loader:
+        print(model(images).argmax(1))
+"""
+
+
+@pytest.mark.parametrize(("name", "choice", "marker", "expected"), [
+    # either context the factory picks turns grad off, and the script in a sub-folder imports it from the
+    # project root, which a requirements file marks
+    ("smart_no_grad", "torch.inference_mode if new_torch else torch.no_grad", "requirements.txt", set()),
+    ("quiet_mode", "torch.no_grad if new_torch else torch.inference_mode", "setup.cfg", set()),
+    # one branch records: the decorator does not decide
+    ("maybe_grad", "torch.no_grad if new_torch else torch.enable_grad", "requirements.txt", {"TRN601"}),
+])
+def test_a_decorator_of_another_folder_that_picks_a_no_grad_context(
+        tmp_path: Path, name: str, choice: str, marker: str, expected: set[str]) -> None:
+    (tmp_path / marker).write_text("")
+    (tmp_path / "helpers").mkdir()
+    (tmp_path / "helpers" / "__init__.py").write_text("")
+    (tmp_path / "helpers" / "grad.py").write_text(INFERENCE_UTILS.format(name=name, choice=choice))
+    script = tmp_path / "detect" / "predict.py"
+    script.parent.mkdir()
+    result = lint_source(SUBFOLDER_SCRIPT.format(name=name), str(script), {"TRN601"},
+                         facts=ProjectFacts(ProjectIndex(), str(script)))
+    assert {f.code for f in result.findings} == expected
+
+
+EVALUATION_MODULE = """\
+import torch
+def {fn}(net, batches):
+    net.eval()
+    hits = 0
+    for inputs, targets in batches:
+        hits += (net(inputs).argmax(1) == targets).sum().item()
+    return hits
+"""
+
+TRAINING_MODULE = """\
+import torch
+from {module} import {fn}
+def fit(net, train_batches, val_batches, opt):
+    for inputs, targets in train_batches:
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(net(inputs), targets).backward()
+        opt.step()
+{call}
+"""
+
+
+@pytest.mark.parametrize(("module", "fn", "call", "expected"), [
+    # the caller is a module without a `__main__` block (a notebook imports it): its no_grad still counts
+    ("checks", "validation", "    with torch.no_grad():\n        return validation(net, val_batches)", set()),
+    ("scoring", "measure", "    with torch.inference_mode():\n        score = measure(net, val_batches)\n"
+                           "    return score", set()),
+    ("checks", "validation", "    return validation(net, val_batches)", {"TRN601"}),
+])
+def test_a_caller_that_is_not_a_script_turns_grad_off(tmp_path: Path, module: str, fn: str, call: str,
+                                                      expected: set[str]) -> None:
+    (tmp_path / "trainer.py").write_text(TRAINING_MODULE.format(module=module, fn=fn, call=call))
+    path = tmp_path / f"{module}.py"
+    path.write_text(EVALUATION_MODULE.format(fn=fn))
+    result = lint_source(path.read_text(), str(path), {"TRN601"},
+                         facts=ProjectFacts(ProjectIndex(), str(path)))
+    assert {f.code for f in result.findings} == expected

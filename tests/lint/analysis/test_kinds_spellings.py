@@ -6,7 +6,7 @@ import textwrap
 
 import libcst as cst
 
-from lint_rules.analysis.kinds import LEAF, LOSS, OPTIMIZER, TENSOR
+from lint_rules.analysis.kinds import LEAF, LOSS, MODULE, OPTIMIZER, TENSOR
 from lint_rules.analysis.model import FileModel
 
 
@@ -52,3 +52,20 @@ def test_what_backward_is_called_on_is_a_loss() -> None:
         objective
         total
         """) == {"objective": LOSS, "total": TENSOR}
+
+
+def test_a_name_that_starts_with_a_verb_names_a_function_not_a_model() -> None:
+    # nothing binds these names: only their spelling speaks, and a verb phrase names what acts on a model
+    kinds = _kinds("""
+        build_model
+        evaluate_model
+        update_registry_for_model
+        load_net
+        get_network
+        teacher_model
+        eval_net
+        model
+    """)
+    assert kinds == {"build_model": None, "evaluate_model": None, "update_registry_for_model": None,
+                     "load_net": None, "get_network": None, "teacher_model": MODULE, "eval_net": MODULE,
+                     "model": MODULE}

@@ -62,3 +62,48 @@ def test_loops_over_parameters_of_frozen_or_copied_modules() -> None:
         for p in model.parameters():
             p.fill_(0.0)                      # nothing says these are frozen
         """) == [None, None, None, True]
+
+
+def _frozen(src: str) -> dict[str, bool]:
+    """Whether each receiver of a ``<x>.forward_probe()`` call is a module the file freezes."""
+    from lint_rules.analysis.requires_grad import frozen
+
+    model = FileModel(cst.parse_module(textwrap.dedent(src)))
+    calls = [c for c in model.nodes(cst.Call)
+             if isinstance(c.func, cst.Attribute) and c.func.attr.value == "forward_probe"]
+    return {model.module.code_for_node(c.func.value): frozen(model, c.func.value) for c in calls}
+
+
+def test_modules_frozen_by_a_loop_over_their_parameters_or_requires_grad_() -> None:
+    assert _frozen("""
+        import torch
+        denoiser.eval()
+        for key, value in denoiser.named_parameters():
+            value.requires_grad = False
+        for w in self.encoder.parameters():
+            w.requires_grad_(False)
+        critic.requires_grad_(False)
+        actor.requires_grad_()
+        for p in student.parameters():
+            p.requires_grad = flag
+        denoiser.forward_probe()
+        self.encoder.forward_probe()
+        critic.forward_probe()
+        actor.forward_probe()
+        student.forward_probe()
+    """) == {"denoiser": True, "self.encoder": True, "critic": True, "actor": False, "student": False}
+
+
+def test_a_frozen_module_with_a_part_unfrozen_again_still_records() -> None:
+    # fine-tuning: the backbone is frozen, its head trains again
+    assert _frozen("""
+        for p in net.parameters():
+            p.requires_grad = False
+        for p in net.fc.parameters():
+            p.requires_grad = True
+        for p in backbone.parameters():
+            p.requires_grad = False
+        head.requires_grad_(True)
+        net.forward_probe()
+        backbone.forward_probe()
+    """) == {"net": False, "backbone": True}
