@@ -835,6 +835,8 @@ class FileFacts:
                 method = func.attr.value
                 if method in ("requires_grad_", "backward"):
                     return False  # also distributed autograd's backward(context_id, losses)
+                if method == "step" and self._steps_environment(node):
+                    return False  # a rollout: what the policy computes may be trained on (log-probs)
                 if method == "zero_grad" and not self._scored_without_grad(loop):
                     return False  # gradients cleared for a step to come, unless no model call can make any
                 if method == "step" and model.kind_of(func.value) in _STEPPERS:
@@ -846,6 +848,19 @@ class FileFacts:
                 if isinstance(arg.value, (cst.Name, cst.Attribute)) and model.kind_of(arg.value) in _STEPPERS:
                     return False  # loss_scaler(loss, optimizer): a training step we cannot see into
         return True
+
+    def _steps_environment(self, call: cst.Call) -> bool:
+        """``call`` (a ``.step(...)``) steps an environment: ``env.step(action)``, or a step whose result
+        unpacks into an observation, a reward, a done flag and more (``s, r, done, info = world.step(a)``).
+        A loop around it is a rollout fed by the environment's observations, not data to evaluate."""
+        receiver = call.func.value if isinstance(call.func, cst.Attribute) else None
+        if receiver is None or self.model.kind_of(receiver) in _STEPPERS:
+            return False
+        if re.search(r"env", dotted(receiver) or "", re.I):
+            return True
+        parent = self.model.parent(call)
+        return isinstance(parent, cst.Assign) and any(
+            isinstance(t.target, (cst.Tuple, cst.List)) and len(t.target.elements) >= 4 for t in parent.targets)
 
     def _scored_without_grad(self, loop: cst.CSTNode) -> bool:
         """Every model call of ``loop`` runs under ``no_grad()`` (there is at least one): nothing the

@@ -54,7 +54,7 @@ _MODULE_HINT = re.compile(r"^(model|net|network|module)$|_(model|net)$|^(model|n
 # A name that starts with a verb names what does something to a model, not the model:
 # `build_model`, `evaluate_model`, `update_registry_for_model`, `load_net` are functions.
 _VERB_PHRASE = re.compile(
-    r"^_*(get|build|load|create|make|init|initialize|evaluate|update|save|run|setup|set|prepare|wrap|unwrap|"
+    r"^_*(get|build|load|create|make|init|initialize|evaluate|update|save|run|setup|set|prepare|wrap|unwrap|train|"
     r"apply|freeze|unfreeze|compile|export|convert|register|print|log|plot|validate|fit|check|copy|clone|"
     r"restore|resume|download|fetch|reset|sync|broadcast|average|compute|calc|calculate|count|parse|"
     r"process|instantiate|construct|define|deploy|serve|infer|use|is|has|do|show|dump|summarize|describe|"
@@ -71,7 +71,9 @@ def name_hint(text: str | None) -> str | None:
     """Last-resort guess from a variable's spelling."""
     if not text:
         return None
-    leaf = text.rsplit(".", 1)[-1]
+    owner, _, leaf = text.rpartition(".")
+    if owner and owner.rsplit(".", 1)[-1][:1].isupper():
+        return None  # ModelRegistry.model_families: an attribute of a class, not a value spelled like one
     if _SCHED_HINT.search(leaf):
         return SCHEDULER
     if _SCALER_HINT.search(leaf):

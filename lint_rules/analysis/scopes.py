@@ -751,6 +751,10 @@ class ScopeModel:
                         result = N.canonical_name(q) if q else None
                 elif expr.value in _BUILTINS:
                     result = "builtins." + expr.value
+                elif expr.value == "torch":
+                    # bound by nothing this file can see (a star import, `import torch.nn as nn`
+                    # binds no `torch`): the name still means the torch package at run time
+                    result = "torch"
             elif isinstance(expr, cst.Attribute):
                 base = self.qualified_name(expr.value, _depth + 1)
                 if base is not None and not base.startswith("builtins."):

@@ -8,6 +8,32 @@ from lint_rules.rule import Invalid, Valid
 VALID = [
     Valid(
         """
+        # a rollout: the policy's log-probabilities are trained on after the episode
+        import torch
+        for episode in range(500):
+            obs, _ = world.reset()
+            finished = False
+            while not finished:
+                probs = policy(torch.as_tensor(obs))
+                action = torch.distributions.Categorical(probs).sample()
+                obs, reward, finished, truncated, info = world.step(action.item())
+                buffer.append((probs, action, reward))
+            policy.learn(buffer)
+        """
+    ),
+    Valid(
+        """
+        # the torch of a star import: the evaluation runs under no_grad
+        import torch.nn as nn
+        from common.helpers import *
+        def accuracy_of(model, val_loader):
+            with torch.no_grad():
+                for images, labels in val_loader:
+                    hits = (model(images).argmax(1) == labels).sum()
+        """
+    ),
+    Valid(
+        """
         # an inference script that froze the model's parameters: its forward records no graph
         import torch
         restorer = build_restorer()

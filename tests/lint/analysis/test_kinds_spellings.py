@@ -69,3 +69,9 @@ def test_a_name_that_starts_with_a_verb_names_a_function_not_a_model() -> None:
     assert kinds == {"build_model": None, "evaluate_model": None, "update_registry_for_model": None,
                      "load_net": None, "get_network": None, "teacher_model": MODULE, "eval_net": MODULE,
                      "model": MODULE}
+
+
+def test_an_attribute_of_a_class_is_not_a_model_by_its_spelling() -> None:
+    model = FileModel(cst.parse_module("ModelRegistry.model_families\nregistry.model_families\n"))
+    exprs = [stmt.body[0].value for stmt in model.module.body]
+    assert [model.kind_of(e) for e in exprs] == [None, MODULE]

@@ -159,3 +159,11 @@ def test_a_base_named_like_no_class_of_the_file_is_not_followed() -> None:
             pass
     """
     assert _called(source) == {"fit:step_all": None}
+
+
+def test_an_unbound_torch_still_names_the_torch_package() -> None:
+    # `import torch.nn as nn` binds no `torch`; a star import may bring it: the name means torch
+    model = FileModel(cst.parse_module("import torch.nn as nn\nfrom helpers import *\nwith torch.no_grad():\n    pass\n"))
+    block = model.nodes(cst.With)[0]
+    assert model.qualified_name(block.items[0].item.func) == "torch.no_grad"
+    assert model.in_no_grad(block.body.body[0])
