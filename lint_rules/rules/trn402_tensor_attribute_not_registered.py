@@ -48,7 +48,11 @@ class TensorAttributeNotRegistered(Rule):
     `requires_grad=True` it should be an `nn.Parameter`; otherwise a buffer
     registered with `register_buffer`. Quiet when the class registers the name
     (`register_buffer("x", ...)` before assigning, `register_parameter`) or assigns
-    `self.x = nn.Parameter(...)` elsewhere.
+    `self.x = nn.Parameter(...)` elsewhere. Also flags state that `__init__`
+    declares as `None` and a later method creates and then writes into
+    (`self.center = None`, later `self.center = batch.clone()` and
+    `self.center = self.center * m + batch * (1 - m)`; a memory queue allocated
+    on first use and filled with `self.keys[i:j] = k`).
 
     ## Why is this bad?
     A tensor stored as a plain attribute is not part of the module's state:
@@ -86,14 +90,26 @@ class TensorAttributeNotRegistered(Rule):
     cache the module refreshes), except one that `__init__` puts on an accelerator
     it picks itself (`device="cuda"`, `.cuda()`, `torch.device("cuda" if
     torch.cuda.is_available() else "cpu")`): that module cannot be moved or
-    replicated, so that finding is *certain*. A device handed in (`.to(device)`)
-    keeps the finding possible.
+    replicated, so that finding is *certain*, unless the module moves it wherever
+    it reads it (`self.cache = self.cache.to(x)`, `self.w.view(1, -1).to(x.device)`):
+    it then works on any device. A device handed in (`.to(device)`) keeps the
+    finding possible. A tensor that a method other than `__init__` updates from its
+    own value (`self.pulls[arm] += 1`, `self.total.add_(n)`, `self.avg = self.avg *
+    m + x * (1 - m)`) is state the module learns while it runs, and a reloaded
+    checkpoint restarts it: *certain*, unless a run-time method also starts it
+    afresh (`self.trace = torch.zeros(b)` at each sequence: a scratch, possible).
+    A tensor with `requires_grad=True` that the module differentiates against
+    (`torch.autograd.grad(loss, [self.scale])`, a gradient-penalty dummy) is not
+    reported.
 
     ## Known problems
     Only tensors created in `__init__`, or in a method of the class that only
     `__init__` calls (`self.reset_state(width)`, up to 3 calls deep, called
     nowhere else in the file), are seen: tensors passed in as arguments, built by
-    free helper functions, or created lazily in `forward` are not flagged. A
+    free helper functions, or created lazily in `forward` without being declared
+    `None` in `__init__` (or never written into afterwards) are not flagged. A
+    lazily created attribute of a class whose base is defined in an installed
+    package is at most possible (the base may register the name). A
     helper that `__init__` calls and code in another file calls again at run time
     is still taken for construction. An attribute that another method reassigns from values that do not
     read it (directly or through its local variables; a cache refreshed at run time, `self.x = self.build(n)`) is taken for
