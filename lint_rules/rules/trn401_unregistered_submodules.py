@@ -59,7 +59,10 @@ class UnregisteredSubmodules(Rule):
     purpose (a reference to a parent or teacher model that must not be trained or
     saved) is flagged; suppress it with `# noqa: TRN401`. Containers handed to your
     own helper that registers them are recognised only when the helper's result
-    is assigned to an attribute.
+    is assigned to an attribute. `torch.nn` layers that hold no parameters or
+    buffers and ignore train/eval mode (pooling, activations, `nn.Identity`,
+    `nn.Upsample`) lose nothing in a plain list and are not flagged; a class of
+    your own made only of such layers still is.
 
     ## Fix safety
     When the attribute is assigned a list or tuple literal or a list comprehension

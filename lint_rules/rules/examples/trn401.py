@@ -86,6 +86,26 @@ VALID = [
                 self.hooks: List[nn.Module] = []
         """
     ),
+    Valid(
+        """
+        # layers with nothing to train, move or switch to eval; loaders kept by data modules
+        import torch.nn as nn
+        import pytorch_lightning as pl
+        class Pyramid(nn.Module):
+            def __init__(self, scales):
+                super().__init__()
+                self.pools = [nn.AvgPool2d(2 ** s, 2 ** s) for s in range(scales)]
+                self.acts = {"relu": nn.ReLU(), "none": nn.Identity()}
+
+        class Loaders(pl.LightningDataModule):
+            pass
+
+        class Runner(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.datamodules = {"train": Loaders()}
+        """
+    ),
 ]
 
 INVALID = [

@@ -74,3 +74,18 @@ def test_declared_modules_reads_the_annotation() -> None:
     assert facts.declared_modules(net, "branches") is True
     assert facts.declared_modules(net, "sizes") is False
     assert facts.declared_modules(net, "missing") is False
+
+
+def test_stateless_torch_layers_are_not_trainable_elements() -> None:
+    model = FileModel(cst.parse_module(textwrap.dedent("""
+        import torch.nn as nn
+        from torch import nn as tnn
+        probe([nn.AvgPool2d(2), tnn.Identity(), nn.modules.activation.ReLU(), nn.Upsample(scale_factor=2)])
+        probe([nn.Dropout(0.1), nn.PReLU(), tnn.BatchNorm1d(4), nn.LayerNorm(4)])
+    """)))
+    facts = model.fact(ContainerFacts)
+    pooled, stateful = [c.args[0].value for c in model.nodes(cst.Call)
+                        if isinstance(c.func, cst.Name) and c.func.value == "probe"]
+    # nothing to train, move or switch to eval in the first; parameters, buffers or a mode in the second
+    assert [facts.trainable(e) for e in facts.elements(pooled)] == [False, False, False, False]
+    assert [facts.trainable(e) for e in facts.elements(stateful)] == [True, True, True, True]
