@@ -20,6 +20,7 @@ import libcst as cst
 
 from lint_rules.analysis.devices import MOVES, moves_device
 from lint_rules.analysis.mutations import NOT_MUTATING
+from lint_rules.analysis.scopes import ASSIGN
 
 if TYPE_CHECKING:
     from lint_rules.analysis.model import FileModel
@@ -204,3 +205,53 @@ def _is_none_test(test: cst.CSTNode, attr: str) -> bool:
     return isinstance(target.operator, cst.Is) and isinstance(target.comparator, cst.Name) \
         and target.comparator.value == "None" and isinstance(test.left, cst.Attribute) \
         and test.left.attr.value == attr and isinstance(test.left.value, cst.Name)
+
+
+def queued_at_run_time(model: "FileModel", classdef: cst.ClassDef, attr: str,
+                       construction: Callable[[cst.FunctionDef], bool]) -> bool:
+    """Methods of ``classdef`` that are not ``construction`` store items into ``self.<attr>`` at a
+    position the module keeps itself and moves on at run time: ``self.<attr>[:, ptr:ptr + n] = keys``
+    with ``ptr = int(self.<pointer>)``, or ``self.<attr>[self.<pointer>] = x``, where a run-time
+    method assigns or writes ``self.<pointer>``. A memory queue: its contents outlive the step. An
+    index handed in (``self.cache[:, start:start + n] = k`` with ``start`` a parameter) is not one."""
+    runtime = [m for m in _methods(classdef) if _self_name(m) is not None and not construction(m)]
+    pointers: set[str] = set()
+    for method in runtime:
+        self_name = _self_name(method)
+        for assign in model.within(cst.Assign, method):
+            for t in assign.targets:
+                target = t.target
+                if isinstance(target, cst.Subscript) and _is_self_attr(target, self_name, attr) \
+                        and isinstance(target.value, cst.Attribute):
+                    for element in target.slice:
+                        pointers |= _self_attrs_read(model, element, self_name, method) - {attr}
+    if not pointers:
+        return False
+    for method in runtime:
+        self_name = _self_name(method)
+        for node in [*model.within(cst.Assign, method), *model.within(cst.AugAssign, method)]:
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            for target in targets:
+                if any(_is_self_attr(target, self_name, p) for p in pointers):
+                    return True
+    return False
+
+
+def _self_attrs_read(model: "FileModel", expr: cst.CSTNode, self_name: str, method: cst.FunctionDef,
+                     _depth: int = 0) -> set[str]:
+    """Names of the ``self.<name>`` attributes ``expr`` reads, also through local variables of
+    ``method`` (``ptr = int(self.queue_ptr)``)."""
+    found: set[str] = set()
+    stack: list[cst.CSTNode] = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == self_name:
+            found.add(node.attr.value)
+            continue
+        if isinstance(node, cst.Name) and _depth < 3:
+            for b in model.bindings_of(node) or ():
+                if b.kind == ASSIGN and b.value is not None and model.enclosing_function(b.node) is method:
+                    found |= _self_attrs_read(model, b.value, self_name, method, _depth + 1)
+            continue
+        stack.extend(node.children)
+    return found

@@ -11,7 +11,7 @@ from lint_rules.rule import ERROR, WARNING, Rule
 from lint_rules.analysis.modules import facts, self_attribute
 from lint_rules.analysis.summaries import Summaries
 from lint_rules.analysis.tensor_state import (accumulated_at_run_time, created_if_none, differentiated_against,
-                                              moved_where_read, written_at_run_time)
+                                              moved_where_read, queued_at_run_time, written_at_run_time)
 from lint_rules.rules.examples import trn402 as examples
 
 TENSOR = "tensor"
@@ -95,9 +95,12 @@ class TensorAttributeNotRegistered(Rule):
     it then works on any device. A device handed in (`.to(device)`) keeps the
     finding possible. A tensor that a method other than `__init__` updates from its
     own value (`self.pulls[arm] += 1`, `self.total.add_(n)`, `self.avg = self.avg *
-    m + x * (1 - m)`) is state the module learns while it runs, and a reloaded
+    m + x * (1 - m)`), or a memory queue it fills at a position it keeps itself
+    (`self.queue[:, ptr:ptr + n] = keys` with `ptr = int(self.queue_ptr)`, unless
+    every use moves it), is state the module builds while it runs, and a reloaded
     checkpoint restarts it: *certain*, unless a run-time method also starts it
-    afresh (`self.trace = torch.zeros(b)` at each sequence: a scratch, possible).
+    afresh (`self.trace = torch.zeros(b)` at each sequence: a scratch, possible;
+    creating it under `if self.x is None:` is not starting afresh).
     A tensor with `requires_grad=True` that the module differentiates against
     (`torch.autograd.grad(loss, [self.scale])`, a gradient-penalty dummy) is not
     reported.
@@ -194,9 +197,8 @@ class TensorAttributeNotRegistered(Rule):
                 # State a run-time method starts afresh (`self.cumulative = torch.zeros(b, t)` at each
                 # sequence) is a per-call scratch, not a statistic to keep: possible at most.
                 restarted = any(_recomputed(self.model, b, attr) and not self._init_time_binding(b, cls)
-                                and not created_if_none(self.model, b.node, attr) for b in bindings)
-                if accumulated_at_run_time(self.model, cls, attr, construction) \
-                        and not unknown_base and not restarted:
+                                and not self._created_once(b, attr) for b in bindings)
+                if self._run_time_state(cls, attr, construction) and not unknown_base and not restarted:
                     self._report_state(stmt)
                 elif written_at_run_time(self.model, cls, attr, construction):
                     self.report(stmt)
@@ -205,7 +207,7 @@ class TensorAttributeNotRegistered(Rule):
                 continue
             if kind == PINNED and moved_where_read(self.model, cls, attr):
                 kind = TENSOR  # every use follows the input's device: it works wherever the module goes
-            if kind == TENSOR and accumulated_at_run_time(self.model, cls, attr, construction):
+            if kind == TENSOR and self._run_time_state(cls, attr, construction):
                 self._report_state(stmt)
             elif kind == LEAF:
                 # torch.autograd.grad(loss, [self.scale]): a dummy for a gradient penalty, kept out of
@@ -225,9 +227,25 @@ class TensorAttributeNotRegistered(Rule):
         """Whether a method of ``cls`` only builds the module: ``__init__`` and what only it calls."""
         return lambda fn: self._init_time(fn, cls, 0)
 
+    def _run_time_state(self, cls: cst.ClassDef, attr: str, construction) -> bool:
+        """Updated from its own value at run time, or a queue filled at a position the module
+        keeps (unless every use moves it: a queue that follows its inputs loses only checkpoints)."""
+        return bool(accumulated_at_run_time(self.model, cls, attr, construction)) \
+            or queued_at_run_time(self.model, cls, attr, construction) \
+            and not moved_where_read(self.model, cls, attr)
+
+    def _created_once(self, binding, attr: str) -> bool:
+        """The binding runs only under ``if self.<attr> is None:``, itself or through the calls of a
+        method of its own (``if self.bank is None: self._allocate(dim)``)."""
+        if created_if_none(self.model, binding.node, attr):
+            return True
+        fn = binding.scope.node
+        sites = self.model.fact(Summaries).call_sites(fn) if isinstance(fn, cst.FunctionDef) else None
+        return bool(sites) and all(created_if_none(self.model, site, attr) for site in sites)
+
     def _report_state(self, stmt: cst.CSTNode) -> None:
-        self.report(stmt, "Tensor attribute updated from its own value at run time (a running statistic, "
-                          "a count) is not registered: state_dict() leaves it out, so a reloaded checkpoint "
+        self.report(stmt, "Tensor attribute updated at run time (a running statistic, a count, a memory "
+                          "queue) is not registered: state_dict() leaves it out, so a reloaded checkpoint "
                           "restarts it, and model.to() does not move it; register it with register_buffer",
                     certain=True)
 

@@ -460,6 +460,31 @@ def test_a_tensor_attribute_updated_from_itself_at_run_time_is_certain() -> None
                                                         (18, "possible")]
 
 
+def test_a_memory_queue_filled_at_a_position_the_module_keeps_is_certain() -> None:
+    source = """
+        import torch
+        class Bank(torch.nn.Module):
+            def __init__(self, size):
+                super().__init__()
+                self.size = size
+                self.keys = None
+                self.ptr = 0
+                self.cache = torch.zeros(size, 8)                       # possible: written at a given index
+            def _allocate(self, dim):
+                self.keys = torch.randn(self.size, dim)                 # certain: a queue, allocated once
+            def forward(self, k, start):
+                if self.keys is None:
+                    self._allocate(k.shape[1])
+                self.keys[self.ptr:self.ptr + k.shape[0]] = k.detach()
+                self.ptr = (self.ptr + k.shape[0]) % self.size
+                self.cache[start:start + k.shape[0]] = k
+                return self.keys, self.cache
+        """
+    every = registry.default_codes(preview=True)
+    assert _findings(source, "TRN402") == [(11, "certain")]
+    assert _findings(source, "TRN402", every, every) == [(9, "possible"), (11, "certain")]
+
+
 def test_a_requires_grad_dummy_of_a_gradient_penalty_is_not_reported() -> None:
     source = """
         import torch

@@ -9,7 +9,7 @@ import libcst as cst
 
 from lint_rules.analysis.model import FileModel
 from lint_rules.analysis.tensor_state import (accumulated_at_run_time, created_if_none, differentiated_against,
-                                              moved_where_read, written_at_run_time)
+                                              moved_where_read, queued_at_run_time, written_at_run_time)
 
 
 def _model(src: str) -> FileModel:
@@ -152,3 +152,42 @@ def test_created_if_none_is_the_branch_under_an_is_none_test_only() -> None:
     """)
     assigns = [a for a in model.nodes(cst.Assign)]
     assert [created_if_none(model, a, "avg") for a in assigns] == [True, False, False, False]
+
+
+def test_queued_at_run_time_needs_a_position_the_module_keeps_and_moves_on() -> None:
+    model = _model("""
+        class Moco:
+            def __init__(self):
+                self.queue = make()
+                self.queue_ptr = make()
+            def enqueue(self, keys):
+                n = keys.shape[0]
+                ptr = int(self.queue_ptr)
+                self.queue[:, ptr:ptr + n] = keys.T
+                self.queue_ptr[0] = (ptr + n) % 4096
+        class Memory:
+            def __init__(me):
+                me.mem = make()
+                me.idx = 0
+            def add(me, x):
+                me.mem[me.idx] = x
+                me.idx = (me.idx + 1) % 10
+        class KvCache:
+            def __init__(self):
+                self.k = make()
+                self.limit = 8
+            def forward(self, k, start):
+                self.k[:, start:start + k.shape[1]] = k
+                self.k[:, :self.limit] = k
+        class Filled:
+            def __init__(self, n):
+                self.table = make()
+                self.pos = 0
+                self.table[self.pos] = 1
+                self.pos += 1
+    """)
+    assert queued_at_run_time(model, _class(model, "Moco"), "queue", _only_init)
+    assert queued_at_run_time(model, _class(model, "Memory"), "mem", _only_init)
+    # an index handed in, or an attribute that only construction sets: no queue
+    assert not queued_at_run_time(model, _class(model, "KvCache"), "k", _only_init)
+    assert not queued_at_run_time(model, _class(model, "Filled"), "table", _only_init)
