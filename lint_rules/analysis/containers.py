@@ -18,7 +18,8 @@ import libcst as cst
 from lint_rules.analysis.kinds import LEAF, kind_of
 from lint_rules.analysis.modules import facts, is_torch_module_class_name
 from lint_rules.analysis.names import PARAMETER, TENSOR_FACTORIES
-from lint_rules.analysis.scopes import ASSIGN, CLASS, is_true, keyword_arg
+from lint_rules.analysis.provenance import returns_of
+from lint_rules.analysis.scopes import ASSIGN, CLASS, DEF, is_true, keyword_arg
 
 if TYPE_CHECKING:
     from lint_rules.analysis.model import FileModel
@@ -64,6 +65,29 @@ class ContainerFacts:
         if bindings and len(bindings) == 1 and bindings[0].kind == ASSIGN:
             return bindings[0].value
         return None
+
+    def returned_container(self, call: cst.CSTNode, index: int | None = None) -> cst.CSTNode | None:
+        """The plain container that a function of this file builds in a local variable and returns,
+        for ``call`` to it: ``layers = []; ...; return layers`` (``index``: the element of a returned
+        tuple, ``return info, layers``). Every ``return`` must hand back the same container."""
+        if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Name)):
+            return None
+        bindings = self.model.bindings_of(call.func)
+        if not bindings or len(bindings) != 1 or bindings[0].kind != DEF \
+                or not isinstance(bindings[0].value, cst.FunctionDef):
+            return None
+        found: cst.CSTNode | None = None
+        for ret in returns_of(bindings[0].value):
+            value = ret.value
+            if index is not None:
+                if not isinstance(value, cst.Tuple) or len(value.elements) <= index:
+                    return None
+                value = value.elements[index].value
+            container = self.local_container(value) if isinstance(value, cst.Name) else None
+            if container is None or not self.is_container(container) or found not in (None, container):
+                return None
+            found = container
+        return found
 
     def elements(self, expr: cst.CSTNode) -> list[cst.CSTNode]:
         if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):

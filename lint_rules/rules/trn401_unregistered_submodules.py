@@ -17,7 +17,9 @@ class UnregisteredSubmodules(Rule):
     Flags an attribute of an `nn.Module` subclass that is assigned a plain Python
     `list`, `tuple` or `dict` holding modules, `nn.Parameter`s or tensors created
     with `requires_grad=True`: a literal, a comprehension, `[...] * n`, or an empty
-    container filled with `.append()`/`.extend()`/`[key] = ...` in the class, also
+    container filled with `.append()`/`.extend()`/`[key] = ...` in the class or in a
+    function of the same file that builds it in a local variable and returns it
+    (`self.info, self.layers = create_modules(cfg)`), also
     with elements of unknown type when the class annotates the attribute as a
     container of modules (`self.branches: Optional[List[nn.Module]]`).
     Quiet when the container is later wrapped (`self.layers =
@@ -112,6 +114,13 @@ class UnregisteredSubmodules(Rule):
             target = t.target
             if isinstance(target, cst.Attribute):
                 self._on_attribute(target, node.value, node)
+            elif isinstance(target, cst.Tuple):
+                # self.info, self.layers = build(cfg): a helper of this file returns a plain list
+                for i, element in enumerate(target.elements):
+                    if isinstance(element.value, cst.Attribute):
+                        container = self._containers.returned_container(node.value, i)
+                        if container is not None:
+                            self._on_container(element.value, container, True, node)
             elif isinstance(target, cst.Subscript) and isinstance(target.value, cst.Attribute):
                 # self.heads[name] = nn.Linear(...)
                 found = self._facts.module_method(node)
@@ -131,8 +140,13 @@ class UnregisteredSubmodules(Rule):
         container, local = value, False
         if isinstance(value, cst.Name):
             container, local = self._containers.local_container(value), True
+        elif isinstance(value, cst.Call) and not self._containers.is_container(value):
+            container, local = self._containers.returned_container(value), True
         if container is None or not self._containers.is_container(container):
             return
+        self._on_container(target, container, local, stmt)
+
+    def _on_container(self, target: cst.Attribute, container: cst.CSTNode, local: bool, stmt: cst.CSTNode) -> None:
         found = self._facts.module_method(stmt)
         if found is None:
             return

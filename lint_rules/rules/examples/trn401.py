@@ -264,4 +264,28 @@ INVALID = [
                     self.norms += [torch.nn.LayerNorm(8)]
         """
     ),
+    Invalid(
+        """
+        # the layers come from a helper of this file that collects them in a plain list
+        import torch.nn as nn
+        def create_modules(blocks):
+            info = blocks[0]
+            module_list = []
+            for block in blocks[1:]:
+                module = nn.Sequential()
+                module.add_module("conv", nn.Conv2d(block, block, 3))
+                module_list.append(module)
+            return info, module_list
+
+        def make_heads(n):
+            heads = [nn.Linear(n, 1) for _ in range(3)]
+            return heads
+
+        class Darknet(nn.Module):
+            def __init__(self, blocks, n):
+                super().__init__()
+                self.info, self.module_list = create_modules(blocks)  # BUG
+                self.heads = make_heads(n)  # BUG
+        """
+    ),
 ]

@@ -89,3 +89,40 @@ def test_stateless_torch_layers_are_not_trainable_elements() -> None:
     # nothing to train, move or switch to eval in the first; parameters, buffers or a mode in the second
     assert [facts.trainable(e) for e in facts.elements(pooled)] == [False, False, False, False]
     assert [facts.trainable(e) for e in facts.elements(stateful)] == [True, True, True, True]
+
+
+def test_returned_container_follows_a_helper_of_the_file_to_its_local_list() -> None:
+    model = FileModel(cst.parse_module(textwrap.dedent("""
+        import torch.nn as nn
+        def build(cfg):
+            layers = []
+            for width in cfg:
+                layers.append(nn.Linear(width, width))
+            return cfg[0], layers
+        def single(n):
+            blocks = {}
+            if n:
+                return blocks
+            return blocks
+        def two_lists(n):
+            a = []
+            b = []
+            if n:
+                return a
+            return b
+        def registered(n):
+            mods = nn.ModuleList()
+            return mods
+        probe(build([2]), single(1), two_lists(1), registered(1), build([3]))
+    """)))
+    facts = model.fact(ContainerFacts)
+    call = next(c for c in model.nodes(cst.Call) if isinstance(c.func, cst.Name) and c.func.value == "probe")
+    built, single, two, registered, again = [a.value for a in call.args]
+    code = model.module.code_for_node
+    assert code(facts.returned_container(built, 1)) == "[]"
+    assert facts.returned_container(built, 0) is None  # cfg[0]: not a local container
+    assert facts.returned_container(built) is None  # the tuple itself is not a local name
+    assert code(facts.returned_container(single)) == "{}"
+    assert facts.returned_container(two) is None  # two different lists: which one is unknown
+    assert facts.returned_container(registered) is None  # an nn.ModuleList registers
+    assert facts.returned_container(again, 1) is facts.returned_container(built, 1)
