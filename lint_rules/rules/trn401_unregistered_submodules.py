@@ -9,6 +9,9 @@ from lint_rules.analysis.spelling import spelling
 from lint_rules.rules.examples import trn401 as examples
 
 _ADDERS = frozenset({"append", "extend", "insert"})
+_ONE_BY_ONE = ("Modules registered one by one with add_module are also kept in a plain list: nn.DataParallel "
+               "replicas copy the registered modules but share the list, so a forward that iterates it runs "
+               "the originals on every replica; hold them in an nn.ModuleList instead")
 
 
 class UnregisteredSubmodules(Rule):
@@ -64,7 +67,11 @@ class UnregisteredSubmodules(Rule):
     is assigned to an attribute. `torch.nn` layers that hold no parameters or
     buffers and ignore train/eval mode (pooling, activations, `nn.Identity`,
     `nn.Upsample`) lose nothing in a plain list and are not flagged; a class of
-    your own made only of such layers still is.
+    your own made only of such layers still is. Modules registered one by one
+    under computed names (`self.add_module(f"block_{i}", block)`) and also kept in
+    a plain list that `forward` reads are registered, but `nn.DataParallel`
+    replicas share that list and run the original modules: that finding is only
+    *possible* (`--preview`), since it matters only under `DataParallel`.
 
     ## Fix safety
     When the attribute is assigned a list or tuple literal or a list comprehension
@@ -161,18 +168,50 @@ class UnregisteredSubmodules(Rule):
         added, passed = self._scan_calls()
         for cls, attr, stmt, container, local in self._candidates:
             key = (id(cls), attr)
-            if key in passed or self._wrapped(cls, attr):
-                continue
-            if local and id(container) in passed:
+            if key in passed or local and id(container) in passed:
                 continue
             items = self._containers.elements(container)
             items += self._subscript_items.get(key, [])
             items += added.get(key, [])
             if local:
                 items += added.get(id(container), [])
+            if self._wrapped(cls, attr):
+                if self._registered_one_by_one(cls, items) and self._read_in_forward(cls, attr):
+                    self.report(stmt, _ONE_BY_ONE, certain=False)
+                continue
             held = self._containers
             if any(held.trainable(item) for item in items) or (items and held.declared_modules(cls, attr)):
                 self.report(stmt, fix=None if local else self._fix(stmt, container, items))
+
+    def _read_in_forward(self, cls: cst.ClassDef, attr: str) -> bool:
+        """``self.<attr>`` is read in ``forward`` or a method that forward calls."""
+        body = cls.body
+        if not isinstance(body, cst.IndentedBlock):
+            return False
+        for method in body.body:
+            if not isinstance(method, cst.FunctionDef) or not self._facts.runs_in_forward(method, cls):
+                continue
+            stack: list[cst.CSTNode] = [method.body]
+            while stack:
+                node = stack.pop()
+                if isinstance(node, cst.Attribute) and node.attr.value == attr \
+                        and self._facts.is_self(node.value, method):
+                    return True
+                stack.extend(node.children)
+        return False
+
+    def _registered_one_by_one(self, cls: cst.ClassDef, items: list[cst.CSTNode]) -> bool:
+        """Every element is a local name that the class also registers under a computed name
+        (``self.add_module(f"block_{i}", block); self.blocks.append(block)``)."""
+        if not items or not all(isinstance(item, cst.Name) for item in items):
+            return False
+        registered = set()
+        for call in self._facts.self_calls(cls):
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value in ("add_module", "register_module") \
+                    and len(call.args) >= 2 and isinstance(call.args[1].value, cst.Name):
+                registered.add(call.args[1].value.value)
+        return all(item.value in registered for item in items)
 
     def _fix(self, stmt: cst.CSTNode, container: cst.CSTNode, items: list[cst.CSTNode]) -> RuleFix | None:
         """Wrap the container in the registering class that matches all of its elements."""

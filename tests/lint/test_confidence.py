@@ -277,6 +277,25 @@ DEFAULT_RULE_CORES = {
             loss.backward(retain_graph=True)             # possible: freed when the helper returns
             opt.step()
         """, 6, 11),
+    "TRN401": ("""
+        import torch.nn as nn
+        class Heads(nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self.heads = [nn.Linear(n, 1) for _ in range(2)]  # certain: never trained
+        class Tower(nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self.blocks = []                                  # possible: wrong only under DataParallel
+                for i in range(n):
+                    block = nn.Linear(n, n)
+                    self.add_module(f"block{i}", block)
+                    self.blocks.append(block)
+            def forward(self, x):
+                for block in self.blocks:
+                    x = block(x)
+                return x
+        """, 6, 10),
     "TRN604": ("""
         import torch.nn.functional as F
         from torch import nn

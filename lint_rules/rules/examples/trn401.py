@@ -106,6 +106,24 @@ VALID = [
                 self.datamodules = {"train": Loaders()}
         """
     ),
+    Valid(
+        """
+        # registered one by one and listed for bookkeeping only: forward never reads the list
+        import torch.nn as nn
+        class Adapters(nn.Module):
+            def __init__(self, names, width):
+                super().__init__()
+                self.adapters = []
+                for name in names:
+                    adapter = nn.Linear(width, width)
+                    self.add_module(name, adapter)
+                    self.adapters.append(adapter)
+
+            def merge(self):
+                for adapter in self.adapters:
+                    adapter.weight.data.zero_()
+        """
+    ),
 ]
 
 INVALID = [
@@ -286,6 +304,26 @@ INVALID = [
                 super().__init__()
                 self.info, self.module_list = create_modules(blocks)  # BUG
                 self.heads = make_heads(n)  # BUG
+        """
+    ),
+    Invalid(
+        """
+        # registered one by one, and iterated from a plain list in forward: DataParallel replicas
+        # run the original blocks
+        import torch.nn as nn
+        class Encoder(nn.Module):
+            def __init__(self, n, width):
+                super().__init__()
+                self._blocks = []  # BUG
+                for i in range(n):
+                    block = nn.Linear(width, width)
+                    self.add_module(f"block_{i}", block)
+                    self._blocks.append(block)
+
+            def forward(self, x):
+                for block in self._blocks:
+                    x = block(x)
+                return x
         """
     ),
 ]
