@@ -178,7 +178,8 @@ CERTAIN_CORE: dict[str, str] = {
     "TRN106": "a local running total that nothing in the loop resets: every step's graph kept",
     "TRN301": "a training script that applies it unconditionally and offers no distributed alternative",
     "TRN201": "a sync per element in a loop inside the step, or one whose result is unused",
-    "TRN402": "a tensor with requires_grad=True kept as a plain attribute: never trained",
+    "TRN402": "a tensor with requires_grad=True kept as a plain attribute: never trained; one updated from "
+              "its own value at run time: state lost from checkpoints; one pinned to a GPU by __init__",
     "TRN502": "sigmoid into binary cross-entropy under autocast, where it raises",
     "TRN108": "a hand-written optimizer step: a parameter's .data moved by a gradient while training",
 }

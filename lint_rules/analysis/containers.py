@@ -3,7 +3,8 @@
 Whether an expression builds a plain Python container (a list, tuple, dict or set
 literal or comprehension, ``[x] * n``, ``list(...)``), the elements it is built from,
 what kind of element one is (a module or a parameter built right here), whether an
-element is trainable (a module, a parameter, a tensor that requires grad), and whether
+element is trainable (a module that holds state or depends on the mode, a parameter, a tensor
+that requires grad; not a pooling or activation layer), and whether
 a class annotates an attribute as a container of modules. Facts, not findings: built
 once per file with ``model.fact(ContainerFacts)``.
 """
@@ -17,7 +18,8 @@ import libcst as cst
 from lint_rules.analysis.kinds import LEAF, kind_of
 from lint_rules.analysis.modules import facts, is_torch_module_class_name
 from lint_rules.analysis.names import PARAMETER, TENSOR_FACTORIES
-from lint_rules.analysis.scopes import ASSIGN, CLASS, is_true, keyword_arg
+from lint_rules.analysis.provenance import returns_of
+from lint_rules.analysis.scopes import ASSIGN, CLASS, DEF, is_true, keyword_arg
 
 if TYPE_CHECKING:
     from lint_rules.analysis.model import FileModel
@@ -27,6 +29,17 @@ CONTAINER_CALLS = frozenset({"builtins.list", "builtins.tuple", "builtins.dict"}
 _GENERIC_CONTAINERS = frozenset({"typing.List", "builtins.list", "typing.Sequence", "typing.MutableSequence",
                                  "typing.Dict", "builtins.dict", "typing.Tuple", "builtins.tuple",
                                  "collections.abc.Sequence", "collections.abc.MutableSequence"})
+# torch.nn layers that hold no parameters or buffers and compute the same in train and eval mode:
+# a plain list of them loses nothing (Dropout and BatchNorm are not here: eval() must reach them).
+STATELESS_LAYERS = frozenset(
+    "Identity ReLU ReLU6 LeakyReLU ELU SELU CELU GELU SiLU Mish Sigmoid Tanh Softmax Softmax2d LogSoftmax "
+    "Softmin Softplus Softsign Hardtanh Hardswish Hardsigmoid Tanhshrink Softshrink Hardshrink Threshold "
+    "LogSigmoid GLU MaxPool1d MaxPool2d MaxPool3d AvgPool1d AvgPool2d AvgPool3d AdaptiveAvgPool1d "
+    "AdaptiveAvgPool2d AdaptiveAvgPool3d AdaptiveMaxPool1d AdaptiveMaxPool2d AdaptiveMaxPool3d LPPool1d "
+    "LPPool2d Flatten Unflatten Upsample UpsamplingNearest2d UpsamplingBilinear2d PixelShuffle PixelUnshuffle "
+    "ChannelShuffle ZeroPad1d ZeroPad2d ZeroPad3d ConstantPad1d ConstantPad2d ConstantPad3d ReflectionPad1d "
+    "ReflectionPad2d ReflectionPad3d ReplicationPad1d ReplicationPad2d ReplicationPad3d CircularPad1d "
+    "CircularPad2d CircularPad3d CosineSimilarity PairwiseDistance Fold Unfold".split())
 _LITERALS = (cst.List, cst.Tuple, cst.Set, cst.Dict, cst.ListComp, cst.SetComp, cst.DictComp,
              cst.GeneratorExp)
 
@@ -52,6 +65,29 @@ class ContainerFacts:
         if bindings and len(bindings) == 1 and bindings[0].kind == ASSIGN:
             return bindings[0].value
         return None
+
+    def returned_container(self, call: cst.CSTNode, index: int | None = None) -> cst.CSTNode | None:
+        """The plain container that a function of this file builds in a local variable and returns,
+        for ``call`` to it: ``layers = []; ...; return layers`` (``index``: the element of a returned
+        tuple, ``return info, layers``). Every ``return`` must hand back the same container."""
+        if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Name)):
+            return None
+        bindings = self.model.bindings_of(call.func)
+        if not bindings or len(bindings) != 1 or bindings[0].kind != DEF \
+                or not isinstance(bindings[0].value, cst.FunctionDef):
+            return None
+        found: cst.CSTNode | None = None
+        for ret in returns_of(bindings[0].value):
+            value = ret.value
+            if index is not None:
+                if not isinstance(value, cst.Tuple) or len(value.elements) <= index:
+                    return None
+                value = value.elements[index].value
+            container = self.local_container(value) if isinstance(value, cst.Name) else None
+            if container is None or not self.is_container(container) or found not in (None, container):
+                return None
+            found = container
+        return found
 
     def elements(self, expr: cst.CSTNode) -> list[cst.CSTNode]:
         if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
@@ -105,7 +141,7 @@ class ContainerFacts:
                 arg = keyword_arg(expr, "requires_grad")
                 return arg is not None and is_true(arg.value)
             if is_torch_module_class_name(q):
-                return not q.endswith("Loss")
+                return not q.endswith("Loss") and q.rsplit(".", 1)[1] not in STATELESS_LAYERS
             if self._project_module_class(expr.func):
                 return True
         if isinstance(expr.func, cst.Name):  # a class of this file

@@ -138,7 +138,7 @@ def pinned_to_accelerator(model: "FileModel", expr: cst.CSTNode, _depth: int = 0
                     (a.value for a in expr.args if a.keyword is None), None)
                 if target is not None and names_accelerator(model, target, _depth + 1):
                     return True
-            if method in _KEEPS_DEVICE or method == "to" and not _moves(expr):
+            if method in _KEEPS_DEVICE or method == "to" and not moves_device(expr):
                 return pinned_to_accelerator(model, func.value, _depth + 1)
         return False
     if isinstance(expr, cst.BinaryOperation):
@@ -155,7 +155,7 @@ def pinned_to_accelerator(model: "FileModel", expr: cst.CSTNode, _depth: int = 0
     return False
 
 
-def _moves(call: cst.Call) -> bool:
+def moves_device(call: cst.Call) -> bool:
     """A ``.to(...)`` that names a device (rather than only a dtype or ``non_blocking=``)."""
     if keyword_arg(call, "device") is not None:
         return True

@@ -40,7 +40,9 @@ _REGISTERING = frozenset({
     "torch.nn.ModuleList", "torch.nn.ModuleDict", "torch.nn.Sequential",
     "torch.nn.ParameterList", "torch.nn.ParameterDict",
 })
-_UNKNOWN_MODULE_BASE = re.compile(r"Module$")
+# A base named like a module class (`LightningModule`, `MegatronModule`), but not a data module
+# (`LightningDataModule` holds loaders, not layers).
+_UNKNOWN_MODULE_BASE = re.compile(r"(?<!Data)Module$")
 # torch.nn layers whose forward depends on train/eval mode.
 _MODE_DEPENDENT = re.compile(r"Dropout|BatchNorm|InstanceNorm|RNN|LSTM|GRU|Transformer|MultiheadAttention|RReLU")
 _SAME_MODULE_METHODS = frozenset({"to", "cuda", "cpu", "float", "half", "double", "eval", "train"})

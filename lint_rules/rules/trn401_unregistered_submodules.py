@@ -9,6 +9,9 @@ from lint_rules.analysis.spelling import spelling
 from lint_rules.rules.examples import trn401 as examples
 
 _ADDERS = frozenset({"append", "extend", "insert"})
+_ONE_BY_ONE = ("Modules registered one by one with add_module are also kept in a plain list: nn.DataParallel "
+               "replicas copy the registered modules but share the list, so a forward that iterates it runs "
+               "the originals on every replica; hold them in an nn.ModuleList instead")
 
 
 class UnregisteredSubmodules(Rule):
@@ -17,7 +20,9 @@ class UnregisteredSubmodules(Rule):
     Flags an attribute of an `nn.Module` subclass that is assigned a plain Python
     `list`, `tuple` or `dict` holding modules, `nn.Parameter`s or tensors created
     with `requires_grad=True`: a literal, a comprehension, `[...] * n`, or an empty
-    container filled with `.append()`/`.extend()`/`[key] = ...` in the class, also
+    container filled with `.append()`/`.extend()`/`[key] = ...` in the class or in a
+    function of the same file that builds it in a local variable and returns it
+    (`self.info, self.layers = create_modules(cfg)`), also
     with elements of unknown type when the class annotates the attribute as a
     container of modules (`self.branches: Optional[List[nn.Module]]`).
     Quiet when the container is later wrapped (`self.layers =
@@ -59,7 +64,14 @@ class UnregisteredSubmodules(Rule):
     purpose (a reference to a parent or teacher model that must not be trained or
     saved) is flagged; suppress it with `# noqa: TRN401`. Containers handed to your
     own helper that registers them are recognised only when the helper's result
-    is assigned to an attribute.
+    is assigned to an attribute. `torch.nn` layers that hold no parameters or
+    buffers and ignore train/eval mode (pooling, activations, `nn.Identity`,
+    `nn.Upsample`) lose nothing in a plain list and are not flagged; a class of
+    your own made only of such layers still is. Modules registered one by one
+    under computed names (`self.add_module(f"block_{i}", block)`) and also kept in
+    a plain list that `forward` reads are registered, but `nn.DataParallel`
+    replicas share that list and run the original modules: that finding is only
+    *possible* (`--preview`), since it matters only under `DataParallel`.
 
     ## Fix safety
     When the attribute is assigned a list or tuple literal or a list comprehension
@@ -109,6 +121,13 @@ class UnregisteredSubmodules(Rule):
             target = t.target
             if isinstance(target, cst.Attribute):
                 self._on_attribute(target, node.value, node)
+            elif isinstance(target, cst.Tuple):
+                # self.info, self.layers = build(cfg): a helper of this file returns a plain list
+                for i, element in enumerate(target.elements):
+                    if isinstance(element.value, cst.Attribute):
+                        container = self._containers.returned_container(node.value, i)
+                        if container is not None:
+                            self._on_container(element.value, container, True, node)
             elif isinstance(target, cst.Subscript) and isinstance(target.value, cst.Attribute):
                 # self.heads[name] = nn.Linear(...)
                 found = self._facts.module_method(node)
@@ -128,8 +147,13 @@ class UnregisteredSubmodules(Rule):
         container, local = value, False
         if isinstance(value, cst.Name):
             container, local = self._containers.local_container(value), True
+        elif isinstance(value, cst.Call) and not self._containers.is_container(value):
+            container, local = self._containers.returned_container(value), True
         if container is None or not self._containers.is_container(container):
             return
+        self._on_container(target, container, local, stmt)
+
+    def _on_container(self, target: cst.Attribute, container: cst.CSTNode, local: bool, stmt: cst.CSTNode) -> None:
         found = self._facts.module_method(stmt)
         if found is None:
             return
@@ -144,18 +168,50 @@ class UnregisteredSubmodules(Rule):
         added, passed = self._scan_calls()
         for cls, attr, stmt, container, local in self._candidates:
             key = (id(cls), attr)
-            if key in passed or self._wrapped(cls, attr):
-                continue
-            if local and id(container) in passed:
+            if key in passed or local and id(container) in passed:
                 continue
             items = self._containers.elements(container)
             items += self._subscript_items.get(key, [])
             items += added.get(key, [])
             if local:
                 items += added.get(id(container), [])
+            if self._wrapped(cls, attr):
+                if self._registered_one_by_one(cls, items) and self._read_in_forward(cls, attr):
+                    self.report(stmt, _ONE_BY_ONE, certain=False)
+                continue
             held = self._containers
             if any(held.trainable(item) for item in items) or (items and held.declared_modules(cls, attr)):
                 self.report(stmt, fix=None if local else self._fix(stmt, container, items))
+
+    def _read_in_forward(self, cls: cst.ClassDef, attr: str) -> bool:
+        """``self.<attr>`` is read in ``forward`` or a method that forward calls."""
+        body = cls.body
+        if not isinstance(body, cst.IndentedBlock):
+            return False
+        for method in body.body:
+            if not isinstance(method, cst.FunctionDef) or not self._facts.runs_in_forward(method, cls):
+                continue
+            stack: list[cst.CSTNode] = [method.body]
+            while stack:
+                node = stack.pop()
+                if isinstance(node, cst.Attribute) and node.attr.value == attr \
+                        and self._facts.is_self(node.value, method):
+                    return True
+                stack.extend(node.children)
+        return False
+
+    def _registered_one_by_one(self, cls: cst.ClassDef, items: list[cst.CSTNode]) -> bool:
+        """Every element is a local name that the class also registers under a computed name
+        (``self.add_module(f"block_{i}", block); self.blocks.append(block)``)."""
+        if not items or not all(isinstance(item, cst.Name) for item in items):
+            return False
+        registered = set()
+        for call in self._facts.self_calls(cls):
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value in ("add_module", "register_module") \
+                    and len(call.args) >= 2 and isinstance(call.args[1].value, cst.Name):
+                registered.add(call.args[1].value.value)
+        return all(item.value in registered for item in items)
 
     def _fix(self, stmt: cst.CSTNode, container: cst.CSTNode, items: list[cst.CSTNode]) -> RuleFix | None:
         """Wrap the container in the registering class that matches all of its elements."""

@@ -10,11 +10,14 @@ from lint_rules.analysis.names import NON_TENSOR_TORCH, PARAMETER, TENSOR_FACTOR
 from lint_rules.rule import ERROR, WARNING, Rule
 from lint_rules.analysis.modules import facts, self_attribute
 from lint_rules.analysis.summaries import Summaries
+from lint_rules.analysis.tensor_state import (accumulated_at_run_time, created_if_none, differentiated_against,
+                                              moved_where_read, queued_at_run_time, written_at_run_time)
 from lint_rules.rules.examples import trn402 as examples
 
 TENSOR = "tensor"
 LEAF = "leaf"  # requires_grad=True
 PINNED = "pinned"  # a tensor put on an accelerator that __init__ picks itself ("cuda", .cuda())
+LAZY = "lazy"  # created at run time for an attribute that __init__ declares as None
 
 # Legacy typed constructors: torch.FloatTensor(3, 4) and friends.
 _TYPED_CONSTRUCTORS = frozenset(
@@ -45,7 +48,11 @@ class TensorAttributeNotRegistered(Rule):
     `requires_grad=True` it should be an `nn.Parameter`; otherwise a buffer
     registered with `register_buffer`. Quiet when the class registers the name
     (`register_buffer("x", ...)` before assigning, `register_parameter`) or assigns
-    `self.x = nn.Parameter(...)` elsewhere.
+    `self.x = nn.Parameter(...)` elsewhere. Also flags state that `__init__`
+    declares as `None` and a later method creates and then writes into
+    (`self.center = None`, later `self.center = batch.clone()` and
+    `self.center = self.center * m + batch * (1 - m)`; a memory queue allocated
+    on first use and filled with `self.keys[i:j] = k`).
 
     ## Why is this bad?
     A tensor stored as a plain attribute is not part of the module's state:
@@ -83,14 +90,29 @@ class TensorAttributeNotRegistered(Rule):
     cache the module refreshes), except one that `__init__` puts on an accelerator
     it picks itself (`device="cuda"`, `.cuda()`, `torch.device("cuda" if
     torch.cuda.is_available() else "cpu")`): that module cannot be moved or
-    replicated, so that finding is *certain*. A device handed in (`.to(device)`)
-    keeps the finding possible.
+    replicated, so that finding is *certain*, unless the module moves it wherever
+    it reads it (`self.cache = self.cache.to(x)`, `self.w.view(1, -1).to(x.device)`):
+    it then works on any device. A device handed in (`.to(device)`) keeps the
+    finding possible. A tensor that a method other than `__init__` updates from its
+    own value (`self.pulls[arm] += 1`, `self.total.add_(n)`, `self.avg = self.avg *
+    m + x * (1 - m)`), or a memory queue it fills at a position it keeps itself
+    (`self.queue[:, ptr:ptr + n] = keys` with `ptr = int(self.queue_ptr)`, unless
+    every use moves it), is state the module builds while it runs, and a reloaded
+    checkpoint restarts it: *certain*, unless a run-time method also starts it
+    afresh (`self.trace = torch.zeros(b)` at each sequence: a scratch, possible;
+    creating it under `if self.x is None:` is not starting afresh).
+    A tensor with `requires_grad=True` that the module differentiates against
+    (`torch.autograd.grad(loss, [self.scale])`, a gradient-penalty dummy) is not
+    reported.
 
     ## Known problems
     Only tensors created in `__init__`, or in a method of the class that only
     `__init__` calls (`self.reset_state(width)`, up to 3 calls deep, called
     nowhere else in the file), are seen: tensors passed in as arguments, built by
-    free helper functions, or created lazily in `forward` are not flagged. A
+    free helper functions, or created lazily in `forward` without being declared
+    `None` in `__init__` (or never written into afterwards) are not flagged. A
+    lazily created attribute of a class whose base is defined in an installed
+    package is at most possible (the base may register the name). A
     helper that `__init__` calls and code in another file calls again at run time
     is still taken for construction. An attribute that another method reassigns from values that do not
     read it (directly or through its local variables; a cache refreshed at run time, `self.x = self.build(n)`) is taken for
@@ -137,34 +159,100 @@ class TensorAttributeNotRegistered(Rule):
         if kind is None:
             return
         found = self._facts.module_method(stmt)
-        if found is None or not self._init_time(found[0], found[1], 0):
+        if found is None:
             return
         attr = self_attribute(target, found[0])
-        if attr is not None:
-            if kind == TENSOR and pinned_to_accelerator(self.model, value):
-                kind = PINNED
-            self._candidates.append((found[1], attr, stmt, kind))
+        if attr is None:
+            return
+        if not self._init_time(found[0], found[1], 0):
+            # `self.center = None` in __init__, the tensor made later: lazily created state
+            if kind == TENSOR and self._declared_none(found[1], attr):
+                self._candidates.append((found[1], attr, stmt, LAZY))
+            return
+        if kind == TENSOR and pinned_to_accelerator(self.model, value):
+            kind = PINNED
+        self._candidates.append((found[1], attr, stmt, kind))
 
     def finish(self) -> None:
         fx = self._facts
+        lazy_seen: set[tuple[int, str]] = set()
         for cls, attr, stmt, kind in self._candidates:
             names = fx.registered_names(cls)
+            # A base defined elsewhere may register the name; one that __init__ sets to None and a
+            # later method fills is still worth a look, in preview.
+            unknown_base = names is None and kind == LAZY
+            if unknown_base:
+                names = fx.registered_names(cls, own=True)
             if names is None or attr in names:
                 continue
             bindings = fx.attr_bindings(cls, attr)
-            if any(self._is_parameter(b.value) or _recomputed(self.model, b, attr) and not self._init_time_binding(b, cls)
-                   for b in bindings):
+            if any(self._is_parameter(b.value) for b in bindings):
                 continue
-            if kind == LEAF:
-                self.report(stmt, "Tensor with requires_grad=True assigned to a module attribute is not "
-                                  "an nn.Parameter: the optimizer never sees it, so it is never trained",
-                            ERROR, certain=True)
+            construction = self._construction(cls)
+            if kind == LAZY:
+                # One finding per attribute; a refreshed cache (nothing written into it) is left alone.
+                if (id(cls), attr) in lazy_seen:
+                    continue
+                lazy_seen.add((id(cls), attr))
+                # State a run-time method starts afresh (`self.cumulative = torch.zeros(b, t)` at each
+                # sequence) is a per-call scratch, not a statistic to keep: possible at most.
+                restarted = any(_recomputed(self.model, b, attr) and not self._init_time_binding(b, cls)
+                                and not self._created_once(b, attr) for b in bindings)
+                if self._run_time_state(cls, attr, construction) and not unknown_base and not restarted:
+                    self._report_state(stmt)
+                elif written_at_run_time(self.model, cls, attr, construction):
+                    self.report(stmt)
+                continue
+            if any(_recomputed(self.model, b, attr) and not self._init_time_binding(b, cls) for b in bindings):
+                continue
+            if kind == PINNED and moved_where_read(self.model, cls, attr):
+                kind = TENSOR  # every use follows the input's device: it works wherever the module goes
+            if kind == TENSOR and self._run_time_state(cls, attr, construction):
+                self._report_state(stmt)
+            elif kind == LEAF:
+                # torch.autograd.grad(loss, [self.scale]): a dummy for a gradient penalty, kept out of
+                # the optimizer on purpose
+                if not differentiated_against(self.model, cls, attr):
+                    self.report(stmt, "Tensor with requires_grad=True assigned to a module attribute is not "
+                                      "an nn.Parameter: the optimizer never sees it, so it is never trained",
+                                ERROR, certain=True)
             elif kind == PINNED:
                 self.report(stmt, "Tensor attribute placed on a GPU chosen at construction is not registered: "
                                   "model.to()/.cpu() and DataParallel replicas leave it where it is, and "
                                   "state_dict() misses it; register it with register_buffer", certain=True)
             else:
                 self.report(stmt)
+
+    def _construction(self, cls: cst.ClassDef):
+        """Whether a method of ``cls`` only builds the module: ``__init__`` and what only it calls."""
+        return lambda fn: self._init_time(fn, cls, 0)
+
+    def _run_time_state(self, cls: cst.ClassDef, attr: str, construction) -> bool:
+        """Updated from its own value at run time, or a queue filled at a position the module
+        keeps (unless every use moves it: a queue that follows its inputs loses only checkpoints)."""
+        return bool(accumulated_at_run_time(self.model, cls, attr, construction)) \
+            or queued_at_run_time(self.model, cls, attr, construction) \
+            and not moved_where_read(self.model, cls, attr)
+
+    def _created_once(self, binding, attr: str) -> bool:
+        """The binding runs only under ``if self.<attr> is None:``, itself or through the calls of a
+        method of its own (``if self.bank is None: self._allocate(dim)``)."""
+        if created_if_none(self.model, binding.node, attr):
+            return True
+        fn = binding.scope.node
+        sites = self.model.fact(Summaries).call_sites(fn) if isinstance(fn, cst.FunctionDef) else None
+        return bool(sites) and all(created_if_none(self.model, site, attr) for site in sites)
+
+    def _report_state(self, stmt: cst.CSTNode) -> None:
+        self.report(stmt, "Tensor attribute updated at run time (a running statistic, a count, a memory "
+                          "queue) is not registered: state_dict() leaves it out, so a reloaded checkpoint "
+                          "restarts it, and model.to() does not move it; register it with register_buffer",
+                    certain=True)
+
+    def _declared_none(self, cls: cst.ClassDef, attr: str) -> bool:
+        """``self.<attr> = None`` in ``__init__`` or a method only ``__init__`` calls."""
+        return any(isinstance(b.value, cst.Name) and b.value.value == "None" and self._init_time_binding(b, cls)
+                   for b in self._facts.attr_bindings(cls, attr))
 
     def _init_time(self, method: cst.FunctionDef, cls: cst.ClassDef, depth: int) -> bool:
         """``__init__`` itself, or a method of ``cls`` that only init-time methods call, as

@@ -277,6 +277,25 @@ DEFAULT_RULE_CORES = {
             loss.backward(retain_graph=True)             # possible: freed when the helper returns
             opt.step()
         """, 6, 11),
+    "TRN401": ("""
+        import torch.nn as nn
+        class Heads(nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self.heads = [nn.Linear(n, 1) for _ in range(2)]  # certain: never trained
+        class Tower(nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self.blocks = []                                  # possible: wrong only under DataParallel
+                for i in range(n):
+                    block = nn.Linear(n, n)
+                    self.add_module(f"block{i}", block)
+                    self.blocks.append(block)
+            def forward(self, x):
+                for block in self.blocks:
+                    x = block(x)
+                return x
+        """, 6, 10),
     "TRN604": ("""
         import torch.nn.functional as F
         from torch import nn
@@ -410,6 +429,95 @@ def test_a_tensor_attribute_pinned_to_a_gpu_by_init_is_certain() -> None:
     every = registry.default_codes(preview=True)
     assert _findings(source, "TRN402") == [(7, "certain"), (8, "certain")]
     assert _findings(source, "TRN402", every, every) == [(7, "certain"), (8, "certain"), (9, "possible")]
+
+
+def test_a_tensor_attribute_moved_where_it_is_read_is_not_certain_even_when_pinned() -> None:
+    source = """
+        import torch
+        class Cache(torch.nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self.keys = torch.zeros(n, 8).cuda()                     # possible: forward follows the input
+                self.weight = torch.ones(n, device="cuda")              # possible: moved where read
+                self.offsets = torch.arange(n).cuda()                   # certain: read where it was put
+            def forward(self, q, idx):
+                self.keys = self.keys.to(q)
+                w = self.weight.view(1, -1).to(q.device)
+                return self.keys[idx] * w + self.offsets[idx]
+        """
+    every = registry.default_codes(preview=True)
+    assert _findings(source, "TRN402") == [(8, "certain")]
+    assert _findings(source, "TRN402", every, every) == [(6, "possible"), (7, "possible"), (8, "certain")]
+
+
+def test_a_tensor_attribute_updated_from_itself_at_run_time_is_certain() -> None:
+    source = """
+        import torch
+        class Tracker(torch.nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self.hits = torch.zeros(n)                              # certain: counted at run time
+                self.table = torch.eye(n)                               # possible: a constant
+                self.centre = None
+                self.trace = None
+            def observe(self, i, x):
+                self.hits[i] += 1
+                m = torch.mean(x, 0)
+                if self.centre is None:
+                    self.centre = m.clone()                             # certain: created once, then averaged
+                self.centre = 0.9 * self.centre + 0.1 * m
+                return self.table[i] * x
+            def begin(self, x):
+                self.trace = torch.zeros(x.shape[0])                    # possible: restarted per sequence
+            def step(self, x):
+                self.trace = self.trace + torch.sum(x, 1)
+                return self.trace
+        """
+    every = registry.default_codes(preview=True)
+    assert _findings(source, "TRN402") == [(6, "certain"), (14, "certain")]
+    assert _findings(source, "TRN402", every, every) == [(6, "certain"), (7, "possible"), (14, "certain"),
+                                                        (18, "possible")]
+
+
+def test_a_memory_queue_filled_at_a_position_the_module_keeps_is_certain() -> None:
+    source = """
+        import torch
+        class Bank(torch.nn.Module):
+            def __init__(self, size):
+                super().__init__()
+                self.size = size
+                self.keys = None
+                self.ptr = 0
+                self.cache = torch.zeros(size, 8)                       # possible: written at a given index
+            def _allocate(self, dim):
+                self.keys = torch.randn(self.size, dim)                 # certain: a queue, allocated once
+            def forward(self, k, start):
+                if self.keys is None:
+                    self._allocate(k.shape[1])
+                self.keys[self.ptr:self.ptr + k.shape[0]] = k.detach()
+                self.ptr = (self.ptr + k.shape[0]) % self.size
+                self.cache[start:start + k.shape[0]] = k
+                return self.keys, self.cache
+        """
+    every = registry.default_codes(preview=True)
+    assert _findings(source, "TRN402") == [(11, "certain")]
+    assert _findings(source, "TRN402", every, every) == [(9, "possible"), (11, "certain")]
+
+
+def test_a_requires_grad_dummy_of_a_gradient_penalty_is_not_reported() -> None:
+    source = """
+        import torch
+        class Penalty(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.scale = torch.tensor(1.0).requires_grad_()
+                self.temperature = torch.ones(1, requires_grad=True)   # certain: never trained
+            def forward(self, logits, labels):
+                loss = torch.nn.functional.cross_entropy(logits * self.scale / self.temperature, labels)
+                return torch.autograd.grad(loss, [self.scale], create_graph=True)[0].pow(2)
+        """
+    every = registry.default_codes(preview=True)
+    assert _findings(source, "TRN402", every, every) == [(7, "certain")]
 
 
 LIBRARY_EVALUATION = """

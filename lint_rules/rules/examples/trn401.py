@@ -86,6 +86,44 @@ VALID = [
                 self.hooks: List[nn.Module] = []
         """
     ),
+    Valid(
+        """
+        # layers with nothing to train, move or switch to eval; loaders kept by data modules
+        import torch.nn as nn
+        import pytorch_lightning as pl
+        class Pyramid(nn.Module):
+            def __init__(self, scales):
+                super().__init__()
+                self.pools = [nn.AvgPool2d(2 ** s, 2 ** s) for s in range(scales)]
+                self.acts = {"relu": nn.ReLU(), "none": nn.Identity()}
+
+        class Loaders(pl.LightningDataModule):
+            pass
+
+        class Runner(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.datamodules = {"train": Loaders()}
+        """
+    ),
+    Valid(
+        """
+        # registered one by one and listed for bookkeeping only: forward never reads the list
+        import torch.nn as nn
+        class Adapters(nn.Module):
+            def __init__(self, names, width):
+                super().__init__()
+                self.adapters = []
+                for name in names:
+                    adapter = nn.Linear(width, width)
+                    self.add_module(name, adapter)
+                    self.adapters.append(adapter)
+
+            def merge(self):
+                for adapter in self.adapters:
+                    adapter.weight.data.zero_()
+        """
+    ),
 ]
 
 INVALID = [
@@ -242,6 +280,50 @@ INVALID = [
                 for _ in range(depth):
                     self.layers += [torch.nn.Conv1d(8, 8, 3)]
                     self.norms += [torch.nn.LayerNorm(8)]
+        """
+    ),
+    Invalid(
+        """
+        # the layers come from a helper of this file that collects them in a plain list
+        import torch.nn as nn
+        def create_modules(blocks):
+            info = blocks[0]
+            module_list = []
+            for block in blocks[1:]:
+                module = nn.Sequential()
+                module.add_module("conv", nn.Conv2d(block, block, 3))
+                module_list.append(module)
+            return info, module_list
+
+        def make_heads(n):
+            heads = [nn.Linear(n, 1) for _ in range(3)]
+            return heads
+
+        class Darknet(nn.Module):
+            def __init__(self, blocks, n):
+                super().__init__()
+                self.info, self.module_list = create_modules(blocks)  # BUG
+                self.heads = make_heads(n)  # BUG
+        """
+    ),
+    Invalid(
+        """
+        # registered one by one, and iterated from a plain list in forward: DataParallel replicas
+        # run the original blocks
+        import torch.nn as nn
+        class Encoder(nn.Module):
+            def __init__(self, n, width):
+                super().__init__()
+                self._blocks = []  # BUG
+                for i in range(n):
+                    block = nn.Linear(width, width)
+                    self.add_module(f"block_{i}", block)
+                    self._blocks.append(block)
+
+            def forward(self, x):
+                for block in self._blocks:
+                    x = block(x)
+                return x
         """
     ),
 ]

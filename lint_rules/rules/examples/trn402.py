@@ -122,6 +122,22 @@ VALID = [
                 return torch.sigmoid(self.gate(x)) * self.carry
         """
     ),
+    Valid(
+        """
+        # a dummy scale that a gradient penalty differentiates against: never meant to be trained
+        import torch
+        from torch import autograd, nn
+        class InvariancePenalty(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.dummy = torch.tensor(1.0).requires_grad_()
+
+            def forward(self, logits, labels):
+                loss = nn.functional.cross_entropy(logits * self.dummy, labels)
+                (grad,) = autograd.grad(loss, [self.dummy], create_graph=True)
+                return grad.pow(2).sum()
+        """
+    ),
 ]
 
 INVALID = [
@@ -228,6 +244,60 @@ INVALID = [
 
             def forward(self, idx):
                 return self.table[idx] + self.offsets[idx]
+        """
+    ),
+    Invalid(
+        """
+        # statistics a bandit learns while it runs, updated in place: lost from every checkpoint
+        import torch
+        from torch import nn
+        class Bandit(nn.Module):
+            def __init__(self, arms):
+                super().__init__()
+                self.pulls = torch.zeros(arms)  # BUG
+                self.reward_sums = torch.zeros(arms)  # BUG
+
+            def observe(self, arm, reward):
+                self.pulls[arm] += 1
+                self.reward_sums.index_add_(0, arm, reward)
+
+            def forward(self):
+                return self.reward_sums / self.pulls.clamp(min=1)
+        """
+    ),
+    Invalid(
+        """
+        # declared None, then created and updated while training: a running centre, a memory queue
+        import torch
+        import torch.nn as nn
+        class CenteredLoss(nn.Module):
+            def __init__(self, momentum):
+                super().__init__()
+                self.momentum = momentum
+                self.center = None
+
+            @torch.no_grad()
+            def update(self, teacher_out):
+                batch_center = torch.mean(teacher_out, dim=0, keepdim=True)
+                if self.center is None:
+                    self.center = batch_center.clone()  # BUG
+                else:
+                    self.center = self.center * self.momentum + batch_center * (1 - self.momentum)
+
+        class Queue(nn.Module):
+            def __init__(self, size):
+                super().__init__()
+                self.size = size
+                self.keys = None
+
+            def _allocate(self, dim):
+                self.keys = torch.randn(self.size, dim)  # BUG
+
+            def forward(self, k, ptr):
+                if self.keys is None:
+                    self._allocate(k.shape[1])
+                self.keys[ptr:ptr + k.shape[0]] = k.detach()
+                return self.keys.clone()
         """
     ),
 ]

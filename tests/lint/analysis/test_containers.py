@@ -74,3 +74,55 @@ def test_declared_modules_reads_the_annotation() -> None:
     assert facts.declared_modules(net, "branches") is True
     assert facts.declared_modules(net, "sizes") is False
     assert facts.declared_modules(net, "missing") is False
+
+
+def test_stateless_torch_layers_are_not_trainable_elements() -> None:
+    model = FileModel(cst.parse_module(textwrap.dedent("""
+        import torch.nn as nn
+        from torch import nn as tnn
+        probe([nn.AvgPool2d(2), tnn.Identity(), nn.modules.activation.ReLU(), nn.Upsample(scale_factor=2)])
+        probe([nn.Dropout(0.1), nn.PReLU(), tnn.BatchNorm1d(4), nn.LayerNorm(4)])
+    """)))
+    facts = model.fact(ContainerFacts)
+    pooled, stateful = [c.args[0].value for c in model.nodes(cst.Call)
+                        if isinstance(c.func, cst.Name) and c.func.value == "probe"]
+    # nothing to train, move or switch to eval in the first; parameters, buffers or a mode in the second
+    assert [facts.trainable(e) for e in facts.elements(pooled)] == [False, False, False, False]
+    assert [facts.trainable(e) for e in facts.elements(stateful)] == [True, True, True, True]
+
+
+def test_returned_container_follows_a_helper_of_the_file_to_its_local_list() -> None:
+    model = FileModel(cst.parse_module(textwrap.dedent("""
+        import torch.nn as nn
+        def build(cfg):
+            layers = []
+            for width in cfg:
+                layers.append(nn.Linear(width, width))
+            return cfg[0], layers
+        def single(n):
+            blocks = {}
+            if n:
+                return blocks
+            return blocks
+        def two_lists(n):
+            a = []
+            b = []
+            if n:
+                return a
+            return b
+        def registered(n):
+            mods = nn.ModuleList()
+            return mods
+        probe(build([2]), single(1), two_lists(1), registered(1), build([3]))
+    """)))
+    facts = model.fact(ContainerFacts)
+    call = next(c for c in model.nodes(cst.Call) if isinstance(c.func, cst.Name) and c.func.value == "probe")
+    built, single, two, registered, again = [a.value for a in call.args]
+    code = model.module.code_for_node
+    assert code(facts.returned_container(built, 1)) == "[]"
+    assert facts.returned_container(built, 0) is None  # cfg[0]: not a local container
+    assert facts.returned_container(built) is None  # the tuple itself is not a local name
+    assert code(facts.returned_container(single)) == "{}"
+    assert facts.returned_container(two) is None  # two different lists: which one is unknown
+    assert facts.returned_container(registered) is None  # an nn.ModuleList registers
+    assert facts.returned_container(again, 1) is facts.returned_container(built, 1)

@@ -22,6 +22,8 @@ class C(nn.Module): pass
 class D(C): pass
 class E(nn.Parameter): pass
 class F(object): pass
+class G(pl.LightningDataModule): pass
+class H(G): pass
 """
 
 
@@ -31,7 +33,7 @@ def test_lightning_and_torch_modules_are_module_classes_everywhere() -> None:
     classes = {c.name.value: c for c in model.nodes(cst.ClassDef)}
     shared = {name: facts.is_module_class(c) for name, c in classes.items()}
     by_base = {name: class_has_base(model, c, is_torch_module_class) for name, c in classes.items()}
-    expected = {"A": True, "B": True, "C": True, "D": True, "E": False, "F": False}
+    expected = {"A": True, "B": True, "C": True, "D": True, "E": False, "F": False, "G": False, "H": False}
     assert shared == expected
     assert by_base == expected
 
