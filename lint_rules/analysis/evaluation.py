@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Iterator
 
 import libcst as cst
 
-from lint_rules.analysis.kinds import DISTRIBUTED_OPTIMIZER, LOADER, LOSS, MODULE, OPTIMIZER, SCALER
+from lint_rules.analysis.kinds import DISTRIBUTED_OPTIMIZER, LOADER, LOSS, MODULE, OPTIMIZER, SCALER, TENSOR_METHODS
 from lint_rules.analysis.modules import ModuleFacts
 from lint_rules.analysis.scopes import bind_arguments, dotted
 from lint_rules.analysis.summaries import BACKWARD, CLEAR, EVAL, STEP, TRAIN, Summaries  # noqa: F401
@@ -848,6 +848,39 @@ class FileFacts:
                 if isinstance(arg.value, (cst.Name, cst.Attribute)) and model.kind_of(arg.value) in _STEPPERS:
                     return False  # loss_scaler(loss, optimizer): a training step we cannot see into
         return True
+
+    def feeds_model(self, value: cst.CSTNode) -> bool:
+        """What ``value`` computes may reach a forward: it is inside the arguments of a model call, or
+        of a call that is neither a loss nor a torch or builtin function (``encoder(Variable(x))``), or
+        it is assigned to names that a later such call of the same function reads (``inp =
+        Variable(x); net(inp)``). A value stored on an object (``self.priors = Variable(...)``, a
+        constant) or handed only to a loss (the targets) feeds no forward."""
+        model = self.model
+        for anc in model.ancestors(value):
+            if isinstance(anc, cst.Call) and anc is not value and self._may_run_model(anc):
+                return True
+            if isinstance(anc, (cst.SimpleStatementLine, cst.FunctionDef)):
+                break
+        parent = model.parent(value)
+        if not isinstance(parent, cst.Assign) or not all(isinstance(t.target, cst.Name) for t in parent.targets):
+            return False
+        targets = {t.target.value for t in parent.targets}
+        fn = model.enclosing_function(value)
+        after = model.order[id(parent)]
+        return any(model.order[id(c)] > after and model.enclosing_function(c) is fn and self._may_run_model(c)
+                   and any(targets & names_in(a.value) for a in c.args)
+                   for c in (self.body_nodes(fn) if fn is not None else model.nodes(cst.Call))
+                   if isinstance(c, cst.Call))
+
+    def _may_run_model(self, call: cst.Call) -> bool:
+        if self.is_model_call(call):
+            return True
+        func = call.func
+        if not isinstance(func, (cst.Name, cst.Attribute)) or self.model.kind_of(func) == LOSS:
+            return False
+        q = self.model.qualified_name(func) or ""
+        return not q.startswith(("torch.", "builtins.")) and not (isinstance(func, cst.Attribute)
+                                                                and func.attr.value in TENSOR_METHODS)
 
     def _steps_environment(self, call: cst.Call) -> bool:
         """``call`` (a ``.step(...)``) steps an environment: ``env.step(action)``, or a step whose result

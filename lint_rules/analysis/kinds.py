@@ -41,7 +41,7 @@ LEAF = "leaf"
 TENSOR = "tensor"
 DISTRIBUTED_OPTIMIZER = "distributed-optimizer"
 
-_TENSOR_METHODS = frozenset(
+TENSOR_METHODS = frozenset(
     "sum mean max min norm abs sqrt exp log argmax argmin float double half long int "
     "detach clone view reshape squeeze unsqueeze flatten softmax log_softmax pow mul add "
     "sub div matmul to cuda contiguous std var masked_fill eq ne gt lt ge le sigmoid "
@@ -61,10 +61,6 @@ _VERB_PHRASE = re.compile(
     r"find|select|replace|patch|merge|split|move|push|pull|send|upload|attach|detach|cast|quantize|prune|"
     r"trace|script|profile|benchmark|measure|visualize|draw|render|write|read|open|close|add|remove|del|"
     r"delete|inspect|verify|assert|ensure|maybe|try|to)_", re.I)
-
-
-# The pre-0.4 wrapper: `Variable(t, requires_grad=True)` is a leaf that requires grad.
-_VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
 
 
 def name_hint(text: str | None) -> str | None:
@@ -417,7 +413,7 @@ def _call_kind(model: "FileModel", call: cst.Call, depth: int) -> str | None:
         k = _class_kind(model, q)
         if k is not None:
             return k
-        if q in N.TENSOR_FACTORIES or q in _VARIABLE:
+        if q in N.TENSOR_FACTORIES or q in N.VARIABLE:
             arg = keyword_arg(call, "requires_grad")
             return LEAF if arg is not None and is_true(arg.value) else TENSOR
         if N.is_loss_function(q):
@@ -446,7 +442,7 @@ def _call_kind(model: "FileModel", call: cst.Call, depth: int) -> str | None:
             return OPTIMIZER
         if receiver == MODULE and method in ("to", "cuda", "cpu", "train", "eval", "double", "float", "half"):
             return MODULE
-        if receiver in (TENSOR, LEAF, PARAMETER, LOSS) and method in _TENSOR_METHODS:
+        if receiver in (TENSOR, LEAF, PARAMETER, LOSS) and method in TENSOR_METHODS:
             return LOSS if receiver == LOSS and method not in ("detach", "item") else TENSOR
         if receiver == SCALER and method == "scale":
             return LOSS

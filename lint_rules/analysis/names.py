@@ -125,3 +125,6 @@ def is_loss_function(qualname: str) -> bool:
         return leaf.endswith("_loss") or leaf in {"cross_entropy", "binary_cross_entropy",
                                                    "binary_cross_entropy_with_logits", "nll_loss"}
     return qualname.startswith("torch.nn.") and qualname.endswith("Loss") and qualname.count(".") == 2
+
+# The pre-0.4 autograd wrapper: `Variable(t, requires_grad=True)`, `Variable(t, volatile=True)`.
+VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})

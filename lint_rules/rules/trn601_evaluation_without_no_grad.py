@@ -4,6 +4,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from lint_rules.analysis import names as N
 from lint_rules.analysis.context import hands_over_its_model, test_file
 from lint_rules.analysis.evaluation import FileFacts, forward_target
 from lint_rules.analysis.grad_mode import GradMode
@@ -202,7 +203,9 @@ class EvaluationWithoutNoGrad(Rule):
         # Variable(x, volatile=True): ignored since PyTorch 0.4, so autograd records what it was meant to skip
         if node.keyword is not None and node.keyword.value == "volatile" and is_true(node.value) \
                 and not self.model.in_no_grad(node) and not test_file(self.model) \
-                and not any(id(loop) in self._reported for loop in self.model.enclosing_loops(node)):
+                and not any(id(loop) in self._reported for loop in self.model.enclosing_loops(node)) \
+                and isinstance(call := self.model.parent(node), cst.Call) \
+                and self.model.qualified_name(call.func) in N.VARIABLE and self._facts.feeds_model(call):
             self.report(node, VOLATILE_MESSAGE)  # inside a loop reported already: one finding is enough
 
     def _left_to_callers(self, loop: cst.CSTNode, bare: list[cst.Call]) -> bool:

@@ -8,6 +8,18 @@ from lint_rules.rule import Invalid, Valid
 VALID = [
     Valid(
         """
+        # volatile on a constant that feeds no forward, and a project's own `volatile` parameter
+        import torch
+        from torch.autograd import Variable
+        class Detector(nn.Module):
+            def __init__(self, boxes):
+                super().__init__()
+                self.anchors = Variable(boxes.forward(), volatile=True)
+        pairs = sample_pairs(volatile=True)
+        """
+    ),
+    Valid(
+        """
         # a rollout: the policy's log-probabilities are trained on after the episode
         import torch
         for episode in range(500):
