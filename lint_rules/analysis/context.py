@@ -167,16 +167,37 @@ def third_party_file(model: FileModel, expr: cst.CSTNode, depth: int = 0) -> boo
 
 
 def _downloaded_into(model: FileModel, name: cst.Name) -> bool:
-    """``name`` is handed to a downloader in its own function: ``urlretrieve(url, cached_file)``
-    writes the file that ``torch.load(cached_file)`` then reads."""
+    """``name`` is handed to a downloader that runs before it in its own function, on the same
+    path: ``urlretrieve(url, cached_file)`` writes the file that ``torch.load(cached_file)`` then
+    reads. A download in the other branch of an ``if`` (``if known: download(name) else:
+    torch.load(name)``) is another case's."""
     scope = model.enclosing_function(name) or model.module
+    at = next((a for a in model.ancestors(name) if isinstance(a, cst.Call)), None)
+    here = model.order.get(id(at), 0) if at is not None else 0
     for call in model.within(cst.Call, scope):
         text = dotted(call.func)
-        if text is None or not _DOWNLOADERS.search(text.rsplit(".", 1)[-1]):
+        if text is None or not _DOWNLOADERS.search(text.rsplit(".", 1)[-1]) or model.order.get(id(call), 0) >= here:
             continue
         if any(isinstance(a.value, cst.Name) and a.value.value == name.value
-               and (model.enclosing_function(a.value) or model.module) is scope for a in call.args):
+               and (model.enclosing_function(a.value) or model.module) is scope for a in call.args) \
+                and not _exclusive(model, call, name, scope):
             return True
+    return False
+
+
+def _exclusive(model: FileModel, a: cst.CSTNode, b: cst.CSTNode, scope: cst.CSTNode) -> bool:
+    """``a`` and ``b`` sit in different branches of one ``if`` (or ``elif``/``else``)."""
+    child = a
+    for anc in model.ancestors(a):
+        if anc is scope:
+            return False
+        if isinstance(anc, cst.If) and anc.orelse is not None:
+            a_in_body = child is anc.body
+            if child is anc.body or child is anc.orelse:
+                other = anc.orelse if a_in_body else anc.body
+                if model.is_inside(b, other):
+                    return True
+        child = anc
     return False
 
 
@@ -231,9 +252,27 @@ def loads_a_module(model: FileModel, load: cst.Call) -> bool:
     """The checkpoint ``load`` (a ``torch.load(...)`` call) reads holds a whole pickled module: its
     result, an item of it (``ckpt["model"]``, ``ckpt.get("ema") or ckpt["model"]``) or a name
     assigned one of those in the same function is used as a module (``.state_dict()``, ``.eval()``,
-    ``.fuse()``, after ``.float()``/``.to(device)``). ``weights_only=True`` cannot load such a file."""
+    ``.fuse()``, after ``.float()``/``.to(device)``); or so is another load of the same path in that
+    function (``torch.load(weights).get("run_id")`` before ``torch.load(weights)["model"].eval()``).
+    ``weights_only=True`` cannot load such a file."""
     scope = model.enclosing_function(load) or model.module
-    return _used_as_module(model, load, scope)
+    if _used_as_module(model, load, scope):
+        return True
+    path = _first_arg(load)
+    if path is None:
+        return False
+    code = model.module.code_for_node(path)
+    for other in model.within(cst.Call, scope):
+        if other is not load and model.qualified_name(other.func) == model.qualified_name(load.func):
+            other_path = _first_arg(other)
+            if other_path is not None and model.module.code_for_node(other_path) == code \
+                    and _used_as_module(model, other, scope):
+                return True
+    return False
+
+
+def _first_arg(call: cst.Call) -> cst.BaseExpression | None:
+    return call.args[0].value if call.args and call.args[0].keyword is None else None
 
 
 def _used_as_module(model: FileModel, node: cst.CSTNode, scope: cst.CSTNode) -> bool:

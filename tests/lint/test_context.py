@@ -227,6 +227,16 @@ def elsewhere(url, cache):
 def listed(folder):
     for f in get_files(folder):
         probe_listed(f)
+
+def find(name):
+    if name in KNOWN:
+        return download_model(name)
+    else:
+        return probe_other_branch(name)
+
+def after(url, target):
+    probe_before_download(target)
+    urlretrieve(url, target)
 """
 
 
@@ -235,6 +245,8 @@ def listed(folder):
     ("fetched", True),  # the file a downloader writes in the same function
     ("not_fetched_here", False),  # the same spelling, but no downloader in its function
     ("listed", False),  # get_files() lists a folder: Keras' get_file() downloads, get_files() does not
+    ("other_branch", False),  # the download runs only in the other branch
+    ("before_download", False),  # read before anything is downloaded
 ])
 def test_third_party_file_follows_every_assignment_and_a_downloader_that_writes_it(label, expected):
     from lint_rules.analysis.context import third_party_file
@@ -321,6 +333,16 @@ def before(net, path):
     ckpt = make()
     ckpt.eval()
     ckpt = torch.load(path)
+
+def same_file(weights):
+    run_id = torch.load(weights).get("run_id")
+    ckpt = torch.load(weights)
+    net = ckpt["model"].float().eval()
+
+def other_file(weights, resume):
+    run_id = torch.load(resume).get("run_id")
+    ckpt = torch.load(weights)
+    net = ckpt["model"].float().eval()
 """
 
 
@@ -328,6 +350,8 @@ def before(net, path):
     ("ensemble", True), ("transfer", True), ("whole", True),
     ("state_dict_item", False),  # its items are state dicts: .items(), handed to load_state_dict
     ("handed_over", False), ("before", False),  # a use before the load is another value's
+    ("same_file", True),  # the same path's other load shows what the file holds
+    ("other_file", False),
 ])
 def test_loads_a_module(function, expected):
     from lint_rules.analysis.context import loads_a_module
