@@ -176,7 +176,7 @@ def _is_main_guard(test: cst.BaseExpression) -> bool:
 
 # A file that comes from elsewhere: downloaded, a published pretrained checkpoint, a URL.
 _THIRD_PARTY = re.compile(r"pretrain|finetune|download|cached_path|(^|_)url($|_)|hub", re.I)
-_DOWNLOADERS = re.compile(r"download|urlretrieve|hf_hub|cached_path|get_file", re.I)
+_DOWNLOADERS = re.compile(r"download|urlretrieve|hf_hub|cached_path|^get_file$", re.I)  # not get_files()
 
 
 def third_party_file(model: FileModel, expr: cst.CSTNode, depth: int = 0) -> bool:
@@ -198,12 +198,71 @@ def third_party_file(model: FileModel, expr: cst.CSTNode, depth: int = 0) -> boo
         if text is not None and _THIRD_PARTY.search(text.rsplit(".", 1)[-1]):
             return True
         if isinstance(expr, cst.Name):
-            bindings = model.bindings_of(expr)
-            if bindings and len(bindings) == 1 and bindings[0].value is not None:
-                if bindings[0].kind == PARAM:  # def load_pretrained(net, path): the function says what it reads
-                    fn = bindings[0].value
-                    return isinstance(fn, cst.FunctionDef) and _THIRD_PARTY.search(fn.name.value) is not None
-                return third_party_file(model, bindings[0].value, depth + 1)
+            # any value it may hold: `path = local; if missing: path = hf_hub_download(...)` may read a download
+            for b in model.bindings_of(expr) or ():
+                if b.value is None:
+                    continue
+                if b.kind == PARAM:  # def load_pretrained(net, path): the function says what it reads
+                    if isinstance(b.value, cst.FunctionDef) and _THIRD_PARTY.search(b.value.name.value):
+                        return True
+                elif third_party_file(model, b.value, depth + 1):
+                    return True
+            return _downloaded_into(model, expr)
+    return False
+
+
+def _downloaded_into(model: FileModel, name: cst.Name) -> bool:
+    """``name`` is handed to a downloader that runs before it in its own function, on the same
+    path: ``urlretrieve(url, cached_file)`` writes the file that ``torch.load(cached_file)`` then
+    reads. A download in the other branch of an ``if`` (``if known: download(name) else:
+    torch.load(name)``) is another case's."""
+    scope = model.enclosing_function(name) or model.module
+    at = next((a for a in model.ancestors(name) if isinstance(a, cst.Call)), None)
+    here = model.order.get(id(at), 0) if at is not None else 0
+    for call in model.within(cst.Call, scope):
+        text = dotted(call.func)
+        if text is None or not _DOWNLOADERS.search(text.rsplit(".", 1)[-1]) or model.order.get(id(call), 0) >= here:
+            continue
+        if any(isinstance(a.value, cst.Name) and a.value.value == name.value
+               and (model.enclosing_function(a.value) or model.module) is scope for a in call.args) \
+                and not _exclusive(model, call, name, scope):
+            return True
+    return False
+
+
+def _exclusive(model: FileModel, a: cst.CSTNode, b: cst.CSTNode, scope: cst.CSTNode) -> bool:
+    """``a`` and ``b`` sit in different branches of one ``if`` (or ``elif``/``else``)."""
+    child = a
+    for anc in model.ancestors(a):
+        if anc is scope:
+            return False
+        if isinstance(anc, cst.If) and anc.orelse is not None:
+            a_in_body = child is anc.body
+            if child is anc.body or child is anc.orelse:
+                other = anc.orelse if a_in_body else anc.body
+                if model.is_inside(b, other):
+                    return True
+        child = anc
+    return False
+
+
+def reads_safe_format(model: FileModel, node: cst.CSTNode) -> bool:
+    """The function around ``node`` (or the module's top level) also reads safetensors: a loader of
+    the ``safetensors`` package (``load_file``, ``safe_open``, ``load``) or a helper named for it
+    (``load_safetensors_model``). Code that reads that format reads published model weights, which
+    safetensors exists to load without unpickling: a pickle read beside it (the fallback for an
+    older ``pytorch_model.bin``) reads the same kind of file from elsewhere. Writing safetensors
+    says less: a converter of the project's own checkpoints writes them too."""
+    scope = model.enclosing_function(node) or model.module
+    for call in model.within(cst.Call, scope):
+        if (model.enclosing_function(call) or model.module) is not scope:
+            continue  # a nested function's (or, at top level, any function's) calls are not this code's
+        qualified = model.qualified_name(call.func) or ""
+        leaf = (dotted(call.func) or "").rsplit(".", 1)[-1].lower()
+        from_package = qualified.split(".", 1)[0] == "safetensors"
+        if leaf == "safe_open" or ("load" in leaf and (from_package or "safetensors" in leaf)) \
+                or (from_package and "load" in qualified.rsplit(".", 1)[-1].lower()):
+            return True
     return False
 
 
@@ -225,3 +284,91 @@ def documented(model: FileModel, node: cst.CSTNode, words: re.Pattern[str]) -> b
             if isinstance(anc, cst.ClassDef):
                 break
     return any(words.search(text) for text in texts)
+
+
+# Methods a tensor and a module share: a checkpoint item passes through them as what it was.
+_NEUTRAL_METHODS = frozenset({"float", "half", "double", "bfloat16", "to", "cuda", "cpu"})
+# Methods only a module has: an item of a checkpoint called with one was a pickled module.
+_MODULE_METHODS = frozenset({"state_dict", "load_state_dict", "eval", "train", "fuse", "parameters",
+                             "named_parameters", "modules", "named_modules", "children", "requires_grad_"})
+
+
+def loads_a_module(model: FileModel, load: cst.Call) -> bool:
+    """The checkpoint ``load`` (a ``torch.load(...)`` call) reads holds a whole pickled module: its
+    result, an item of it (``ckpt["model"]``, ``ckpt.get("ema") or ckpt["model"]``) or a name
+    assigned one of those in the same function is used as a module (``.state_dict()``, ``.eval()``,
+    ``.fuse()``, after ``.float()``/``.to(device)``); or so is another load of the same path in that
+    function (``torch.load(weights).get("run_id")`` before ``torch.load(weights)["model"].eval()``).
+    ``weights_only=True`` cannot load such a file."""
+    scope = model.enclosing_function(load) or model.module
+    if _used_as_module(model, load, scope):
+        return True
+    path = _first_arg(load)
+    if path is None:
+        return False
+    code = model.module.code_for_node(path)
+    for other in model.within(cst.Call, scope):
+        if other is not load and model.qualified_name(other.func) == model.qualified_name(load.func):
+            other_path = _first_arg(other)
+            if other_path is not None and model.module.code_for_node(other_path) == code \
+                    and _used_as_module(model, other, scope):
+                return True
+    return False
+
+
+def _first_arg(call: cst.Call) -> cst.BaseExpression | None:
+    return call.args[0].value if call.args and call.args[0].keyword is None else None
+
+
+def _used_as_module(model: FileModel, node: cst.CSTNode, scope: cst.CSTNode) -> bool:
+    parents = model.parents
+    while True:
+        parent = parents.get(id(node))
+        if isinstance(parent, cst.Subscript) and parent.value is node:
+            node = parent  # ckpt["model"]
+        elif isinstance(parent, cst.BooleanOperation):
+            node = parent  # ckpt.get("ema") or ckpt["model"]
+        elif isinstance(parent, cst.Attribute) and parent.value is node:
+            call = parents.get(id(parent))
+            if not (isinstance(call, cst.Call) and call.func is parent):
+                return False
+            if parent.attr.value in _MODULE_METHODS:
+                return True
+            if parent.attr.value not in _NEUTRAL_METHODS and parent.attr.value != "get":
+                return False
+            node = call  # ckpt.get("model"), item.float()
+        elif isinstance(parent, (cst.Arg, cst.Element)) or parent is None:
+            return False
+        else:
+            break
+    # `ckpt = torch.load(...)`: a later call of its own function uses the name as a module
+    if not (isinstance(parent, cst.Assign) and parent.value is node and len(parent.targets) == 1):
+        return False
+    target = parent.targets[0].target
+    if not isinstance(target, cst.Name):
+        return False
+    after = model.order.get(id(parent), 0)
+    for call in model.within(cst.Call, scope):
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value in _MODULE_METHODS) \
+                or model.order.get(id(call), 0) <= after:
+            continue
+        base = _item_base(func.value)
+        if isinstance(base, cst.Name) and base.value == target.value:
+            return True
+    return False
+
+
+def _item_base(expr: cst.CSTNode) -> cst.CSTNode:
+    """The name under ``ckpt["model"].float()``, ``ckpt.get("ema") or ckpt["model"]``: ``ckpt``."""
+    for _ in range(8):
+        if isinstance(expr, cst.Subscript):
+            expr = expr.value
+        elif isinstance(expr, cst.BooleanOperation):
+            expr = expr.left
+        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) \
+                and (expr.func.attr.value in _NEUTRAL_METHODS or expr.func.attr.value == "get"):
+            expr = expr.func.value
+        else:
+            break
+    return expr

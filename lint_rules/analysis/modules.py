@@ -50,10 +50,16 @@ _SAME_MODULE_METHODS = frozenset({"to", "cuda", "cpu", "float", "half", "double"
 _WRAPPERS = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
                        "torch.nn.parallel.DistributedDataParallel",
                        "torch.nn.parallel.distributed.DistributedDataParallel"})
-# Names that kinds.name_hint() takes for a model but that hold something about one.
+# Names that kinds.name_hint() takes for a model but that hold something about one. The last
+# word of a compound name says what it holds: `model_output`, `model_dataset` and `net_sd` are an
+# output, a dataset and a state dict, where `model_ema` and `net_g` are models.
 _NOT_A_MODULE_NAME = re.compile(
     r"state|dict|path|file|name|dir|cfg|config|ckpt|checkpoint|weight|param|args|kwargs|type|cls|"
-    r"class|str|url|_id$|fn$|func|factory|builder|kind", re.I)
+    r"class|str|url|_id$|fn$|func|factory|builder|kind|"
+    r"_(outputs?|outs?|data|datasets?|results?|preds?|predictions?|logits|feats?|features|loss(es)?|sd|"
+    r"scores?|inputs?|targets?|metrics|stats|info|grads?|samples?)$", re.I)
+# Methods of a mapping (a state dict) that a model does not have (an nn.ModuleDict aside).
+_MAPPING_METHODS = frozenset({"keys", "items", "values"})
 _SELF_REGISTERING_METHODS = frozenset({"register_buffer", "register_parameter", "add_module",
                                        "register_module"})
 
@@ -84,7 +90,7 @@ class ModuleFacts:
         self.model = model
         self._module_class: dict[int, bool | None] = {}
         self._scope_calls: dict[int, list[cst.Call]] | None = None
-        self._module_uses: set[tuple[int, str]] | None = None
+        self._module_uses: set[tuple[int, str, str]] | None = None
 
     # ---------------------------------------------------------------- classes
     def is_module_class(self, classdef: cst.ClassDef) -> bool:
@@ -349,7 +355,8 @@ class ModuleFacts:
             if b.kind in (ASSIGN, WITH) and b.value is not None:
                 if _not_a_module(b.value):
                     return False
-                constructed = constructed or kind_of(model, b.value) in (MODULE, CRITERION)
+                constructed = constructed or (kind_of(model, b.value) in (MODULE, CRITERION)
+                                              and not _named_not_a_module(b.value))
                 if isinstance(b.value, cst.Call) and dotted(b.value.func) == "torch.load":
                     loads += 1
                 elif not (isinstance(b.value, cst.Call) and any(dotted(a.value) == name for a in b.value.args)):
@@ -362,26 +369,33 @@ class ModuleFacts:
             return False
         if kind_of(model, expr) in (MODULE, CRITERION):
             # known from an annotation, or guessed from the name: `model_state` is not a model
-            return not _NOT_A_MODULE_NAME.search((dotted(expr) or "").rsplit(".", 1)[-1])
+            # and `converted_model.keys()` says a state dict: the name is the only evidence, its uses outweigh it
+            return not _NOT_A_MODULE_NAME.search((dotted(expr) or "").rsplit(".", 1)[-1]) \
+                and not self._used_as(expr, _MAPPING_METHODS)
         return self._from_module_container(expr) or self.used_as_module(expr)
 
     def used_as_module(self, expr: cst.CSTNode) -> bool:
         """The file calls a method only an ``nn.Module`` has on the value ``expr`` holds: on the same
         local name in its function (``critic.parameters()``), or on the same ``self.<attr>`` in any
         method of its class (``self.actor.parameters()`` given to an optimizer in ``__init__``)."""
+        return self._used_as(expr, _MODULE_ONLY_METHODS)
+
+    def _used_as(self, expr: cst.CSTNode, methods: frozenset[str]) -> bool:
+        """The file calls one of ``methods`` on the value ``expr`` holds (see :meth:`used_as_module`)."""
         text = dotted(expr)
         if text is None or not isinstance(expr, (cst.Name, cst.Attribute)):
             return False
-        if self._module_uses is None:
-            uses: set[tuple[int, str]] = set()
+        if self._module_uses is None:  # once per file: (scope, receiver, method) of every method call
+            uses: set[tuple[int, str, str]] = set()
             for call in self.model.nodes(cst.Call):
                 func = call.func
-                if isinstance(func, cst.Attribute) and func.attr.value in _MODULE_ONLY_METHODS:
+                if isinstance(func, cst.Attribute):
                     receiver = dotted(func.value)
                     if receiver is not None:
-                        uses.add((id(self._use_scope(func.value, receiver)), receiver))
+                        uses.add((id(self._use_scope(func.value, receiver)), receiver, func.attr.value))
             self._module_uses = uses
-        return (id(self._use_scope(expr, text)), text) in self._module_uses
+        scope = id(self._use_scope(expr, text))
+        return any((scope, text, m) in self._module_uses for m in methods)
 
     def _use_scope(self, expr: cst.CSTNode, text: str) -> cst.CSTNode | None:
         """Where a spelling means one value: ``self.x`` within its class, a name within its function."""
@@ -548,6 +562,13 @@ def mentions_name(expr: cst.CSTNode, name: str) -> bool:
             return True
         stack.extend(node.children)
     return False
+
+
+def _named_not_a_module(value: cst.CSTNode) -> bool:
+    """``value`` is a name or attribute spelled as something about a model (``batch.model_output``):
+    a kind guessed from that spelling is no evidence of a module."""
+    return isinstance(value, (cst.Name, cst.Attribute)) and bool(
+        _NOT_A_MODULE_NAME.search((dotted(value) or "").rsplit(".", 1)[-1]))
 
 
 def _not_a_module(value: cst.CSTNode | None) -> bool:

@@ -4,7 +4,7 @@ import os
 
 import libcst as cst
 
-from lint_rules.analysis.context import in_test, library_module, third_party_file
+from lint_rules.analysis.context import in_test, loads_a_module, reads_safe_format, third_party_file
 from lint_rules.analysis.edits import append_keyword
 from lint_rules.analysis.model import ASSIGN, is_false, keyword_arg
 from lint_rules.rule import ERROR, UNSAFE, WARNING, Replace, Rule, RuleFix
@@ -35,15 +35,20 @@ class UnsafeTorchLoad(Rule):
     - no lower bound on torch in those files: reported as a warning.
 
     Confidence: a finding is *certain*, and reported by default, when the file
-    comes from someone else: the load is in a library module (a package next to
-    the project's `pyproject.toml`, `setup.py` or `setup.cfg`, outside its examples,
-    scripts and tests, with no `__main__` block: it reads what its users hand it),
-    or the path is a URL, a download's result, or spelled as a pretrained,
+    comes from someone else: the path is a URL, a download's result (on any of
+    the assignments that reach it, or a file a downloader writes in the same
+    function: `urlretrieve(url, cached_file)`), or spelled as a pretrained,
     fine-tuning or downloaded checkpoint (`args.pretrained`, `cached_path`, a
-    parameter of `def load_pretrained(net, path)`). A
-    script reading back its own checkpoint is *possible*: reported with `--preview`.
+    parameter of `def load_pretrained(net, path)`); or the function also reads
+    safetensors (`safe_open`, `safetensors.torch.load_file`): the pickle read is
+    the fallback for published model weights that the code already loads safely
+    in their other format. A checkpoint the project reads back from its
+    own runs (a resume, a best model, a feature cache, a library's `load()` of
+    what its `save()` wrote) is *possible*: reported with `--preview`.
     An explicit `weights_only=False` is a decision: certain only for a file that
-    comes from elsewhere by its path.
+    comes from elsewhere by its path. A checkpoint used as a whole pickled module
+    (`torch.load(w)["model"].float().eval()`, `ckpt["model"].state_dict()`) is
+    never certain: `weights_only=True` cannot load it, the fix is a new format.
     Loads in tests (`def test_*`, `unittest.TestCase` methods) are not reported:
     they read files the test itself wrote.
 
@@ -120,18 +125,23 @@ class UnsafeTorchLoad(Rule):
             return
         if in_test(self.model, node):
             return
-        # Certain where the file comes from someone else: a library reads what its users hand it, and a
-        # pretrained or downloaded checkpoint was published by another party. A script reading back its
-        # own checkpoint is only possible.
+        # Certain where the file comes from someone else: a pretrained or downloaded checkpoint was
+        # published by another party, and code that also reads safetensors reads published model
+        # weights. A file the project reads back from its own runs is only possible, in a library too:
+        # a library's resume state, caches and save/load pairs read what its user's run wrote.
         first = node.args[0].value if node.args and node.args[0].keyword is None else None
-        certain = library_module(self.model) or (first is not None and third_party_file(self.model, first))
+        third_party = first is not None and third_party_file(self.model, first)
+        # A checkpoint that holds a whole pickled module (`ckpt["model"].float().eval()`) cannot load with
+        # weights_only=True: the fix is a new checkpoint format, not the keyword.
+        whole_module = loads_a_module(self.model, node)
+        certain = (third_party or reads_safe_format(self.model, node)) and not whole_module
         arg = keyword_arg(node, "weights_only")
         if arg is not None:
             if self._is_false(arg.value):
                 true = arg.value.with_changes(value="True") if isinstance(arg.value, cst.Name) else cst.Name("True")
                 # an explicit False is a decision: certain only for a file that comes from someone else
-                third_party = first is not None and third_party_file(self.model, first)
-                self.report(node, fix=RuleFix(UNSAFE, (Replace(arg.value, true),)), certain=third_party)
+                self.report(node, fix=RuleFix(UNSAFE, (Replace(arg.value, true),)),
+                            certain=third_party and not whole_module)
             return
         if any(a.star == "**" for a in node.args) or self._old_torch_fallback(node):
             return

@@ -60,7 +60,11 @@ class WholeModelSaved(Rule):
     A variable whose value is out of sight is taken for a module only by its name
     (`model`, `net`, `*_model`), so `torch.save(model, path)` on something else
     called `model` is flagged, unless its annotation or the function's docstring
-    declares plain data (`model: dict`, `model (dict): ...`). Saving a whole model on purpose (a
+    declares plain data (`model: dict`, `model (dict): ...`), its last word names
+    something else (`model_output`, `model_dataset`, `model_sd`), or the file uses
+    it as a mapping (`converted_model.keys()`). A dict saved under a name holds
+    what the assignment that reaches the save put in it, not every dict that name
+    is given in the function. Saving a whole model on purpose (a
     `torch.package`-free export for one fixed codebase) is a legitimate but
     fragile choice; suppress with `# noqa: TRN702`. TorchScript archives
     (`torch.jit.save`) are not affected and not flagged.
@@ -100,7 +104,7 @@ class WholeModelSaved(Rule):
                 obj = arg.value
         if self._in_memory(node):
             return  # torch.save(model, io.BytesIO()): a deep copy in memory, no file anyone loads later
-        if self._holds_module(obj) and not in_test(self.model, node):
+        if self._holds_module(obj, at=node) and not in_test(self.model, node):
             uncalled = isinstance(obj, cst.Attribute) and obj.attr.value == "state_dict"
             self.report(node, _UNCALLED_MESSAGE if uncalled else None)
 
@@ -128,15 +132,17 @@ class WholeModelSaved(Rule):
                               if isinstance(c.func, cst.Attribute) and c.func.attr.value in _STATEFUL_METHODS}
         return text in self._stateful
 
-    def _holds_module(self, obj: cst.CSTNode, depth: int = 0) -> bool:
+    def _holds_module(self, obj: cst.CSTNode, depth: int = 0, at: cst.CSTNode | None = None) -> bool:
+        """``obj`` holds a module; ``at``, the save, picks the assignments of a name that reach it."""
         if depth > 3:
             return False
         if isinstance(obj, cst.Attribute) and obj.attr.value == "state_dict":
             # model.state_dict without the call: a bound method, pickled with its module
             return self._facts.is_module_value(obj.value) or self._has_state(obj.value)
         if isinstance(obj, cst.Name):
-            # checkpoint = {"model": model, ...}; torch.save(checkpoint, path)
-            bindings = self.model.bindings_of(obj) or ()
+            # checkpoint = {"model": model, ...}; torch.save(checkpoint, path). Only the assignments that
+            # reach this save: a function that saves two different dicts under one name is two saves.
+            bindings = (self.model.reaching_bindings(obj, at) if at is not None else self.model.bindings_of(obj)) or ()
             literals = [b.value for b in bindings if isinstance(b.value, (cst.Dict, cst.List, cst.Tuple))]
             if literals:
                 return any(self._holds_module(v, depth + 1) for v in literals)

@@ -229,3 +229,162 @@ def test_test_file(tmp_path, layout, linted, expected):
     model = FileModel(cst.parse_module((tmp_path / linted).read_text()))
     model.project_facts = ProjectFacts(ProjectIndex(), str(tmp_path / linted))
     assert test_file(model) is expected
+
+
+DOWNLOADS = """
+import os
+import torch
+from urllib.request import urlretrieve
+from huggingface_hub import hf_hub_download
+
+def from_hub(repo, name, local_dir):
+    weights_file = os.path.join(local_dir, name)
+    if not os.path.exists(weights_file):
+        weights_file = hf_hub_download(repo, name)
+    probe_either(weights_file)
+
+def fetch(url, cache):
+    target = os.path.join(cache, url.split("/")[-1])
+    urlretrieve(url, target)
+    probe_fetched(target)
+
+def elsewhere(url, cache):
+    target = os.path.join(cache, "w.pt")
+    probe_not_fetched_here(target)
+
+def listed(folder):
+    for f in get_files(folder):
+        probe_listed(f)
+
+def find(name):
+    if name in KNOWN:
+        return download_model(name)
+    else:
+        return probe_other_branch(name)
+
+def after(url, target):
+    probe_before_download(target)
+    urlretrieve(url, target)
+"""
+
+
+@pytest.mark.parametrize(("label", "expected"), [
+    ("either", True),  # one of its assignments downloads: the load may read a download
+    ("fetched", True),  # the file a downloader writes in the same function
+    ("not_fetched_here", False),  # the same spelling, but no downloader in its function
+    ("listed", False),  # get_files() lists a folder: Keras' get_file() downloads, get_files() does not
+    ("other_branch", False),  # the download runs only in the other branch
+    ("before_download", False),  # read before anything is downloaded
+])
+def test_third_party_file_follows_every_assignment_and_a_downloader_that_writes_it(label, expected):
+    from lint_rules.analysis.context import third_party_file
+
+    model, calls = _calls(DOWNLOADS)
+    assert third_party_file(model, calls[label].args[0].value) is expected
+
+
+SAFE_FORMAT = """
+import torch
+from safetensors import safe_open
+from safetensors.torch import load_file, save_file
+import safetensors.torch as st
+
+def read_weights(folder):
+    if os.path.exists(os.path.join(folder, "model.safetensors")):
+        return load_file(os.path.join(folder, "model.safetensors"))
+    return probe_fallback(os.path.join(folder, "pytorch_model.bin"))
+
+def read_shard(path):
+    if path.endswith(".safetensors"):
+        tensors = st.load_file(path)
+    else:
+        tensors = probe_module_alias(path)
+
+def read_opened(path):
+    with safe_open(path, framework="pt") as f:
+        keys = list(f.keys())
+    probe_opened(path)
+
+def read_helper(model, path):
+    load_safetensors_model(model, path)
+    probe_helper(path)
+
+def convert(src, dst):
+    save_file(probe_converter(src), dst)   # writes safetensors: a converter of its own checkpoints
+
+def resume(path):
+    probe_plain(path)
+
+probe_top_level(path)
+"""
+
+
+@pytest.mark.parametrize(("label", "expected"), [
+    ("fallback", True), ("module_alias", True), ("opened", True), ("helper", True),
+    ("converter", False),  # writing the format says less than reading it
+    ("plain", False),
+    ("top_level", False),  # the module's own statements read no safetensors, only its functions do
+])
+def test_reads_safe_format_looks_at_the_function_around_the_load(label, expected):
+    from lint_rules.analysis.context import reads_safe_format
+
+    model, calls = _calls(SAFE_FORMAT)
+    assert reads_safe_format(model, calls[label]) is expected
+
+
+WHOLE = """
+import torch
+
+def ensemble(weights):
+    for w in weights:
+        ckpt = torch.load(w)
+        ckpt = (ckpt.get("ema") or ckpt["model"]).to("cpu").float()
+        models.append(ckpt.fuse().eval())
+
+def transfer(net, weights):
+    csd = torch.load(weights)["model"].float().state_dict()
+    net.load_state_dict(csd)
+
+def whole(path):
+    net = torch.load(path)
+    net.eval()
+
+def state_dict_item(net, path):
+    ckpt = torch.load(path)
+    net.load_state_dict(ckpt["model"])
+    sd = {k: v.float() for k, v in ckpt["model"].items()}
+
+def handed_over(net, path):
+    net.load_state_dict(torch.load(path))
+
+def before(net, path):
+    ckpt = make()
+    ckpt.eval()
+    ckpt = torch.load(path)
+
+def same_file(weights):
+    run_id = torch.load(weights).get("run_id")
+    ckpt = torch.load(weights)
+    net = ckpt["model"].float().eval()
+
+def other_file(weights, resume):
+    run_id = torch.load(resume).get("run_id")
+    ckpt = torch.load(weights)
+    net = ckpt["model"].float().eval()
+"""
+
+
+@pytest.mark.parametrize(("function", "expected"), [
+    ("ensemble", True), ("transfer", True), ("whole", True),
+    ("state_dict_item", False),  # its items are state dicts: .items(), handed to load_state_dict
+    ("handed_over", False), ("before", False),  # a use before the load is another value's
+    ("same_file", True),  # the same path's other load shows what the file holds
+    ("other_file", False),
+])
+def test_loads_a_module(function, expected):
+    from lint_rules.analysis.context import loads_a_module
+
+    model = FileModel(cst.parse_module(textwrap.dedent(WHOLE)))
+    fn = next(n for n in model.nodes(cst.FunctionDef) if n.name.value == function)
+    load = next(c for c in model.within(cst.Call, fn) if model.qualified_name(c.func) == "torch.load")
+    assert loads_a_module(model, load) is expected

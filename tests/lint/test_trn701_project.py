@@ -103,7 +103,7 @@ LOADS = textwrap.dedent(
 )
 
 
-def test_a_library_module_or_a_pretrained_checkpoint_is_certain_and_a_script_reload_possible(tmp_path: Path):
+def test_a_pretrained_checkpoint_is_certain_and_a_reload_of_the_projects_own_possible(tmp_path: Path):
     write_project(tmp_path, ["torch>=2.0"])
     (tmp_path / "train.py").write_text(LOADS)
     (tmp_path / "pkg").mkdir()
@@ -112,5 +112,51 @@ def test_a_library_module_or_a_pretrained_checkpoint_is_certain_and_a_script_rel
     # a script: its pretrained checkpoint is certain, its own checkpoint possible (--preview only)
     assert _plain_lint(tmp_path, "train.py") == [(3, "certain")]
     assert _plain_lint(tmp_path, "train.py", "--preview") == [(2, "possible"), (3, "certain")]
-    # a library module reads what its users hand it: both loads are certain
-    assert _plain_lint(tmp_path, "pkg/io.py") == [(2, "certain"), (3, "certain")]
+    # a library module too: its resume state, caches and save/load pairs read what its user's run wrote
+    assert _plain_lint(tmp_path, "pkg/io.py") == [(3, "certain")]
+    assert _plain_lint(tmp_path, "pkg/io.py", "--preview") == [(2, "possible"), (3, "certain")]
+
+
+WEIGHTS = textwrap.dedent(
+    """\
+    import os
+    import torch
+    from urllib.request import urlretrieve
+    from safetensors import safe_open
+
+    class Block:
+        @classmethod
+        def restore(cls, folder):
+            if os.path.exists(os.path.join(folder, "model.safetensors")):
+                with safe_open(os.path.join(folder, "model.safetensors"), framework="pt") as f:
+                    return {k: f.get_tensor(k) for k in f.keys()}
+            return torch.load(os.path.join(folder, "pytorch_model.bin"), map_location="cpu")
+
+    def features(folder, loader):
+        for i, batch in enumerate(loader):
+            torch.save(batch, os.path.join(folder, f"part{i}.pt"))
+        return torch.load(os.path.join(folder, "part0.pt"))
+
+    def fetch(url, cache):
+        target = os.path.join(cache, os.path.basename(url))
+        urlretrieve(url, target)
+        return torch.load(target)
+
+    def detector(pretrained_weights):
+        net = torch.load(pretrained_weights)["model"].float().eval()
+        return net
+    """
+)
+
+
+def test_certain_loads_read_published_weights_and_a_pickled_module_is_left_possible(tmp_path: Path) -> None:
+    write_project(tmp_path, ["torch>=2.0"])
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "weights.py").write_text(WEIGHTS)
+    # the pickle fallback beside a safetensors read and a downloaded file are certain; a feature cache
+    # the function itself wrote is not, nor a pretrained file that holds a whole pickled module
+    # (weights_only=True cannot load it)
+    assert _plain_lint(tmp_path, "pkg/weights.py") == [(12, "certain"), (22, "certain")]
+    assert _plain_lint(tmp_path, "pkg/weights.py", "--preview") == [
+        (12, "certain"), (17, "possible"), (22, "certain"), (25, "possible")]

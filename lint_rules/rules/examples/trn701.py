@@ -55,6 +55,37 @@ VALID = [
 INVALID = [
     Invalid(
         """
+        # the pickle fallback of code that reads safetensors, and a file a downloader just wrote
+        import os
+        import torch
+        from urllib.request import urlretrieve
+        from safetensors.torch import load_file
+        def load_weights(folder):
+            if os.path.exists(os.path.join(folder, "model.safetensors")):
+                return load_file(os.path.join(folder, "model.safetensors"))
+            return torch.load(os.path.join(folder, "pytorch_model.bin"))  # BUG
+        def fetch(url, target):
+            urlretrieve(url, target)
+            return torch.load(target)  # BUG
+        """,
+        fixed="""
+        # the pickle fallback of code that reads safetensors, and a file a downloader just wrote
+        import os
+        import torch
+        from urllib.request import urlretrieve
+        from safetensors.torch import load_file
+        def load_weights(folder):
+            if os.path.exists(os.path.join(folder, "model.safetensors")):
+                return load_file(os.path.join(folder, "model.safetensors"))
+            return torch.load(os.path.join(folder, "pytorch_model.bin"), weights_only=True)  # BUG
+        def fetch(url, target):
+            urlretrieve(url, target)
+            return torch.load(target, weights_only=True)  # BUG
+        """,
+        applicability=UNSAFE,
+    ),
+    Invalid(
+        """
         import torch
         ckpt = torch.load(path, map_location="cpu", weights_only=False)  # BUG
         """,

@@ -8,6 +8,20 @@ from lint_rules.rule import Invalid, Valid
 VALID = [
     Valid(
         """
+        # names that start or end like a model's but hold something else: the last word says what
+        import torch
+        def dump(task, generate, strip_prefix, trunk, path):
+            model_output = task.last_batch.model_output
+            torch.save(model_output, path)
+            model_dataset = generate()
+            torch.save(model_dataset, path)
+            converted_model = strip_prefix(trunk)
+            print(len(converted_model.keys()))
+            torch.save(converted_model, path)
+        """
+    ),
+    Valid(
+        """
         # a unittest case that pickles a module on purpose to check it survives the trip
         import unittest
         import torch
@@ -83,6 +97,21 @@ VALID = [
 ]
 
 INVALID = [
+    Invalid(
+        """
+        # one name, two checkpoints: each save holds the dict assigned just before it
+        import torch
+        def save(self, model, epoch, path):
+            if self.sharded:
+                state = {"epoch": epoch, "model": model.state_dict()}
+                torch.save(state, path)
+            else:
+                state = {"epoch": epoch, "model": self.gather_sd(model)}
+                torch.save(state, path)
+            state = {"epoch": epoch, "model": model}
+            torch.save(state, path)  # BUG
+        """
+    ),
     Invalid(
         """
         import torch

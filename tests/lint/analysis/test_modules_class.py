@@ -217,3 +217,37 @@ def test_a_value_is_a_module_by_the_module_only_methods_called_on_it() -> None:
     # a parameter of another function with the same name is another value: nothing is known of it
     assert found == {"act:self.actor": True, "act:self.critic": False, "act:self.schedule": False,
                      "update:policy": True, "update:target": True, "update:buffer": False, "other:policy": False}
+
+
+def test_a_name_guessed_a_model_yields_to_its_last_word_and_its_uses() -> None:
+    src = textwrap.dedent("""
+        import torch
+
+        def run(task, build, strip, trunk, weights):
+            model_output = task.last_batch.model_output
+            model_output
+            model_dataset = build()
+            model_dataset
+            net_sd = strip(weights)
+            net_sd
+            converted_model = strip(trunk)
+            converted_model.keys()
+            converted_model
+            model_ema = build()
+            model_ema
+            forward_model = build()
+            forward_model
+            model = task.last_batch.model
+            model
+        """)
+    model = FileModel(cst.parse_module(src))
+    facts = model.fact(ModuleFacts)
+    fn = next(iter(model.nodes(cst.FunctionDef)))
+    bare = [s.body[0].value for s in fn.body.body
+            if isinstance(s, cst.SimpleStatementLine) and isinstance(s.body[0], cst.Expr)
+            and isinstance(s.body[0].value, cst.Name)]
+    found = {e.value: facts.is_module_value(e) for e in bare}
+    # an output, a dataset and a state dict by their last word; a mapping by its .keys(); the rest
+    # are taken for models by their names, as before
+    assert found == {"model_output": False, "model_dataset": False, "net_sd": False, "converted_model": False,
+                     "model_ema": True, "forward_model": True, "model": True}
