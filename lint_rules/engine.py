@@ -19,6 +19,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from lint_rules import limits, registry, suppression
+from lint_rules.analysis.context import test_file
 from lint_rules.analysis.cross_file import ProjectFacts
 from lint_rules.analysis.model import FileModel
 from lint_rules.analysis.project_index import index_for
@@ -185,9 +186,13 @@ def _run_rules(source: str, path: str, codes: set[str] | None, unfixable: frozen
 
     # A finding's confidence: the rule's word, else its tier's (a preview rule's findings are possible).
     # Possible findings are kept only for the codes that ask for them (--preview, or selected by code).
+    # In test code (context.test_file) nothing is certain: a test exercises a pattern on purpose,
+    # on data small enough that what it costs does not matter.
+    tests = any(rule.reports for rule in rules) and test_file(model)
     reports: list[tuple[Rule, Report, bool]] = [
         (rule, rep, certain) for rule in rules if rule.CODE not in crashed for rep in rule.reports
-        if (certain := rep.certain if rep.certain is not None else not registry.is_preview(rule.CODE))
+        if (certain := (rep.certain if rep.certain is not None else not registry.is_preview(rule.CODE))
+            and not tests)
         or rule.CODE in possible]
     crashes = [_builtin_finding(path, registry.INTERNAL_ERROR, 1, 1,
                                 f"rule {code} ({rule_classes[code].NAME}) crashed: {text}")

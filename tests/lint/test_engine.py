@@ -34,3 +34,31 @@ def test_lint_work_grows_linearly_with_the_training_functions_of_a_file() -> Non
     small = _python_calls(training_file(50))
     large = _python_calls(training_file(100))
     assert large / small < 2.1, (small, large)
+
+
+_ZERO_GRAD_MISSING = """\
+import torch
+def fit(model, loader, optimizer):
+    for x, y in loader:
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        optimizer.step()
+"""
+
+
+def test_nothing_is_certain_in_test_code(tmp_path) -> None:
+    # the same missing zero_grad() is certain in the project's code and only possible in its tests
+    import subprocess
+
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_fit.py").write_text(_ZERO_GRAD_MISSING)
+    (tmp_path / "fit.py").write_text(_ZERO_GRAD_MISSING)
+
+    def codes(*flags: str) -> list[str]:
+        out = subprocess.run([sys.executable, "-m", "lint_rules", "lint", "--isolated", "--no-cache",
+                              "--select", "TRN1", "--format", "concise", *flags, "."],
+                             cwd=tmp_path, capture_output=True, text=True)
+        return sorted(line.split(":")[0] for line in out.stdout.splitlines() if "TRN102" in line)
+
+    assert codes() == ["fit.py"]
+    assert codes("--preview") == ["fit.py", "tests/test_fit.py"]
