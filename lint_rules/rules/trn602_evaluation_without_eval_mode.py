@@ -7,6 +7,7 @@ import libcst as cst
 from lint_rules.rule import WARNING, Rule
 from lint_rules.analysis.evaluation import TRAIN, FileFacts
 from lint_rules.analysis.modules import ModuleFacts
+from lint_rules.analysis.preparation import Preparation
 from lint_rules.rules.examples import trn602 as examples
 
 if TYPE_CHECKING:
@@ -149,8 +150,9 @@ class EvaluationWithoutEvalMode(Rule):
                 # Certain when the model is known to behave differently in eval mode (dropout, batch
                 # norm) and every call of the function in the project is known and none sets eval
                 # mode before it; possible when a caller the linter cannot see may set it.
-                certain = any(self._modules.mode_dependent(call.func) is True for call in calls) \
-                    and self._callers_never_set_eval(node) or self._left_in_training(node, calls)
+                certain = (any(self._modules.mode_dependent(call.func) is True for call in calls)
+                           and self._callers_never_set_eval(node) or self._left_in_training(node, calls)) \
+                    and not self._prepares_training(node)
                 self.report(node, certain=certain)
             return
         # Certain: the function switched some models to eval mode and forgot one it trains elsewhere.
@@ -167,6 +169,13 @@ class EvaluationWithoutEvalMode(Rule):
         behave the same in both modes."""
         return any(self._modules.mode_dependent(c.func) is not False and not self._facts.loaded_in_eval_mode(c.func)
                    for c in self._facts.trained_never_evaluated(loop, calls))
+
+    def _prepares_training(self, loop: cst.For) -> bool:
+        """The loop's function computes an input of the training (a memory bank, centroids): its
+        callers hand what it returns to a function of this file that trains, which runs in train mode
+        too (see :meth:`~lint_rules.analysis.preparation.Preparation.feeds_training`)."""
+        fn = self.model.enclosing_function(loop)
+        return isinstance(fn, cst.FunctionDef) and self.model.fact(Preparation).feeds_training(fn)
 
     def _callers_never_set_eval(self, loop: cst.For) -> bool:
         fn = self.model.enclosing_function(loop)
