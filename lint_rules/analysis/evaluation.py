@@ -575,8 +575,17 @@ class FileFacts:
         ``train(<anything but True>)`` or enters a context manager named for eval mode. Such a model
         is in training mode when the loop scores it. Spellings put in train mode elsewhere in the file
         count only when every caller of the loop's function is known."""
-        if not calls or not self._never_evaluates():
+        if not calls:
             return []
+        trained = self.never_evaluated_spellings(loop)
+        return [c for c in calls if dotted(forward_target(c.func)) in trained]
+
+    def never_evaluated_spellings(self, loop: cst.CSTNode) -> set[str]:
+        """The models (dotted spellings) that are in training mode when ``loop`` runs, by the reasoning of
+        :meth:`trained_never_evaluated`: trained or restored on a path this file shows, or put in train
+        mode here, and never switched to eval mode anywhere in the file."""
+        if not self._never_evaluates():
+            return set()
         fn = self.model.enclosing_function(loop)
         # trained on a path this file shows: by an earlier loop of the function, or by a caller that
         # trains it and then hands it over
@@ -588,7 +597,7 @@ class FileFacts:
             # put in train mode somewhere in the file, same spelling: the same model when every caller
             # of the function is known (a script's loop, a method, a function of a script)
             trained = trained | self._trained_spellings()
-        return [c for c in calls if dotted(forward_target(c.func)) in trained]
+        return trained
 
     def trained_by_callers(self, fn: cst.CSTNode | None) -> set[str]:
         """The parameters of ``fn`` that a caller in this file hands a model it has just trained: before
@@ -817,6 +826,20 @@ class FileFacts:
             if self.is_data_loop(lp):
                 return lp
         return None
+
+    def is_evaluation(self, loop: cst.CSTNode) -> bool:
+        """Nothing in ``loop`` trains: no backward(), no optimizer step, no optimizer handed to a call, no
+        gradients asked for, and its function is no forward nor hands a loss back."""
+        return self._is_evaluation(loop)
+
+    def indexed_by(self, call: cst.Call, loop: cst.For) -> bool:
+        """An argument of ``call`` is computed from ``loop``'s target (see :meth:`_indexed_by`)."""
+        return self._indexed_by(call, loop)
+
+    def holds_module(self, expr: cst.CSTNode) -> bool:
+        """``expr`` holds a module: of a module kind, or a name an optimizer takes the parameters of."""
+        return self._is_module(expr) or isinstance(expr, cst.Name) \
+            and self._binding_key(expr) in self._optimized_names()
 
     def _is_evaluation(self, loop: cst.For) -> bool:
         model = self.model

@@ -6,7 +6,9 @@ import libcst as cst
 
 from lint_rules.rule import WARNING, Rule
 from lint_rules.analysis.evaluation import TRAIN, FileFacts
+from lint_rules.analysis.handed import HandedModels
 from lint_rules.analysis.modules import ModuleFacts
+from lint_rules.analysis.scopes import dotted
 from lint_rules.analysis.preparation import Preparation
 from lint_rules.rules.examples import trn602 as examples
 
@@ -141,8 +143,9 @@ class EvaluationWithoutEvalMode(Rule):
         self._modules = model.fact(ModuleFacts)
 
     def visit_For(self, node: cst.For | cst.While) -> None:
-        calls = self._facts.evaluation_calls(node) or [
-            inner for _, inner in self._facts.evaluation_helper_calls(node)]  # self.eval_step(batch)
+        direct = self._facts.evaluation_calls(node)
+        helped = [] if direct else self._facts.evaluation_helper_calls(node)  # self.eval_step(batch)
+        calls = direct or [inner for _, inner in helped]
         if calls and not self._facts.mode_set_for(node):
             # a model loaded with from_pretrained() comes back in eval mode
             if any(self._modules.mode_dependent(call.func) is not False
@@ -151,9 +154,13 @@ class EvaluationWithoutEvalMode(Rule):
                 # norm) and every call of the function in the project is known and none sets eval
                 # mode before it; possible when a caller the linter cannot see may set it.
                 certain = (any(self._modules.mode_dependent(call.func) is True for call in calls)
-                           and self._callers_never_set_eval(node) or self._left_in_training(node, calls)) \
+                           and self._callers_never_set_eval(node) or self._left_in_training(node, calls)
+                           or self._hands_trained(node, [outer for outer, _ in helped])) \
                     and not self._prepares_training(node)
                 self.report(node, certain=certain)
+            return
+        # for x, y in val_loader: forward_step(model, x) -- a function of this project runs the model
+        if self._report_handed(node):
             return
         # Certain: the function switched some models to eval mode and forgot one it trains elsewhere.
         for call, forgotten, switched in self._facts.left_in_train_mode(node):
@@ -162,6 +169,35 @@ class EvaluationWithoutEvalMode(Rule):
                 return
 
     visit_While = visit_For  # while not batcher.last_batch(): batch = batcher.next_batch()
+
+    def _hands_trained(self, loop: cst.For | cst.While, outer: list[cst.Call]) -> bool:
+        """A helper call of the loop hands a model that is in training mode (see
+        :meth:`~lint_rules.analysis.evaluation.FileFacts.never_evaluated_spellings`) to a parameter the
+        helper runs: ``predict(model, x)`` with ``def predict(net, x): return net(x)``."""
+        handed = self.model.fact(HandedModels)
+        models = [arg for call in outer for arg in handed.runs(call)]
+        if not models:
+            return False
+        trained = self._facts.never_evaluated_spellings(loop)
+        return any(dotted(m) in trained and self._modules.mode_dependent(m) is not False
+                   and not self._facts.loaded_in_eval_mode(m) for m in models)
+
+    def _report_handed(self, loop: cst.For | cst.While) -> bool:
+        """Judge a loop that runs its model by handing it to a function that runs it (see
+        :meth:`~lint_rules.analysis.handed.HandedModels.evaluation_runs`) as if it called the model:
+        True when it ran one."""
+        handed = self.model.fact(HandedModels).evaluation_runs(loop)
+        if not handed:
+            return False
+        models = [arg for _, arg in handed if self._modules.mode_dependent(arg) is not False
+                  and not self._facts.loaded_in_eval_mode(arg)]
+        if models and not self._facts.mode_set_for(loop):
+            trained = self._facts.never_evaluated_spellings(loop)
+            certain = (any(self._modules.mode_dependent(m) is True for m in models)
+                       and self._callers_never_set_eval(loop) or any(dotted(m) in trained for m in models)) \
+                and not self._prepares_training(loop)
+            self.report(loop, certain=certain)
+        return True
 
     def _left_in_training(self, loop: cst.For, calls: list[cst.Call]) -> bool:
         """A model that this file trains and never switches to eval mode (see
