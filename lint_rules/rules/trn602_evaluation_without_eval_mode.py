@@ -56,6 +56,12 @@ class EvaluationWithoutEvalMode(Rule):
     A call of the evaluation function from another file of the project counts too:
     an `eval()` before it there sets the mode.
 
+    A model handed to a function that runs it counts as run by the loop:
+    `logits, loss = forward_step(model, batch)` with `def forward_step(net, batch): return net(batch)`
+    (a function of this file or of another file of the project that neither trains nor sets a
+    mode), in a loop over data or in an inference script's loop over the model whose weights it
+    restored.
+
     Confidence: these findings are *possible* (the mode may be set where this
     file cannot see it), reported with `--preview`. Two shapes are *certain* and
     reported by default: the model is known to have dropout or batch norm and every
@@ -114,6 +120,9 @@ class EvaluationWithoutEvalMode(Rule):
     recognised only by the loader's spelling: a batch from `val_loader` that
     trains (a meta-learning step) is told apart only by a `backward()` after it
     in the same iteration.
+    A pass whose every caller hands its result to a function of this file that trains (a memory
+    bank or centroids filled before each epoch) computes an input of the training and runs in the
+    training's own mode: it is reported as *possible* only.
     Any `.eval()` call counts, whichever module it is
     called on. An evaluation function called only from another module is judged
     by its own body. Loops are recognised as in TRN601 (a `while` loop only when it
