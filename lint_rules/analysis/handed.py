@@ -122,7 +122,9 @@ class HandedModels:
                 or facts.evaluation_helper_calls(loop):
             return []
         data = facts.is_data_loop(loop)
-        restored = facts.restored_for_inference(loop) if isinstance(loop, cst.For) else set()
+        restored = facts.restored_for_inference(loop) if isinstance(loop, cst.For) and not data else set()
+        if not data and not restored:
+            return []  # most loops: asked before any call of the loop is resolved
         found = [(call, arg) for call, arg in self.in_loop(loop)
                  if data and facts.holds_module(arg)
                  or dotted(arg) in restored and isinstance(loop, cst.For) and facts.indexed_by(call, loop)]
