@@ -629,6 +629,10 @@ class FileFacts:
                         out.add(name)
         return out
 
+    def never_evaluates(self) -> bool:
+        """Nothing in this file can switch a module to eval mode (see :meth:`_never_evaluates`)."""
+        return self._never_evaluates()
+
     def _never_evaluates(self) -> bool:
         """Nothing in this file can switch a module to eval mode: no ``eval()`` call (on anything), no
         ``train(x)`` with ``x`` other than ``True``, no ``with`` block entering a context manager named for
@@ -995,7 +999,10 @@ class FileFacts:
             value = self._latest_value(expr)
             if value is None:  # made elsewhere: the iterator's own spelling (`valid_iter` as a parameter)
                 return expr if self._iterates_data(expr) else None
-            return self._iterator_data(value, depth + 1)
+            found = self._iterator_data(value, depth + 1)
+            if found is None and isinstance(value, cst.Call) and self._iterates_data(expr):
+                return expr  # made by a call of the project's (`gen_valid = task.batches()`): its own spelling
+            return found
         if isinstance(expr, cst.Attribute):  # next(self.valid_dl_iter), made in __init__
             return expr if self._iterates_data(expr) else None
         if isinstance(expr, cst.Call) and expr.args \

@@ -129,3 +129,39 @@ class HandedModels:
                  if data and facts.holds_module(arg)
                  or dotted(arg) in restored and isinstance(loop, cst.For) and facts.indexed_by(call, loop)]
         return found if found and facts.is_evaluation(loop) else []
+
+    def helper_scores(self, call: cst.Call) -> list[tuple[cst.BaseExpression, cst.BaseExpression]]:
+        """(model, batch) pairs of ``call``'s arguments when it calls a function of this file that runs
+        one parameter as a module on another with grad off (``with torch.no_grad(): net(batch)``, or
+        handed to a function that runs it: ``forward_step(net, batch)``), outside loops of its own, and
+        neither trains nor sets a mode: ``validate(model, val_batch)`` scores ``val_batch`` with
+        ``model`` in whatever mode its caller left it. Empty otherwise."""
+        func = call.func
+        model = self.model
+        if not isinstance(func, cst.Name) or not call.args:
+            return []
+        helpers = model.fact(Summaries)
+        fn = helpers.local_function(func)
+        if fn is None or any(e.kind in _NOT_A_RUN for e in helpers.of(fn).effects) \
+                or any(arg.star for arg in call.args):
+            return []
+        params = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)]
+        positional = [a.value for a in call.args if a.keyword is None]
+        keywords = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+        given = {name: keywords.get(name, positional[i] if i < len(positional) else None)
+                 for i, name in enumerate(params)}
+        out = []
+        for inner in helpers.own_nodes(fn):
+            if not isinstance(inner, cst.Call) or model.enclosing_loops(inner) or not model.in_no_grad(inner):
+                continue
+            target = inner.func.value if isinstance(inner.func, cst.Attribute) \
+                and inner.func.attr.value == "forward" else inner.func
+            runs = [target] if isinstance(target, cst.Name) and target.value in given else self.runs(inner)
+            for run in runs:
+                if not isinstance(run, cst.Name) or given.get(run.value) is None:
+                    continue
+                for arg in inner.args:
+                    if isinstance(arg.value, cst.Name) and arg.value.value != run.value \
+                            and (batch := given.get(arg.value.value)) is not None:
+                        out.append((given[run.value], batch))
+        return out

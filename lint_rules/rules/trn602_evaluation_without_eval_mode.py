@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from lint_rules.rule import WARNING, Rule
-from lint_rules.analysis.evaluation import TRAIN, FileFacts
+from lint_rules.analysis.evaluation import TRAIN, FileFacts, forward_target
 from lint_rules.analysis.handed import HandedModels
 from lint_rules.analysis.modules import ModuleFacts
 from lint_rules.analysis.scopes import dotted
@@ -247,7 +247,39 @@ class EvaluationWithoutEvalMode(Rule):
             return
         # tx, ty = next(iter(test_loader)); net(tx) -- one held-out batch inside a training loop
         if facts.drawn_batch_scored(node) is None:
+            self._helper_scores_drawn_batch(node)
             return
         last = facts.last_mode_before(node, self.model.enclosing_function(node))
         if (last is None or last[0] == TRAIN) and self._modules.mode_dependent(node.func) is not False:
             self.report(node, DRAWN_BATCH_MESSAGE)
+
+    def _helper_scores_drawn_batch(self, call: cst.Call) -> None:
+        """``validate(model, val_x)`` in a training loop, with ``val_x`` a held-out batch drawn with
+        ``next(...)`` and ``validate`` a function of this file that scores it with grad off (see
+        :meth:`~lint_rules.analysis.handed.HandedModels.helper_scores`): the drawn-batch finding, one
+        call deeper."""
+        facts = self._facts
+        training = [lp for lp in self.model.enclosing_loops(call) if self.model.training.is_training_loop(lp)]
+        if not training:
+            return
+        for net, batch in self.model.fact(HandedModels).helper_scores(call):
+            data = facts.drawn_from(batch)
+            if data is None or not facts.held_out(data) or not facts.holds_module(net) \
+                    and dotted(net) not in facts.never_evaluated_spellings(call):
+                continue
+            last = facts.last_mode_before(call, self.model.enclosing_function(call))
+            if (last is None or last[0] == TRAIN) and self._modules.mode_dependent(net) is not False \
+                    and not facts.loaded_in_eval_mode(net):
+                # certain when the enclosing training loop trains this very model and nothing in the file
+                # can switch a module to eval mode: built in train mode, it is still in it
+                self.report(call, DRAWN_BATCH_MESSAGE,
+                            certain=facts.never_evaluates() and dotted(net) in self._run_by(training[-1], call))
+                return
+
+    def _run_by(self, loop: cst.For | cst.While, scoring: cst.Call) -> set[str]:
+        """The models (dotted spellings) that ``loop`` runs itself or hands to a function that runs them,
+        other than by the ``scoring`` call."""
+        model = self.model
+        out = {dotted(forward_target(c.func)) for c in model.within(cst.Call, loop)
+               if model.enclosing_function(c) is model.enclosing_function(loop) and self._facts.is_model_call(c)}
+        return out | {dotted(arg) for call, arg in model.fact(HandedModels).in_loop(loop) if call is not scoring}

@@ -180,3 +180,52 @@ def test_trn602_a_validation_loop_handing_the_trained_model_to_another_files_hel
     assert _findings(source, str(tmp_path / "main.py")) == [(13, "certain")]
     fixed = source.replace("    for images, labels in test_loader:", "    clf.eval()\n    for images, labels in test_loader:")
     assert _findings(fixed, str(tmp_path / "main.py")) == []
+
+
+# A training script that scores one validation batch every few steps through a helper.
+PERIODIC = """
+import torch
+from torch import nn
+
+def check(net, task, xs, ys):
+    {switch}
+    with torch.no_grad():
+        return task.metric(net(xs), ys)
+
+model = build(cfg)
+sgd = torch.optim.Adam(model.parameters())
+valid_feed = task.make_generator("valid")
+vx, vy = next(valid_feed)
+for step, (x, y) in enumerate(train_loader):
+    sgd.zero_grad()
+    task.loss(model(x), y).backward()
+    sgd.step()
+    if step % 100 == 0:
+        score = check(model, task, vx, vy)
+"""
+
+
+def test_helper_scores_pairs_the_model_run_with_grad_off_and_its_inputs() -> None:
+    model = _model(PERIODIC.format(switch=""))
+    handed = model.fact(HandedModels)
+    call = next(c for c in model.nodes(cst.Call) if cst.Module([]).code_for_node(c.func) == "check")
+    code = cst.Module([]).code_for_node
+    assert [(code(net), code(batch)) for net, batch in handed.helper_scores(call)] == [("model", "vx")]
+    assert handed.helper_scores(_model(PERIODIC.format(switch="net.eval()")).nodes(cst.Call)[0]) == []
+
+
+def test_trn602_a_held_out_batch_scored_by_a_helper_inside_the_training_loop() -> None:
+    assert _findings(PERIODIC.format(switch="")) == [(19, "certain")]
+    # the helper switches to eval mode itself: nothing to report
+    assert _findings(PERIODIC.format(switch="net.eval()")) == []
+    # a training batch drawn the same way is no held-out data
+    assert _findings(PERIODIC.format(switch="").replace("valid_feed", "feed")) == []
+
+
+def test_trn602_a_helper_scored_batch_is_certain_only_for_the_model_the_loop_trains_in_a_file_without_eval() -> None:
+    # an eval() elsewhere in the file may have switched it: possible
+    elsewhere = PERIODIC.format(switch="") + "\ndef export(m):\n    m.eval()\n"
+    assert _findings(elsewhere) == [(19, "possible")]
+    # the loop trains another model than the one scored: possible
+    other = PERIODIC.format(switch="").replace("task.loss(model(x), y)", "task.loss(student(x), y)")
+    assert _findings(other) == [(19, "possible")]
