@@ -46,7 +46,10 @@ class EvaluationWithoutEvalMode(Rule):
     unpacking, `Variable(x)`, `x.cuda()`, `x.transpose(...)`), with no `eval()`
     before it in the function, either under `torch.no_grad()` or from a loader
     spelled as a held-out split (`test`, `val`, `valid`, `dev`, `eval`) with no
-    `backward()` after it in the iteration.
+    `backward()` after it in the iteration. Such a batch may also be scored one call deeper, by a
+    function of this file that runs the model on it with grad off (`validation(model, data_valid)`
+    in the training loop, after `data_valid = next(gen_valid)`); that finding is certain when the
+    loop trains that model and nothing in the file can switch a module to eval mode.
 
     Also flags (possible) an inference method of a module class, `predict`, `predict_*`,
     `infer`, `inference` or `inference_*`, that runs the module (`self(x)`, `self.forward(x)`,

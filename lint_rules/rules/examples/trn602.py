@@ -588,4 +588,23 @@ INVALID = [
                 report(n, loss)
         """
     ),
+    Invalid(
+        """
+        # one validation batch scored through a helper every 100 steps, in training mode
+        import torch
+        def validation(net, problem, xs, ys):
+            with torch.no_grad():
+                return problem.score(net(xs), ys)
+        model = build_model(cfg)
+        adam = torch.optim.Adam(model.parameters())
+        gen_valid = problem.generator("valid")
+        xs_valid, ys_valid = next(gen_valid)
+        for step, (xs, ys) in enumerate(problem.generator("train")):
+            adam.zero_grad()
+            problem.loss(model(xs), ys).backward()
+            adam.step()
+            if step % 100 == 0:
+                acc = validation(model, problem, xs_valid, ys_valid)  # BUG
+        """
+    ),
 ]
