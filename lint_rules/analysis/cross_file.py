@@ -82,6 +82,17 @@ class ProjectFacts:
         held = self._summary(found[1])
         return held is not None and found[2] in held.get("stepping", ())
 
+    def run_parameters(self, model: "FileModel", expr: cst.CSTNode) -> list[tuple[int, str]] | None:
+        """The parameters, as (position or -1, name), that the project function named by ``expr``,
+        defined in another file, runs as a module (:func:`lint_rules.analysis.handed.run_parameters`);
+        None when ``expr`` names no such function."""
+        found = self._resolve_local(model, expr)
+        if found is None or found[0] != "function":
+            return None
+        held = self._summary(found[1])
+        runs = held.get("runs", {}).get(found[2]) if held is not None else None
+        return [(position, name) for position, name in runs] if runs else None
+
     def defines(self, model: "FileModel", expr: cst.CSTNode) -> bool:
         """Whether ``expr`` names a class, function or instance of another project file (whose summary
         then answers for it), as opposed to something from outside the project or unknown."""

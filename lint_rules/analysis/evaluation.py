@@ -575,8 +575,17 @@ class FileFacts:
         ``train(<anything but True>)`` or enters a context manager named for eval mode. Such a model
         is in training mode when the loop scores it. Spellings put in train mode elsewhere in the file
         count only when every caller of the loop's function is known."""
-        if not calls or not self._never_evaluates():
+        if not calls:
             return []
+        trained = self.never_evaluated_spellings(loop)
+        return [c for c in calls if dotted(forward_target(c.func)) in trained]
+
+    def never_evaluated_spellings(self, loop: cst.CSTNode) -> set[str]:
+        """The models (dotted spellings) that are in training mode when ``loop`` runs, by the reasoning of
+        :meth:`trained_never_evaluated`: trained or restored on a path this file shows, or put in train
+        mode here, and never switched to eval mode anywhere in the file."""
+        if not self._never_evaluates():
+            return set()
         fn = self.model.enclosing_function(loop)
         # trained on a path this file shows: by an earlier loop of the function, or by a caller that
         # trains it and then hands it over
@@ -588,7 +597,7 @@ class FileFacts:
             # put in train mode somewhere in the file, same spelling: the same model when every caller
             # of the function is known (a script's loop, a method, a function of a script)
             trained = trained | self._trained_spellings()
-        return [c for c in calls if dotted(forward_target(c.func)) in trained]
+        return trained
 
     def trained_by_callers(self, fn: cst.CSTNode | None) -> set[str]:
         """The parameters of ``fn`` that a caller in this file hands a model it has just trained: before
@@ -619,6 +628,10 @@ class FileFacts:
                     if name is not None:
                         out.add(name)
         return out
+
+    def never_evaluates(self) -> bool:
+        """Nothing in this file can switch a module to eval mode (see :meth:`_never_evaluates`)."""
+        return self._never_evaluates()
 
     def _never_evaluates(self) -> bool:
         """Nothing in this file can switch a module to eval mode: no ``eval()`` call (on anything), no
@@ -817,6 +830,20 @@ class FileFacts:
             if self.is_data_loop(lp):
                 return lp
         return None
+
+    def is_evaluation(self, loop: cst.CSTNode) -> bool:
+        """Nothing in ``loop`` trains: no backward(), no optimizer step, no optimizer handed to a call, no
+        gradients asked for, and its function is no forward nor hands a loss back."""
+        return self._is_evaluation(loop)
+
+    def indexed_by(self, call: cst.Call, loop: cst.For) -> bool:
+        """An argument of ``call`` is computed from ``loop``'s target (see :meth:`_indexed_by`)."""
+        return self._indexed_by(call, loop)
+
+    def holds_module(self, expr: cst.CSTNode) -> bool:
+        """``expr`` holds a module: of a module kind, or a name an optimizer takes the parameters of."""
+        return self._is_module(expr) or isinstance(expr, cst.Name) \
+            and self._binding_key(expr) in self._optimized_names()
 
     def _is_evaluation(self, loop: cst.For) -> bool:
         model = self.model
@@ -1020,7 +1047,10 @@ class FileFacts:
             value = self._latest_value(expr)
             if value is None:  # made elsewhere: the iterator's own spelling (`valid_iter` as a parameter)
                 return expr if self._iterates_data(expr) else None
-            return self._iterator_data(value, depth + 1)
+            found = self._iterator_data(value, depth + 1)
+            if found is None and isinstance(value, cst.Call) and self._iterates_data(expr):
+                return expr  # made by a call of the project's (`gen_valid = task.batches()`): its own spelling
+            return found
         if isinstance(expr, cst.Attribute):  # next(self.valid_dl_iter), made in __init__
             return expr if self._iterates_data(expr) else None
         if isinstance(expr, cst.Call) and expr.args \

@@ -29,9 +29,9 @@ from lint_rules.files import read_regular
 _ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git", "requirements.txt")
 
 
-SUMMARY_VERSION = 9  # bump when the shape or meaning of a summary changes
+SUMMARY_VERSION = 10  # bump when the shape or meaning of a summary changes
 SUMMARY_KEYS = frozenset({"classes", "functions", "instances", "imports", "stepping", "calls", "no_grad",
-                          "sampled_loaders"})
+                          "sampled_loaders", "runs"})
 
 
 def _digest(data: bytes):
@@ -354,7 +354,7 @@ def well_formed(found: object) -> bool:
             type(v) is list and len(v) == 3 and type(v[0]) is int and isinstance(v[1], str)
             and isinstance(v[2], _OPTIONAL_STR) for v in imports.values()) \
         and _strings(stepping) and _calls(found["calls"]) and _strings(found["no_grad"]) \
-        and _strings(found["sampled_loaders"])
+        and _strings(found["sampled_loaders"]) and _runs(found["runs"])
 
 
 def _methods(value: object) -> bool:
@@ -367,6 +367,14 @@ def _methods(value: object) -> bool:
                           and isinstance(e[1], _OPTIONAL_STR) and type(e[2]) is bool and type(e[3]) is int
                           and type(e[4]) is bool for e in m["effects"]))
         for m in value.values())
+
+
+def _runs(value: object) -> bool:
+    """``{function: [[position, parameter], ...]}`` (summary._runs)."""
+    return isinstance(value, dict) and all(
+        type(params) is list and all(type(p) is list and len(p) == 2 and type(p[0]) is int and isinstance(p[1], str)
+                                     for p in params)
+        for params in value.values())
 
 
 def _calls(value: object) -> bool:

@@ -27,7 +27,7 @@ from lint_rules.analysis.provenance import Provenance, returns_of
 
 def empty() -> dict:
     return {"classes": {}, "functions": {}, "instances": {}, "imports": {}, "stepping": [], "calls": [],
-            "no_grad": [], "sampled_loaders": []}
+            "no_grad": [], "sampled_loaders": [], "runs": {}}
 
 
 def summarise_source(source: str) -> dict:
@@ -82,6 +82,7 @@ def summarise(model: FileModel, provenance: Provenance | None = None) -> dict:
     out["calls"] = _imported_calls(model, out["imports"], prov)
     out["no_grad"] = _no_grad_functions(model)
     out["sampled_loaders"] = _sampled_loaders(model)
+    out["runs"] = _runs(model)
     # Only what a module-level binding ends as counts; drop instances that are None to keep it small.
     out["instances"] = {k: v for k, v in out["instances"].items() if v is not None}
     return out
@@ -169,6 +170,18 @@ def _stepping(model: FileModel, functions: list[cst.FunctionDef]) -> list[str]:
             break
         stepping.extend(grown)
     return stepping
+
+
+def _runs(model: FileModel) -> dict[str, list[list]]:
+    """For each top-level function that runs a parameter as a module (``model(x)``), without training
+    it or setting a mode: ``[[position or -1, name], ...]`` (see :func:`handed.run_parameters`)."""
+    from lint_rules.analysis.handed import run_parameters
+
+    out: dict[str, list[list]] = {}
+    for stmt in model.module.body:
+        if isinstance(stmt, cst.FunctionDef) and (params := run_parameters(model, stmt)):
+            out[stmt.name.value] = [[position, name] for position, name in params]
+    return out
 
 
 def _no_grad_functions(model: FileModel) -> list[str]:

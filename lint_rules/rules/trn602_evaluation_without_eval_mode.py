@@ -5,8 +5,11 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from lint_rules.rule import WARNING, Rule
-from lint_rules.analysis.evaluation import TRAIN, FileFacts
+from lint_rules.analysis.evaluation import TRAIN, FileFacts, forward_target
+from lint_rules.analysis.handed import HandedModels
 from lint_rules.analysis.modules import ModuleFacts
+from lint_rules.analysis.scopes import dotted
+from lint_rules.analysis.preparation import Preparation
 from lint_rules.rules.examples import trn602 as examples
 
 if TYPE_CHECKING:
@@ -43,7 +46,10 @@ class EvaluationWithoutEvalMode(Rule):
     unpacking, `Variable(x)`, `x.cuda()`, `x.transpose(...)`), with no `eval()`
     before it in the function, either under `torch.no_grad()` or from a loader
     spelled as a held-out split (`test`, `val`, `valid`, `dev`, `eval`) with no
-    `backward()` after it in the iteration.
+    `backward()` after it in the iteration. Such a batch may also be scored one call deeper, by a
+    function of this file that runs the model on it with grad off (`validation(model, data_valid)`
+    in the training loop, after `data_valid = next(gen_valid)`); that finding is certain when the
+    loop trains that model and nothing in the file can switch a module to eval mode.
 
     Also flags (possible) an inference method of a module class, `predict`, `predict_*`,
     `infer`, `inference` or `inference_*`, that runs the module (`self(x)`, `self.forward(x)`,
@@ -52,6 +58,12 @@ class EvaluationWithoutEvalMode(Rule):
 
     A call of the evaluation function from another file of the project counts too:
     an `eval()` before it there sets the mode.
+
+    A model handed to a function that runs it counts as run by the loop:
+    `logits, loss = forward_step(model, batch)` with `def forward_step(net, batch): return net(batch)`
+    (a function of this file or of another file of the project that neither trains nor sets a
+    mode), in a loop over data or in an inference script's loop over the model whose weights it
+    restored.
 
     Confidence: these findings are *possible* (the mode may be set where this
     file cannot see it), reported with `--preview`. Two shapes are *certain* and
@@ -111,6 +123,9 @@ class EvaluationWithoutEvalMode(Rule):
     recognised only by the loader's spelling: a batch from `val_loader` that
     trains (a meta-learning step) is told apart only by a `backward()` after it
     in the same iteration.
+    A pass whose every caller hands its result to a function of this file that trains (a memory
+    bank or centroids filled before each epoch) computes an input of the training and runs in the
+    training's own mode: it is reported as *possible* only.
     Any `.eval()` call counts, whichever module it is
     called on. An evaluation function called only from another module is judged
     by its own body. Loops are recognised as in TRN601 (a `while` loop only when it
@@ -140,8 +155,9 @@ class EvaluationWithoutEvalMode(Rule):
         self._modules = model.fact(ModuleFacts)
 
     def visit_For(self, node: cst.For | cst.While) -> None:
-        calls = self._facts.evaluation_calls(node) or [
-            inner for _, inner in self._facts.evaluation_helper_calls(node)]  # self.eval_step(batch)
+        direct = self._facts.evaluation_calls(node)
+        helped = [] if direct else self._facts.evaluation_helper_calls(node)  # self.eval_step(batch)
+        calls = direct or [inner for _, inner in helped]
         if calls and not self._facts.mode_set_for(node):
             # a model loaded with from_pretrained() comes back in eval mode
             if any(self._modules.mode_dependent(call.func) is not False
@@ -149,9 +165,14 @@ class EvaluationWithoutEvalMode(Rule):
                 # Certain when the model is known to behave differently in eval mode (dropout, batch
                 # norm) and every call of the function in the project is known and none sets eval
                 # mode before it; possible when a caller the linter cannot see may set it.
-                certain = any(self._modules.mode_dependent(call.func) is True for call in calls) \
-                    and self._callers_never_set_eval(node) or self._left_in_training(node, calls)
+                certain = (any(self._modules.mode_dependent(call.func) is True for call in calls)
+                           and self._callers_never_set_eval(node) or self._left_in_training(node, calls)
+                           or self._hands_trained(node, [outer for outer, _ in helped])) \
+                    and not self._prepares_training(node)
                 self.report(node, certain=certain)
+            return
+        # for x, y in val_loader: forward_step(model, x) -- a function of this project runs the model
+        if self._report_handed(node):
             return
         # Certain: the function switched some models to eval mode and forgot one it trains elsewhere.
         for call, forgotten, switched in self._facts.left_in_train_mode(node):
@@ -161,12 +182,48 @@ class EvaluationWithoutEvalMode(Rule):
 
     visit_While = visit_For  # while not batcher.last_batch(): batch = batcher.next_batch()
 
+    def _hands_trained(self, loop: cst.For | cst.While, outer: list[cst.Call]) -> bool:
+        """A helper call of the loop hands a model that is in training mode (see
+        :meth:`~lint_rules.analysis.evaluation.FileFacts.never_evaluated_spellings`) to a parameter the
+        helper runs: ``predict(model, x)`` with ``def predict(net, x): return net(x)``."""
+        handed = self.model.fact(HandedModels)
+        models = [arg for call in outer for arg in handed.runs(call)]
+        if not models:
+            return False
+        trained = self._facts.never_evaluated_spellings(loop)
+        return any(dotted(m) in trained and self._modules.mode_dependent(m) is not False
+                   and not self._facts.loaded_in_eval_mode(m) for m in models)
+
+    def _report_handed(self, loop: cst.For | cst.While) -> bool:
+        """Judge a loop that runs its model by handing it to a function that runs it (see
+        :meth:`~lint_rules.analysis.handed.HandedModels.evaluation_runs`) as if it called the model:
+        True when it ran one."""
+        handed = self.model.fact(HandedModels).evaluation_runs(loop)
+        if not handed:
+            return False
+        models = [arg for _, arg in handed if self._modules.mode_dependent(arg) is not False
+                  and not self._facts.loaded_in_eval_mode(arg)]
+        if models and not self._facts.mode_set_for(loop):
+            trained = self._facts.never_evaluated_spellings(loop)
+            certain = (any(self._modules.mode_dependent(m) is True for m in models)
+                       and self._callers_never_set_eval(loop) or any(dotted(m) in trained for m in models)) \
+                and not self._prepares_training(loop)
+            self.report(loop, certain=certain)
+        return True
+
     def _left_in_training(self, loop: cst.For, calls: list[cst.Call]) -> bool:
         """A model that this file trains and never switches to eval mode (see
         :meth:`~lint_rules.analysis.evaluation.FileFacts.trained_never_evaluated`), not known to
         behave the same in both modes."""
         return any(self._modules.mode_dependent(c.func) is not False and not self._facts.loaded_in_eval_mode(c.func)
                    for c in self._facts.trained_never_evaluated(loop, calls))
+
+    def _prepares_training(self, loop: cst.For) -> bool:
+        """The loop's function computes an input of the training (a memory bank, centroids): its
+        callers hand what it returns to a function of this file that trains, which runs in train mode
+        too (see :meth:`~lint_rules.analysis.preparation.Preparation.feeds_training`)."""
+        fn = self.model.enclosing_function(loop)
+        return isinstance(fn, cst.FunctionDef) and self.model.fact(Preparation).feeds_training(fn)
 
     def _callers_never_set_eval(self, loop: cst.For) -> bool:
         fn = self.model.enclosing_function(loop)
@@ -193,7 +250,39 @@ class EvaluationWithoutEvalMode(Rule):
             return
         # tx, ty = next(iter(test_loader)); net(tx) -- one held-out batch inside a training loop
         if facts.drawn_batch_scored(node) is None:
+            self._helper_scores_drawn_batch(node)
             return
         last = facts.last_mode_before(node, self.model.enclosing_function(node))
         if (last is None or last[0] == TRAIN) and self._modules.mode_dependent(node.func) is not False:
             self.report(node, DRAWN_BATCH_MESSAGE)
+
+    def _helper_scores_drawn_batch(self, call: cst.Call) -> None:
+        """``validate(model, val_x)`` in a training loop, with ``val_x`` a held-out batch drawn with
+        ``next(...)`` and ``validate`` a function of this file that scores it with grad off (see
+        :meth:`~lint_rules.analysis.handed.HandedModels.helper_scores`): the drawn-batch finding, one
+        call deeper."""
+        facts = self._facts
+        training = [lp for lp in self.model.enclosing_loops(call) if self.model.training.is_training_loop(lp)]
+        if not training:
+            return
+        for net, batch in self.model.fact(HandedModels).helper_scores(call):
+            data = facts.drawn_from(batch)
+            if data is None or not facts.held_out(data) or not facts.holds_module(net) \
+                    and dotted(net) not in facts.never_evaluated_spellings(call):
+                continue
+            last = facts.last_mode_before(call, self.model.enclosing_function(call))
+            if (last is None or last[0] == TRAIN) and self._modules.mode_dependent(net) is not False \
+                    and not facts.loaded_in_eval_mode(net):
+                # certain when the enclosing training loop trains this very model and nothing in the file
+                # can switch a module to eval mode: built in train mode, it is still in it
+                self.report(call, DRAWN_BATCH_MESSAGE,
+                            certain=facts.never_evaluates() and dotted(net) in self._run_by(training[-1], call))
+                return
+
+    def _run_by(self, loop: cst.For | cst.While, scoring: cst.Call) -> set[str]:
+        """The models (dotted spellings) that ``loop`` runs itself or hands to a function that runs them,
+        other than by the ``scoring`` call."""
+        model = self.model
+        out = {dotted(forward_target(c.func)) for c in model.within(cst.Call, loop)
+               if model.enclosing_function(c) is model.enclosing_function(loop) and self._facts.is_model_call(c)}
+        return out | {dotted(arg) for call, arg in model.fact(HandedModels).in_loop(loop) if call is not scoring}

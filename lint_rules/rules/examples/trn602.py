@@ -278,6 +278,23 @@ VALID = [
                 head(backbone(x))
         """
     ),
+    Valid(
+        """
+        # the same script after net.eval(): the step helper runs the model in eval mode
+        import torch
+        from registry import make_model
+        def run_step(net, task, batch):
+            out = net(batch)
+            return out, task.loss(batch, out)
+        net = make_model(cfg)
+        net.load_state_dict(torch.load(cfg.checkpoint))
+        net.eval()
+        with torch.no_grad():
+            for n, batch in enumerate(task.episodes()):
+                out, loss = run_step(net, task, batch)
+                report(n, loss)
+        """
+    ),
 ]
 
 
@@ -553,6 +570,41 @@ INVALID = [
             @torch.no_grad()
             def predict(self, x):
                 return self(x).argmax(-1)  # BUG
+        """
+    ),
+    Invalid(
+        """
+        # an inference script scores the weights it restored through a step helper, in training mode
+        import torch
+        from registry import make_model
+        def run_step(net, task, batch):
+            out = net(batch)
+            return out, task.loss(batch, out)
+        net = make_model(cfg)
+        net.load_state_dict(torch.load(cfg.checkpoint))
+        with torch.no_grad():
+            for n, batch in enumerate(task.episodes()):  # BUG
+                out, loss = run_step(net, task, batch)
+                report(n, loss)
+        """
+    ),
+    Invalid(
+        """
+        # one validation batch scored through a helper every 100 steps, in training mode
+        import torch
+        def validation(net, problem, xs, ys):
+            with torch.no_grad():
+                return problem.score(net(xs), ys)
+        model = build_model(cfg)
+        adam = torch.optim.Adam(model.parameters())
+        gen_valid = problem.generator("valid")
+        xs_valid, ys_valid = next(gen_valid)
+        for step, (xs, ys) in enumerate(problem.generator("train")):
+            adam.zero_grad()
+            problem.loss(model(xs), ys).backward()
+            adam.step()
+            if step % 100 == 0:
+                acc = validation(model, problem, xs_valid, ys_valid)  # BUG
         """
     ),
 ]

@@ -104,3 +104,18 @@ def test_an_item_of_a_module_container_is_a_model_and_a_loader_dict_item_is_data
     loop = model.nodes(cst.For)[0]
     assert facts.iterates_data(loop.iter)
     assert facts.evaluation_calls(loop) == [calls[0]]
+
+
+def test_an_iterator_made_by_another_call_is_judged_by_its_own_spelling() -> None:
+    model = FileModel(cst.parse_module(textwrap.dedent("""
+    batches_valid = task_valid.episodes()
+    feed = task_train.episodes()
+    xv, yv = next(batches_valid)
+    xt, yt = next(feed)
+    use(xv)
+    use(xt)
+    """)))
+    facts = model.fact(FileFacts)
+    held, other = [c.args[0].value for c in model.nodes(cst.Call) if cst.Module([]).code_for_node(c.func) == "use"]
+    assert cst.Module([]).code_for_node(facts.drawn_from(held)) == "batches_valid"
+    assert facts.drawn_from(other) is None  # `feed` is spelled like no data

@@ -102,7 +102,8 @@ def test_a_comment_or_a_body_edit_leaves_the_summary_unchanged() -> None:
 
 def test_unparsable_source_summarises_to_nothing() -> None:
     assert summary("class Net(nn.Module:\n") == {"classes": {}, "functions": {}, "instances": {}, "imports": {},
-                                                  "stepping": [], "calls": [], "no_grad": [], "sampled_loaders": []}
+                                                  "stepping": [], "calls": [], "no_grad": [], "sampled_loaders": [],
+                                                  "runs": {}}
 
 
 def test_functions_that_step_an_optimizer_are_listed() -> None:
