@@ -74,7 +74,13 @@ class EvaluationWithoutNoGrad(Rule):
     `with contextlib.ExitStack() as stack:`, under a decorator of this file that
     wraps one of those, and in a function that this file calls from inside such a
     block (up to three calls up), or that another file of the project calls from
-    inside one.
+    inside one (a script or not). It is quiet for a model whose parameters the file
+    froze (`model.requires_grad_(False)`, `for p in model.parameters(): p.requires_grad
+    = False`, unless a part is unfrozen again: its forward records no graph), for a
+    loop that steps an environment (`obs, reward, done, info = env.step(action)`: a
+    rollout, whose policy outputs may be trained on), and in test code. `volatile=True`
+    is flagged only on a `Variable` that may reach a forward (not a constant stored on
+    an object, nor targets handed only to a loss).
 
     Confidence: findings are *certain*, except where the evidence leaves the
     choice to someone else: a function of an importable package (a library
