@@ -1255,11 +1255,25 @@ class FileFacts:
         remote = project.caller_contexts(fn.name.value) if project is not None else []
         return None if remote is None else out + remote
 
+    def instance_call_sites(self, fn: cst.FunctionDef) -> list[cst.Call]:
+        """For a method ``fn`` whose name no other ``def`` of this file has, the calls of that name on
+        a value other than ``self`` (``model.inference(x, loader)`` in the script's ``test()``): the
+        instance is not traced, the name is the method's own."""
+        model = self.model
+        if not isinstance(model.parent(model.parent(fn)), cst.ClassDef):  # FunctionDef <- IndentedBlock <- ClassDef
+            return []
+        name = fn.name.value
+        if sum(1 for d in model.nodes(cst.FunctionDef) if d.name.value == name) != 1:
+            return []
+        return [c for c in model.nodes(cst.Call) if isinstance(c.func, cst.Attribute) and c.func.attr.value == name
+                and not (isinstance(c.func.value, cst.Name) and c.func.value.value in ("self", "cls"))]
+
     def called_with_grad_off(self, fn: cst.FunctionDef) -> bool:
         """Some call of ``fn`` runs with grad off: in this file (see :meth:`caller_contexts`), or, for
         a top-level function, in any other file of the project that imports it, a script or not
         (:meth:`~lint_rules.analysis.cross_file.ProjectFacts.called_with_grad_off`)."""
-        if any("no_grad" in c for c in self.caller_contexts(fn) or ()):
+        if any("no_grad" in c for c in self.caller_contexts(fn) or ()) \
+                or any(self.model.in_no_grad(site) for site in self.instance_call_sites(fn)):
             return True
         project = getattr(self.model, "project_facts", None)
         return project is not None and self.model.enclosing_function(fn) is None \

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -8,9 +9,10 @@ from lint_rules.analysis import names as N
 from lint_rules.analysis.context import hands_over_its_model, test_file
 from lint_rules.analysis.evaluation import FileFacts, forward_target
 from lint_rules.analysis.grad_mode import GradMode
+from lint_rules.analysis.modules import ModuleFacts
 from lint_rules.analysis.requires_grad import frozen
 from lint_rules.analysis.scopes import dotted, is_true
-from lint_rules.analysis.summaries import Summaries
+from lint_rules.analysis.summaries import BACKWARD, STEP, Summaries
 from lint_rules.rule import WARNING, Rule
 from lint_rules.rules.examples import trn601 as examples
 
@@ -25,6 +27,9 @@ HELD_OUT_MESSAGE = ("A held-out batch is scored after eval() with autograd on: t
                     "and its activations are kept for a backward that never comes")
 RESTORED_MESSAGE = ("Inference with restored weights runs the model with autograd on: nothing in this file "
                     "trains it, yet every call records a graph and keeps its activations")
+# Methods whose name says they evaluate: a module's own inference entry points.
+_EVALUATION_METHOD = re.compile(r"_*(predict|evaluat|eval_|valid|test|score|infer|visuali|sample|generate|decode"
+                                r"|translate|beam_search|greedy)", re.I)
 VOLATILE_MESSAGE = ("volatile=True has had no effect since PyTorch 0.4: autograd records this computation "
                     "and keeps its activations; use torch.no_grad()")
 
@@ -83,7 +88,11 @@ class EvaluationWithoutNoGrad(Rule):
     an object, nor targets handed only to a loss).
 
     Confidence: findings are *certain*, except where the evidence leaves the
-    choice to someone else: a function of an importable package (a library
+    choice to someone else: a method of a module class runs under its callers'
+    grad mode (they may fine-tune through it), so its loop is *possible* unless
+    the method declares an evaluation (its name: `predict`, `evaluate`, `test_*`,
+    `sample`, `generate`, ...; `volatile=True`; or a class that trains itself), and
+    quiet when this file calls it on an instance under `no_grad()`; a function of an importable package (a library
     module) that evaluates a model its caller hands it leaves grad mode to that
     caller, so its loop is *possible* (`--preview`) unless a caller in the same
     file runs it with grad on (certain). A generation loop is certain only as
@@ -213,6 +222,19 @@ class EvaluationWithoutNoGrad(Rule):
                 and isinstance(call := self.model.parent(node), cst.Call) \
                 and self.model.qualified_name(call.func) in N.VARIABLE and self._facts.feeds_model(call):
             self.report(node, VOLATILE_MESSAGE)  # inside a loop reported already: one finding is enough
+
+    def report(self, node: cst.CSTNode, message: str | None = None, severity: str | None = None,
+               fix=None, certain: bool | None = None) -> None:
+        # A method of a module class runs under its callers' grad mode: they may fine-tune through it
+        # (an embedding's get_representation(), a retriever's embed_query()). Possible, unless the
+        # method declares an evaluation: by its name (predict(), evaluate(), sample()), by volatile=True,
+        # or by a class that trains itself (a trainer module's periodic evaluation).
+        if certain is not False and message != VOLATILE_MESSAGE:
+            found = self.model.fact(ModuleFacts).module_method(node)
+            if found is not None and not _EVALUATION_METHOD.match(found[0].name.value) \
+                    and not any(e.kind in (BACKWARD, STEP) for e in self.model.training.events_within(found[1])):
+                certain = False
+        super().report(node, message, severity, fix, certain)
 
     def _left_to_callers(self, loop: cst.CSTNode, bare: list[cst.Call]) -> bool:
         """A library function that evaluates the model its caller hands it leaves grad mode to that

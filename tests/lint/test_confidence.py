@@ -568,3 +568,38 @@ def test_an_out_of_sight_call_handed_the_optimizer_first_is_in_order(loop: str) 
               "for epoch in range(10):\n" + loop)
     every = registry.default_codes(preview=True)
     assert _findings(source, "TRN801", every, every) == []
+
+
+MODULE_METHOD_EVALUATION = """\
+import torch
+from torch import nn
+
+class Tagger(nn.Module):
+    def {method}(self, batches):
+        self.eval()
+        out = []
+        for tokens, tags in batches:
+            out.append(self(tokens).argmax(-1))
+        return out
+{tail}"""
+
+
+@pytest.mark.parametrize(("method", "tail", "expected"), [
+    # a module's own evaluation entry point: certain
+    ("predict", "", "certain"),
+    ("evaluate", "", "certain"),
+    # any other method runs under its callers' grad mode: they may fine-tune through it
+    ("token_features", "", "possible"),
+    # ...unless the class trains itself: then its methods are its own evaluation
+    ("token_features", "    def fit(self, opt, loss):\n        loss.backward()\n        opt.step()\n", "certain"),
+    # called on an instance under no_grad in the same file: grad mode is settled
+    ("token_features", "\n@torch.no_grad()\ndef test(tagger, batches):\n    return tagger.token_features(batches)\n",
+     None),
+])
+def test_a_module_method_leaves_grad_mode_to_its_callers(method, tail, expected) -> None:
+    from lint_rules.api import Settings, lint_text
+
+    source = MODULE_METHOD_EVALUATION.format(method=method, tail=tail)
+    settings = Settings.resolve(select=["TRN601"], preview=True)
+    found = [(f.line, f.confidence) for f in lint_text(source, "tagger.py", settings).findings if f.code == "TRN601"]
+    assert found == ([] if expected is None else [(8, expected)])
