@@ -613,16 +613,7 @@ class FileFacts:
                      if value is not None and (text := dotted(value)) is not None}
             if not given:
                 continue
-            caller = model.enclosing_function(site)
-            index = model.order[id(site)]
-            for other in model.within(cst.Call, caller) if caller is not None else model.nodes(cst.Call):
-                if model.order.get(id(other), index) >= index or model.enclosing_function(other) is not caller \
-                        or not isinstance(other.func, (cst.Name, cst.Attribute)):
-                    continue
-                trainer = helpers.local_function(other.func)
-                if trainer is None or trainer is fn \
-                        or not any(e.kind in (BACKWARD, STEP) for e in helpers.of(trainer).effects):
-                    continue
+            for other in helpers.training_calls_beside(site, fn, after=False):
                 for arg in other.args:
                     name = given.get(dotted(arg.value) or "")
                     if name is not None:

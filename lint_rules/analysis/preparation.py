@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from lint_rules.analysis.summaries import BACKWARD, STEP, Summaries
+from lint_rules.analysis.summaries import Summaries
 
 if TYPE_CHECKING:
     from lint_rules.analysis.model import FileModel
@@ -46,20 +46,9 @@ class Preparation:
         names = {n for t in bound.targets for n in _names(t.target)}
         if not names:
             return False
-        caller = model.enclosing_function(site)
-        index = model.order[id(site)]
-        helpers = model.fact(Summaries)
-        for other in model.within(cst.Call, caller) if caller is not None else model.nodes(cst.Call):
-            if model.order.get(id(other), index) <= index or model.enclosing_function(other) is not caller \
-                    or not isinstance(other.func, (cst.Name, cst.Attribute)):
-                continue
-            trainer = helpers.local_function(other.func)
-            if trainer is None or trainer is fn \
-                    or not any(e.kind in (BACKWARD, STEP) for e in helpers.of(trainer).effects):
-                continue
-            if any(isinstance(arg.value, cst.Name) and arg.value.value in names for arg in other.args):
-                return True
-        return False
+        return any(isinstance(arg.value, cst.Name) and arg.value.value in names
+                   for other in model.fact(Summaries).training_calls_beside(site, fn, after=True)
+                   for arg in other.args)
 
 
 def _names(target: cst.CSTNode) -> set[str]:

@@ -146,6 +146,25 @@ class Summaries:
         """Every function a call of ``func`` may run (:meth:`Dispatch.targets`)."""
         return self.model.fact(Dispatch).targets(func)
 
+    def training_calls_beside(self, site: cst.Call, fn: cst.FunctionDef, after: bool) -> list[cst.Call]:
+        """The calls of the function that holds ``site``, after it (``after``) or before it, of a function
+        of this file other than ``fn`` that trains (calls ``backward()`` or steps an optimizer, itself or
+        through its helpers): ``train(model, ...)`` beside ``test(model, ...)``."""
+        model = self.model
+        caller = model.enclosing_function(site)
+        index = model.order[id(site)]
+        out = []
+        for other in model.within(cst.Call, caller) if caller is not None else model.nodes(cst.Call):
+            at = model.order.get(id(other), index)
+            if (at <= index if after else at >= index) or model.enclosing_function(other) is not caller \
+                    or not isinstance(other.func, (cst.Name, cst.Attribute)):
+                continue
+            trainer = self.local_function(other.func)
+            if trainer is not None and trainer is not fn \
+                    and any(e.kind in (BACKWARD, STEP) for e in self.of(trainer).effects):
+                out.append(other)
+        return out
+
     def steps_optimizer(self, call: cst.Call) -> bool:
         """Whether ``call`` steps an optimizer, whichever function it runs: a function of this file, every
         implementation of a ``self.<method>()`` (this file's and other project files'), or a function
