@@ -159,6 +159,36 @@ POSSIBLE_SHAPES = {
             loss_fn(model(x), y).backward()
             opt.step()
         """),
+    "a sync per named metric, every step": ("TRN201", """
+        import torch
+        for x, y in loader:
+            opt.zero_grad()
+            parts = crit(model(x), y)
+            sum(parts.values()).backward()
+            opt.step()
+            for name, part in parts.items():
+                history[name].append(part.item())     # a handful of named values for the log
+        """),
+    "a print of the loss every step": ("TRN201", """
+        import torch
+        for x, y in loader:
+            opt.zero_grad()
+            loss = crit(model(x), y)
+            loss.backward()
+            opt.step()
+            print("loss", loss)                       # a per-step log, often the tutorial's point
+        """),
+    "a per-element sync in a test": ("TRN201", """
+        import torch
+        def test_rows_stay_finite(model, batches, opt):
+            for x, y in batches:
+                opt.zero_grad()
+                out = model(x)
+                crit(out, y).backward()
+                opt.step()
+                for row in out:
+                    assert row.sum().item() < 1e6      # read on purpose, to assert on it
+        """),
     "explicit weights_only=False on the script's own file": ("TRN701", """
         import torch
         state = torch.load(os.path.join(out_dir, "last.pt"), weights_only=False)
