@@ -94,17 +94,26 @@ CASES = {
         """, 6, 7),
     "TRN301": (("""
         import torch
-        model = torch.nn.DataParallel(build())               # certain: a training script, no DDP
-        for x, y in loader:
-            opt.zero_grad()
-            loss_fn(model(x), y).backward()
-            opt.step()
-        """, 3), ("""
+        from torch.utils.data import DataLoader, DistributedSampler
+        loader = DataLoader(data, sampler=DistributedSampler(data))
+        model = torch.nn.DataParallel(build())               # certain: shards per process, no DDP
+        for epoch in range(10):
+            loader.sampler.set_epoch(epoch)
+            for x, y in loader:
+                opt.zero_grad()
+                loss_fn(model(x), y).backward()
+                opt.step()
+        """, 5), ("""
         import torch
-        model = torch.nn.DataParallel(build()).eval()        # possible: inference only
-        with torch.no_grad():
-            outputs = [model(x) for x in loader]
-        """, 3)),
+        from torch.utils.data import DataLoader
+        loader = DataLoader(data, shuffle=True)
+        model = torch.nn.DataParallel(build())               # possible: one process; slow, but it works
+        for epoch in range(10):
+            for x, y in loader:
+                opt.zero_grad()
+                loss_fn(model(x), y).backward()
+                opt.step()
+        """, 5)),
 }
 
 
@@ -150,6 +159,14 @@ def test_a_default_rule_finding_is_certain() -> None:
 # Shapes that the evidence leaves possible (reported with --preview only), each of a rule that also
 # has certain findings.
 POSSIBLE_SHAPES = {
+    "DataParallel applied once by a training script": ("TRN301", """
+        import torch
+        model = torch.nn.DataParallel(build())        # works; DDP needs a new launcher
+        for x, y in loader:
+            opt.zero_grad()
+            loss_fn(model(x), y).backward()
+            opt.step()
+        """),
     "conditional DataParallel": ("TRN301", """
         import torch
         if torch.cuda.device_count() > 1:
