@@ -8,6 +8,8 @@ node, or at the module. Rules decide from these facts whether that is "every
 training step". :func:`walks_elements` says whether a loop runs once per element of a
 tensor or per parameter of a model (``for row in logits``, ``for p in model.parameters()``),
 rather than over a handful of named values (a dict of metrics), batches or time steps.
+:func:`compounds_each_iteration` says whether ``x = f(x)`` in a loop body feeds each
+iteration's result into the next one (nothing else in the loop rebinds ``x``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import TYPE_CHECKING, Callable, Collection
 import libcst as cst
 
 from lint_rules.analysis.kinds import LEAF, LOSS, PARAMETER, TENSOR
-from lint_rules.analysis.scopes import ASSIGN
+from lint_rules.analysis.scopes import ASSIGN, dotted
 
 if TYPE_CHECKING:
     from lint_rules.analysis.model import FileModel
@@ -110,4 +112,26 @@ def _tensor_length(model: "FileModel", expr: cst.CSTNode) -> bool:
     if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Attribute) \
             and expr.value.attr.value == "shape":
         return model.kind_of(expr.value.value) in _TENSORISH
+    return False
+
+
+def compounds_each_iteration(model: "FileModel", assign: cst.Assign, source: cst.CSTNode) -> bool:
+    """``x = f(x)`` (``source`` is the ``x`` read) in the body of a loop, on every iteration (no
+    ``if``/``try`` between), and nothing else in that loop rebinds ``x`` (``x = build()`` first
+    starts every iteration afresh): each iteration applies ``f`` to the last one's result."""
+    if len(assign.targets) != 1:
+        return False
+    name = dotted(source)
+    if name is None or dotted(assign.targets[0].target) != name:
+        return False
+    child: cst.CSTNode = assign
+    for anc in model.ancestors(assign):
+        if isinstance(anc, (cst.If, cst.IfExp, cst.Try, cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            return False
+        if isinstance(anc, _LOOPS):
+            if not model.in_loop_body(child, anc):
+                return False
+            bindings = model.bindings_of(source) or []
+            return not any(b.node is not assign and model.is_inside(b.node, anc) for b in bindings)
+        child = anc
     return False

@@ -6,7 +6,8 @@ from lint_rules.analysis.context import in_test
 from lint_rules.analysis.names import DATA_PARALLEL
 from lint_rules.analysis.loaders import NEEDS as LOADER_NEEDS
 from lint_rules.analysis.processes import shards_without_sync, spawned_functions
-from lint_rules.analysis.scopes import dotted, keyword_arg
+from lint_rules.analysis.frequency import compounds_each_iteration
+from lint_rules.analysis.scopes import keyword_arg
 from lint_rules.rule import WARNING, Rule
 from lint_rules.rules.examples import trn301 as examples
 
@@ -99,26 +100,13 @@ class DataParallel(Rule):
         return fn is not None and id(fn) in spawned_functions(self.model)
 
     def _rewrapped_in_loop(self, node: cst.Call) -> bool:
-        """``model = nn.DataParallel(model)`` in a loop body with no ``if`` between: each iteration
-        wraps the last iteration's wrapper."""
-        model = self.model
-        parent = model.parent(node)
-        if not isinstance(parent, cst.Assign) or len(parent.targets) != 1:
-            return False
+        """``model = nn.DataParallel(model)`` in a loop body, on the last iteration's wrapper."""
+        parent = self.model.parent(node)
         arg = keyword_arg(node, "module")
         wrapped = arg.value if arg is not None else (node.args[0].value if node.args and node.args[0].keyword
                                                      is None else None)
-        name = dotted(wrapped) if wrapped is not None else None
-        if name is None or dotted(parent.targets[0].target) != name:
-            return False
-        child: cst.CSTNode = parent
-        for anc in model.ancestors(parent):
-            if isinstance(anc, (cst.If, cst.IfExp, cst.Try, cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-                return False
-            if isinstance(anc, (cst.For, cst.While)):
-                return model.in_loop_body(child, anc)
-            child = anc
-        return False
+        return isinstance(parent, cst.Assign) and wrapped is not None \
+            and compounds_each_iteration(self.model, parent, wrapped)
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         for base in node.bases:

@@ -159,6 +159,15 @@ def test_a_default_rule_finding_is_certain() -> None:
 # Shapes that the evidence leaves possible (reported with --preview only), each of a rule that also
 # has certain findings.
 POSSIBLE_SHAPES = {
+    "a model built afresh and wrapped in DataParallel on each iteration": ("TRN301", """
+        import torch
+        for level in levels:
+            net = make_net(level)
+            net.load_state_dict(torch.load(weights[level], weights_only=True))
+            net = torch.nn.DataParallel(net)          # a new model each time, not a wrapper's wrapper
+            with torch.no_grad():
+                outputs = [net(x) for x in inputs]
+        """),
     "DataParallel applied once by a training script": ("TRN301", """
         import torch
         model = torch.nn.DataParallel(build())        # works; DDP needs a new launcher

@@ -95,3 +95,31 @@ def test_walks_elements_of_tensors_and_parameters_only() -> None:
         "named_losses.items()": False, "loader": False, "chunks": False, "range(env.horizon)": False,
         "range(len(named_losses))": False, "while": False,
     }
+
+
+_COMPOUNDS_SRC = """
+for epoch in range(3):
+    net = wrap(net)                      # compounds
+    self.head = wrap(module=self.head)   # compounds
+for epoch in range(3):
+    net = build()
+    net = wrap(net)                      # rebuilt first: afresh
+for epoch in range(3):
+    if epoch == 0:
+        net = wrap(net)                  # once, under a condition
+net = wrap(net)                          # no loop
+for epoch in range(3):
+    other = wrap(net)                    # another name
+"""
+
+
+def test_compounds_each_iteration() -> None:
+    from lint_rules.analysis.frequency import compounds_each_iteration
+
+    model = FileModel(cst.parse_module(textwrap.dedent(_COMPOUNDS_SRC)))
+    got = []
+    for call in model.nodes(cst.Call):
+        if isinstance(call.func, cst.Name) and call.func.value == "wrap":
+            assign = model.parent(call)
+            got.append(compounds_each_iteration(model, assign, call.args[0].value))
+    assert got == [True, True, False, False, False, False]
