@@ -176,8 +176,9 @@ CERTAIN_CORE: dict[str, str] = {
     "TRN602": "an evaluation that sets eval() on some models and not on another one trained in the file",
     "TRN701": "a library module's load, or a pretrained, downloaded or URL checkpoint's",
     "TRN106": "a local running total that nothing in the loop resets: every step's graph kept",
-    "TRN301": "a training script that applies it unconditionally and offers no distributed alternative",
-    "TRN201": "a sync per element in a loop inside the step, or one whose result is unused",
+    "TRN301": "applied unconditionally in a function every spawned process runs, or re-applied every iteration",
+    "TRN201": "a sync per element of a tensor or per parameter in a loop inside the step, or one whose result "
+              "is unused",
     "TRN402": "a tensor with requires_grad=True kept as a plain attribute: never trained; one updated from "
               "its own value at run time: state lost from checkpoints; one pinned to a GPU by __init__",
     "TRN502": "sigmoid into binary cross-entropy under autocast, where it raises",

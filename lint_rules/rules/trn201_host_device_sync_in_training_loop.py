@@ -4,7 +4,8 @@ from __future__ import annotations
 import libcst as cst
 
 from lint_rules.analysis.kinds import LEAF, LOSS, MODULE, PARAMETER, TENSOR
-from lint_rules.analysis.frequency import iteration_context
+from lint_rules.analysis.context import in_test
+from lint_rules.analysis.frequency import iteration_context, walks_elements
 from lint_rules.analysis.guards import is_rare_condition, loop_counters
 from lint_rules.analysis.training import STEP
 from lint_rules.rule import WARNING, Rule
@@ -52,11 +53,14 @@ class HostDeviceSyncInTrainingLoop(Rule):
             print(running_loss.item() / log_every)
     ```
 
-    Confidence: a sync in a loop nested inside the training step (one per
-    element, every step) or one whose result is thrown away (`loss.item()` alone)
-    is *certain* and reported by default. A per-step log or running total
-    (`total += loss.item()`, a progress bar) is often a deliberate price and is
-    *possible* (`--preview`).
+    Confidence: a sync in a loop nested inside the training step that walks the
+    elements of a tensor or the parameters of a model (`for row in logits:`,
+    `for p in model.parameters():`, `range(len(t))`: one sync per element, every
+    step) or one whose result is thrown away (`loss.item()` alone) is *certain* and
+    reported by default. A per-step log or running total (`total += loss.item()`,
+    `print(loss)`, a progress bar), a loop over a dict of named metrics, over
+    micro-batches or time steps, and syncs in tests are often a deliberate price
+    and are *possible* (`--preview`).
 
     ## Known problems
     On CPU-only training the copy is cheap, and the finding is a portability note.
@@ -87,12 +91,18 @@ class HostDeviceSyncInTrainingLoop(Rule):
         where = self._in_step_loop(node)
         if not where:
             return
-        if where == _PER_ELEMENT:
+        # Tests run a few steps on purpose and read values to assert on them: never certain.
+        sure = not in_test(self.model, node)
+        if where is _PER_ELEMENT:
             self.report(node, f"`{op}` in a loop inside the training step forces a host-device sync per "
-                              f"element, every step", certain=True)
-        elif isinstance(self.model.parent(node), cst.Expr):  # `loss.item()` alone: a sync for nothing
+                              f"element, every step", certain=sure)
+        elif where is _PER_ITERATION:  # a loop over named metrics, micro-batches or time steps
+            self.report(node, f"`{op}` in a loop inside the training step forces a host-device sync every "
+                              f"iteration, every step")
+        elif op != "print(tensor)" and isinstance(self.model.parent(node), cst.Expr):
+            # `loss.item()` alone: a sync for nothing (a print's output is its use)
             self.report(node, f"`{op}` in the training loop forces a host-device sync every step, and its "
-                              f"result is not used", certain=True)
+                              f"result is not used", certain=sure)
         else:  # a per-step log or running total: often deliberate
             self.report(node, f"`{op}` in the training loop forces a host-device sync every step")
 
@@ -140,7 +150,8 @@ class HostDeviceSyncInTrainingLoop(Rule):
 
     def _in_step_loop(self, node: cst.CSTNode) -> str | bool:
         """Whether ``node`` runs once per training step (True), or many times per step, in a loop
-        nested in the step (:data:`_PER_ELEMENT`), or not every step (False)."""
+        nested in the step (:data:`_PER_ELEMENT` when that loop walks a tensor's elements or a model's
+        parameters, :data:`_PER_ITERATION` otherwise), or not every step (False)."""
         model = self.model
         facts = model.training
         ctx = iteration_context(
@@ -151,7 +162,7 @@ class HostDeviceSyncInTrainingLoop(Rule):
             if facts.is_step_loop(ctx.loops[0]):
                 return True
             if not facts.is_training_loop(ctx.loops[0]) and any(facts.is_step_loop(lp) for lp in ctx.loops[1:]):
-                return _PER_ELEMENT
+                return _PER_ELEMENT if walks_elements(model, ctx.loops[0]) else _PER_ITERATION
             return False
         return isinstance(ctx.stop, cst.FunctionDef) and id(ctx.stop) in facts.per_iteration_step_functions()
 
@@ -162,6 +173,7 @@ class HostDeviceSyncInTrainingLoop(Rule):
 
 
 _PER_ELEMENT = "per element"
+_PER_ITERATION = "per iteration"
 
 
 def _looks_like_tensor_chain(expr: cst.CSTNode) -> bool:

@@ -94,17 +94,26 @@ CASES = {
         """, 6, 7),
     "TRN301": (("""
         import torch
-        model = torch.nn.DataParallel(build())               # certain: a training script, no DDP
-        for x, y in loader:
-            opt.zero_grad()
-            loss_fn(model(x), y).backward()
-            opt.step()
-        """, 3), ("""
+        from torch.utils.data import DataLoader, DistributedSampler
+        loader = DataLoader(data, sampler=DistributedSampler(data))
+        model = torch.nn.DataParallel(build())               # certain: shards per process, no DDP
+        for epoch in range(10):
+            loader.sampler.set_epoch(epoch)
+            for x, y in loader:
+                opt.zero_grad()
+                loss_fn(model(x), y).backward()
+                opt.step()
+        """, 5), ("""
         import torch
-        model = torch.nn.DataParallel(build()).eval()        # possible: inference only
-        with torch.no_grad():
-            outputs = [model(x) for x in loader]
-        """, 3)),
+        from torch.utils.data import DataLoader
+        loader = DataLoader(data, shuffle=True)
+        model = torch.nn.DataParallel(build())               # possible: one process; slow, but it works
+        for epoch in range(10):
+            for x, y in loader:
+                opt.zero_grad()
+                loss_fn(model(x), y).backward()
+                opt.step()
+        """, 5)),
 }
 
 
@@ -150,6 +159,23 @@ def test_a_default_rule_finding_is_certain() -> None:
 # Shapes that the evidence leaves possible (reported with --preview only), each of a rule that also
 # has certain findings.
 POSSIBLE_SHAPES = {
+    "a model built afresh and wrapped in DataParallel on each iteration": ("TRN301", """
+        import torch
+        for level in levels:
+            net = make_net(level)
+            net.load_state_dict(torch.load(weights[level], weights_only=True))
+            net = torch.nn.DataParallel(net)          # a new model each time, not a wrapper's wrapper
+            with torch.no_grad():
+                outputs = [net(x) for x in inputs]
+        """),
+    "DataParallel applied once by a training script": ("TRN301", """
+        import torch
+        model = torch.nn.DataParallel(build())        # works; DDP needs a new launcher
+        for x, y in loader:
+            opt.zero_grad()
+            loss_fn(model(x), y).backward()
+            opt.step()
+        """),
     "conditional DataParallel": ("TRN301", """
         import torch
         if torch.cuda.device_count() > 1:
@@ -158,6 +184,36 @@ POSSIBLE_SHAPES = {
             opt.zero_grad()
             loss_fn(model(x), y).backward()
             opt.step()
+        """),
+    "a sync per named metric, every step": ("TRN201", """
+        import torch
+        for x, y in loader:
+            opt.zero_grad()
+            parts = crit(model(x), y)
+            sum(parts.values()).backward()
+            opt.step()
+            for name, part in parts.items():
+                history[name].append(part.item())     # a handful of named values for the log
+        """),
+    "a print of the loss every step": ("TRN201", """
+        import torch
+        for x, y in loader:
+            opt.zero_grad()
+            loss = crit(model(x), y)
+            loss.backward()
+            opt.step()
+            print("loss", loss)                       # a per-step log, often the tutorial's point
+        """),
+    "a per-element sync in a test": ("TRN201", """
+        import torch
+        def test_rows_stay_finite(model, batches, opt):
+            for x, y in batches:
+                opt.zero_grad()
+                out = model(x)
+                crit(out, y).backward()
+                opt.step()
+                for row in out:
+                    assert row.sum().item() < 1e6      # read on purpose, to assert on it
         """),
     "explicit weights_only=False on the script's own file": ("TRN701", """
         import torch

@@ -176,4 +176,20 @@ INVALID = [
                 hits += int(row.argmax().item() == label)  # BUG
         """
     ),
+    Invalid(
+        """
+        # a gradient norm read parameter by parameter: one sync per parameter, every step
+        import torch
+        def fit(net, batches, opt, loss_of, limit):
+            for inputs, targets in batches:
+                opt.zero_grad()
+                loss_of(net(inputs), targets).backward()
+                norm = 0.0
+                weights = [w for w in net.parameters() if w.grad is not None]
+                for w in weights:
+                    norm += w.grad.norm().item() ** 2  # BUG
+                if norm ** 0.5 < limit:
+                    opt.step()
+        """
+    ),
 ]

@@ -75,4 +75,44 @@ INVALID = [
         net = Parallel(net)  # BUG
         """
     ),
+    Invalid(
+        """
+        # every spawned process wraps the model over every GPU
+        import torch
+        from torch import multiprocessing
+        def run(local_rank, cfg):
+            net = build(cfg).to(local_rank)
+            net = torch.nn.DataParallel(net)  # BUG
+            train(net, cfg)
+        if __name__ == "__main__":
+            multiprocessing.spawn(run, args=(cfg,), nprocs=torch.cuda.device_count())
+        """
+    ),
+    Invalid(
+        """
+        # wrapped again on every epoch: the wrapper of the wrapper of ...
+        import torch.nn as nn
+        for epoch in range(epochs):
+            self.net = nn.DataParallel(module=self.net)  # BUG
+            fit_one_epoch(self.net, loader)
+        """
+    ),
+    Invalid(
+        """
+        # each process draws its own shard, and nothing averages the replicas' gradients
+        import torch
+        from torch.utils.data import DataLoader
+        from torch.utils.data.distributed import DistributedSampler
+        def main(dataset, net, opt, crit, epochs):
+            sampler = DistributedSampler(dataset)
+            batches = DataLoader(dataset, batch_size=64, sampler=sampler)
+            net = torch.nn.DataParallel(net)  # BUG
+            for epoch in range(epochs):
+                sampler.set_epoch(epoch)
+                for inputs, targets in batches:
+                    opt.zero_grad()
+                    crit(net(inputs), targets).backward()
+                    opt.step()
+        """
+    ),
 ]
