@@ -262,6 +262,8 @@ class EvaluationWithoutEvalMode(Rule):
         :meth:`~lint_rules.analysis.handed.HandedModels.helper_scores`): the drawn-batch finding, one
         call deeper."""
         facts = self._facts
+        if not isinstance(call.func, cst.Name) or not call.args:
+            return  # the cheap part of helper_scores' question first: most calls end here
         training = [lp for lp in self.model.enclosing_loops(call) if self.model.training.is_training_loop(lp)]
         if not training:
             return
