@@ -52,6 +52,7 @@ class ProjectIndex:
         self.max_summaries = max_summaries
         self._summaries: OrderedDict[str, tuple[tuple[int, int], str, dict]] = OrderedDict()
         self._roots: dict[str, tuple[str, ...]] = {}
+        self._project_roots: dict[str, str] = {}
         self._mentions: dict[str, dict[str, tuple[str, ...]] | None] = {}
         self.summarised = 0  # how many files were parsed to summarise them (for tests and benchmarks)
 
@@ -63,6 +64,7 @@ class ProjectIndex:
         resolved only when a rule asks, so a new ``model.py`` is seen at once. Which files import
         which module (:meth:`importers`) is read once per project and forgotten here too."""
         self._roots.clear()
+        self._project_roots.clear()
         self._mentions.clear()
 
     def roots(self, directory: str) -> tuple[str, ...]:
@@ -166,16 +168,23 @@ class ProjectIndex:
         """The directory whose files may call into ``directory``'s modules: the project root (the
         nearest folder above with ``pyproject.toml``, ``setup.py``, ``setup.cfg``, ``.git`` or
         ``requirements.txt``, else the top of ``directory``'s package)."""
-        roots = self.roots(directory)
-        package_top = roots[1] if len(roots) > 1 else directory
-        d = directory
-        while True:
-            if any(os.path.exists(os.path.join(d, m)) for m in _ROOT_MARKERS):
-                return d
-            parent = os.path.dirname(d)
-            if parent == d:
-                return package_top
-            d = parent
+        found = self._project_roots.get(directory)
+        if found is None:  # asked for every import that resolves nowhere: one walk per folder
+            roots = self.roots(directory)
+            found = roots[1] if len(roots) > 1 else directory
+            d = directory
+            while True:
+                if any(os.path.exists(os.path.join(d, m)) for m in _ROOT_MARKERS):
+                    found = d
+                    break
+                parent = os.path.dirname(d)
+                if parent == d:
+                    break
+                d = parent
+            if len(self._project_roots) > 4096:
+                self._project_roots.clear()
+            self._project_roots[directory] = found
+        return found
 
     def locate_module(self, from_file: str, level: int, module: str) -> str | None:
         """The file of module ``module`` imported with ``level`` leading dots from ``from_file``."""
