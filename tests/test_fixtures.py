@@ -166,7 +166,7 @@ IN_ONE_PROCESS = [p for p in CORRECT if p not in SPAWNING]
 def plain_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     from tests.plugin.watch_helpers import drive
 
-    found = drive(tmp_path_factory.mktemp("references") / "results.json", "--plain", "--scripts",
+    found = drive(tmp_path_factory, "plain_references", "--plain", "--scripts",
                   *(str(p) for p in IN_ONE_PROCESS))
     return {key.split("/", 1)[1]: p for key, p in found.items()}
 

@@ -330,7 +330,7 @@ IN_ONE_PROCESS = [s for s in WATCHED if s not in SPAWNING]
 def watched_fixtures(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     from tests.plugin.watch_helpers import drive
 
-    found = drive(tmp_path_factory.mktemp("fixtures") / "results.json", "--all-checks", "--scripts",
+    found = drive(tmp_path_factory, "cli_run_fixtures", "--all-checks", "--scripts",
                   *(str(CORRECT / name) for name in IN_ONE_PROCESS))
     return {key.split("/", 1)[1]: p for key, p in found.items()}
 

@@ -71,11 +71,12 @@ def _run(inner, *tests: str) -> dict:
 
 def test_same_verdict_first_last_and_after_a_heavy_one(inner):
     inner.pytester.makepyfile(test_ordered=ORDERED)
-    first = {**_run(inner, "test_heavy"), **_run(inner, "test_epoch")}  # each the first region of its process
-    after = _run(inner, "test_plain", "test_heavy", "test_epoch")  # the epoch after the heavy region
-    last = _run(inner, "test_epoch", "test_plain", "test_heavy")  # the heavy region last
+    # Two processes give each region first and later: the heavy one first, then last after plain work;
+    # the epoch first, then right after the heavy one.
+    heavy_first = _run(inner, "test_heavy", "test_epoch")
+    epoch_first = _run(inner, "test_epoch", "test_plain", "test_heavy")
     for name in ("heavy", "epoch"):
-        runs = [first[name], after[name], last[name]]
+        runs = [heavy_first[name], epoch_first[name]]
         assert {(syncs, ops) for _, syncs, ops in runs} == {runs[0][1:]}, runs  # counts are exact
         peaks = [cpu for cpu, _, _ in runs]
         # A few KiB wherever it ran (the first heavy region used to measure about 1.3 MiB): malloc's end

@@ -59,7 +59,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     """Every single-process program's outcome under the watch, from one run of the driver."""
     from tests.plugin.watch_helpers import drive
 
-    return drive(tmp_path_factory.mktemp("watch_corpus") / "results.json")
+    return drive(tmp_path_factory, "watch_corpus")
 
 
 def describe(result: dict) -> str:

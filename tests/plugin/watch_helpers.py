@@ -72,17 +72,30 @@ def line_of(source: str, marker: str) -> int:
     return lines[0]
 
 
-def drive(out: Path, *args: str) -> dict[str, dict]:
+def drive(tmp_path_factory, name: str, *args: str) -> dict[str, dict]:
     """Run tests/plugin/watch_corpus/driver.py (many programs in one process: one torch import) with
-    ``args``, writing ``out``; each program's outcome by its id (``case/buggy``, ``script/<name>``, ...)."""
+    ``args``; each program's outcome by its id (``case/buggy``, ``script/<name>``, ...).
+
+    The run is done once per test session, not once per xdist worker: its results are written to
+    ``<name>.json`` in the directory the workers share, under a file lock (pytest-xdist's documented
+    recipe), and a worker that comes second reads them."""
     import json
     import subprocess
     import sys
     from pathlib import Path
 
-    repo = Path(__file__).resolve().parents[2]
-    done = subprocess.run([sys.executable, str(repo / "tests" / "plugin" / "watch_corpus" / "driver.py"), str(out),
-                           *args], cwd=repo, capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "PYTHONPATH": str(repo), "OMP_NUM_THREADS": "1"})
-    assert done.returncode == 0, f"the corpus driver failed:\n{done.stdout}\n{done.stderr}"
+    from filelock import FileLock
+
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    out = shared / f"{name}.json"
+    with FileLock(str(out) + ".lock"):
+        if not out.exists():
+            repo = Path(__file__).resolve().parents[2]
+            partial = out.with_suffix(".partial")
+            done = subprocess.run([sys.executable, str(repo / "tests" / "plugin" / "watch_corpus" / "driver.py"),
+                                   str(partial), *args], cwd=repo, capture_output=True, text=True, timeout=600,
+                                  env={**os.environ, "PYTHONPATH": str(repo), "OMP_NUM_THREADS": "1"})
+            assert done.returncode == 0, f"the corpus driver failed:\n{done.stdout}\n{done.stderr}"
+            partial.replace(out)
     return {p["id"]: p for p in json.loads(out.read_text())["programs"]}
