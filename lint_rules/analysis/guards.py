@@ -114,3 +114,33 @@ def is_accumulation_test(model: "FileModel", test: cst.BaseExpression) -> bool:
             pending.append(node.func)
             pending += (a.value for a in node.args)
     return False
+
+
+def from_an_iteration_on(model: "FileModel", node: cst.CSTNode, loop: cst.CSTNode) -> bool:
+    """``node`` runs only from some iteration of ``loop`` on, by a test of its counter
+    (``for epoch in ...: if epoch > decay_start: scheduler.step()``; ``if epoch >= k``, ``if k < epoch``):
+    the iterations before it all run without it."""
+    if not isinstance(loop, cst.For):
+        return False
+    counters = {n.value for n in _names(loop.target)}
+    for guard in guards_within(model, node, loop) or ():
+        test = guard.test
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+            op, right, left = test.comparisons[0].operator, test.comparisons[0].comparator, test.left
+            if isinstance(op, (cst.GreaterThan, cst.GreaterThanEqual)) and _is_counter(left, counters) \
+                    or isinstance(op, (cst.LessThan, cst.LessThanEqual)) and _is_counter(right, counters):
+                return True
+    return False
+
+
+def _is_counter(expr: cst.CSTNode, counters: set[str]) -> bool:
+    return isinstance(expr, cst.Name) and expr.value in counters
+
+
+def _names(node: cst.CSTNode):
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Name):
+            yield n
+        stack.extend(n.children)

@@ -61,6 +61,18 @@ _VERB_PHRASE = re.compile(
     r"find|select|replace|patch|merge|split|move|push|pull|send|upload|attach|detach|cast|quantize|prune|"
     r"trace|script|profile|benchmark|measure|visualize|draw|render|write|read|open|close|add|remove|del|"
     r"delete|inspect|verify|assert|ensure|maybe|try|to)_", re.I)
+# Names spelled like a model or an optimizer that hold something about one. The last word of a
+# compound name says what it holds: `model_output`, `model_config`, `net_sd`, `optimizer_idx` and
+# `model_path` are an output, a config, a state dict, an index and a path, where `model_ema` and `net_g`
+# are models. The one answer to "does this spelling name data?" (modules.ModuleFacts asks it too).
+NOT_AN_OBJECT_NAME = re.compile(
+    r"state|dict|path|file|name|dir|cfg|config|ckpt|checkpoint|weight|param|args|kwargs|type|cls|"
+    r"class|str|url|_id$|_ids$|fn$|func|factory|builder|registry|kind|option|opts$|spec|version|"
+    r"_(outputs?|outs?|data|datasets?|results?|preds?|predictions?|logits|feats?|features|loss(es)?|sd|"
+    r"scores?|inputs?|targets?|metrics|stats|info|grads?|samples?|keys?|size|dim|list|lr|steps?|epochs?|"
+    r"idx|index)$", re.I)
+# Data held out for measuring, by its spelling: `val_loader`, `testdataloader`, `dev_sampler`, `eval_iter`.
+HELD_OUT_NAME = re.compile(r"(^|_)(val|dev|eval)|test|valid", re.I)
 
 
 def name_hint(text: str | None) -> str | None:
@@ -70,6 +82,8 @@ def name_hint(text: str | None) -> str | None:
     owner, _, leaf = text.rpartition(".")
     if owner and owner.rsplit(".", 1)[-1][:1].isupper():
         return None  # ModelRegistry.model_families: an attribute of a class, not a value spelled like one
+    if NOT_AN_OBJECT_NAME.search(leaf):
+        return None
     if _SCHED_HINT.search(leaf):
         return SCHEDULER
     if _SCALER_HINT.search(leaf):

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from lint_rules.analysis.kinds import OPTIMIZER, SCALER
+from lint_rules.analysis.kinds import HELD_OUT_NAME, OPTIMIZER, SCALER
 from lint_rules.analysis.names import DATA_LOADERS, DISTRIBUTED_SAMPLERS
 from lint_rules.analysis.scopes import ASSIGN, PARAM, dotted, is_false, keyword_arg
 from lint_rules.analysis.summaries import BACKWARD, CLEAR, STEP, Summaries
@@ -489,13 +489,20 @@ class LoaderFacts:
         if any(isinstance(a.value, (cst.Name, cst.Attribute)) and model.kind_of(a.value) in (OPTIMIZER, SCALER)
                for a in call.args):
             return False
-        fn = helpers.local_function(call.func)
-        if fn is not None:
-            summary = helpers.of(fn)
-            return summary.no_grad and not any(e.kind in (BACKWARD, STEP, CLEAR) for e in summary.effects)
         text = dotted(call.func)
         leaf = text.rsplit(".", 1)[-1] if text is not None else ""
-        return _EVALUATES.search(leaf) is not None and _TRAINS.search(leaf) is None
+        spelled = _EVALUATES.search(leaf) is not None and _TRAINS.search(leaf) is None
+        fn = helpers.local_function(call.func)
+        if fn is not None:  # its body says: it trains nothing, and turns grad off or is named for evaluating
+            summary = helpers.of(fn)
+            return (summary.no_grad or spelled) and not any(e.kind in (BACKWARD, STEP, CLEAR) for e in summary.effects)
+        return spelled
+
+    def held_out(self, feed: SamplerFeed) -> bool:
+        """The sampler, or a loader it feeds, is spelled as held-out data (``val_sampler``,
+        ``test_loader``): its order changes no metric, so its epoch does not matter."""
+        names = [feed.variable, *feed.loaders] if feed.variable is not None else list(feed.loaders)
+        return any(HELD_OUT_NAME.search((self._path(n) or "").rsplit(".", 1)[-1]) for n in names)
 
     def _is_iterated_by(self, ref: cst.CSTNode, loop: cst.CSTNode) -> bool:
         if not isinstance(loop, cst.For):

@@ -10,12 +10,13 @@ to nothing known (imported from elsewhere) counts only when its name ends in
 
 from __future__ import annotations
 
+import builtins
 import re
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from lint_rules.analysis.kinds import CRITERION, MODULE, kind_of
+from lint_rules.analysis.kinds import CRITERION, MODULE, NOT_AN_OBJECT_NAME, kind_of
 from lint_rules.analysis.scopes import ASSIGN, CLASS, FOR, PARAM, WITH, call_method, dotted
 
 if TYPE_CHECKING:
@@ -43,6 +44,9 @@ _REGISTERING = frozenset({
 # A base named like a module class (`LightningModule`, `MegatronModule`), but not a data module
 # (`LightningDataModule` holds loaders, not layers).
 _UNKNOWN_MODULE_BASE = re.compile(r"(?<!Data)Module$")
+# Classes of installed packages that are never modules, whatever they define (a `KTOTrainer` subclass
+# with a `forward()` is a trainer): asked only of a base that nothing else answers for.
+_UNKNOWN_NON_MODULE_BASE = re.compile(r"(Trainer|Callback|Dataset|Sampler|Config|Tokenizer|Optimizer|Scheduler)$")
 # torch.nn layers whose forward depends on train/eval mode.
 _MODE_DEPENDENT = re.compile(r"Dropout|BatchNorm|InstanceNorm|RNN|LSTM|GRU|Transformer|MultiheadAttention|RReLU")
 _SAME_MODULE_METHODS = frozenset({"to", "cuda", "cpu", "float", "half", "double", "eval", "train"})
@@ -50,14 +54,6 @@ _SAME_MODULE_METHODS = frozenset({"to", "cuda", "cpu", "float", "half", "double"
 _WRAPPERS = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
                        "torch.nn.parallel.DistributedDataParallel",
                        "torch.nn.parallel.distributed.DistributedDataParallel"})
-# Names that kinds.name_hint() takes for a model but that hold something about one. The last
-# word of a compound name says what it holds: `model_output`, `model_dataset` and `net_sd` are an
-# output, a dataset and a state dict, where `model_ema` and `net_g` are models.
-_NOT_A_MODULE_NAME = re.compile(
-    r"state|dict|path|file|name|dir|cfg|config|ckpt|checkpoint|weight|param|args|kwargs|type|cls|"
-    r"class|str|url|_id$|fn$|func|factory|builder|kind|"
-    r"_(outputs?|outs?|data|datasets?|results?|preds?|predictions?|logits|feats?|features|loss(es)?|sd|"
-    r"scores?|inputs?|targets?|metrics|stats|info|grads?|samples?)$", re.I)
 # Methods of a mapping (a state dict) that a model does not have (an nn.ModuleDict aside).
 _MAPPING_METHODS = frozenset({"keys", "items", "values"})
 _SELF_REGISTERING_METHODS = frozenset({"register_buffer", "register_parameter", "add_module",
@@ -129,11 +125,16 @@ class ModuleFacts:
                 return True
             # A class of another file of the project: its summary says (through its own bases).
             project = getattr(model, "project_facts", None)
-            return project.is_module_class(model, base) if project is not None else None
+            verdict = project.is_module_class(model, base) if project is not None else None
+            if verdict is None and _UNKNOWN_NON_MODULE_BASE.search(q):
+                return False
+            return verdict
         if isinstance(base, cst.Name):
             bindings = model.bindings_of(base)
             if bindings and len(bindings) == 1 and bindings[0].kind == CLASS and depth < 8:
                 return self._class_verdict(bindings[0].value, depth + 1)
+            if not bindings and isinstance(getattr(builtins, base.value, None), type):
+                return False  # `class Cat(object)`, `class Registry(dict)`: a builtin class is no module
         text = dotted(base) if isinstance(base, (cst.Name, cst.Attribute)) else None
         if text is not None and _UNKNOWN_MODULE_BASE.search(text):
             return True
@@ -370,7 +371,7 @@ class ModuleFacts:
         if kind_of(model, expr) in (MODULE, CRITERION):
             # known from an annotation, or guessed from the name: `model_state` is not a model
             # and `converted_model.keys()` says a state dict: the name is the only evidence, its uses outweigh it
-            return not _NOT_A_MODULE_NAME.search((dotted(expr) or "").rsplit(".", 1)[-1]) \
+            return not NOT_AN_OBJECT_NAME.search((dotted(expr) or "").rsplit(".", 1)[-1]) \
                 and not self._used_as(expr, _MAPPING_METHODS)
         return self._from_module_container(expr) or self.used_as_module(expr)
 
@@ -568,7 +569,7 @@ def _named_not_a_module(value: cst.CSTNode) -> bool:
     """``value`` is a name or attribute spelled as something about a model (``batch.model_output``):
     a kind guessed from that spelling is no evidence of a module."""
     return isinstance(value, (cst.Name, cst.Attribute)) and bool(
-        _NOT_A_MODULE_NAME.search((dotted(value) or "").rsplit(".", 1)[-1]))
+        NOT_AN_OBJECT_NAME.search((dotted(value) or "").rsplit(".", 1)[-1]))
 
 
 def _not_a_module(value: cst.CSTNode | None) -> bool:

@@ -86,3 +86,27 @@ class _Reads(cst.CSTVisitor):
     def visit_Attribute(self, node: cst.Attribute) -> bool:
         self.found = self.found or node.attr.value == self.attr
         return not self.found
+
+
+_FILLING_METHODS = frozenset({"append", "insert", "extend", "add", "setdefault"})
+
+
+def filled_before(model, region: cst.CSTNode, text: str, before: cst.CSTNode) -> bool:
+    """The container spelled ``text`` (``models``, ``self.members``) gets a new element in ``region``
+    ahead of ``before``: ``models.append(Net())``, ``models.insert(0, m)``, ``models[k] = Net()``. An
+    ensemble member or a fold's model built this way is new in each iteration."""
+    from lint_rules.analysis.scopes import dotted
+
+    index = model.order[id(before)]
+    for call in model.within(cst.Call, region):
+        if model.order[id(call)] >= index:
+            break
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _FILLING_METHODS and dotted(func.value) == text:
+            return True
+    for assign in model.within(cst.Assign, region):
+        if model.order[id(assign)] >= index:
+            break
+        if any(isinstance(t.target, cst.Subscript) and dotted(t.target.value) == text for t in assign.targets):
+            return True
+    return False

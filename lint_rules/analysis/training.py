@@ -115,7 +115,8 @@ class TrainingFacts:
                 base = func.value
                 if isinstance(base, cst.Attribute) and base.attr.value == "data":
                     base = base.value
-                if isinstance(base, cst.Attribute) and base.attr.value == "grad" and method != "detach_":
+                if isinstance(base, cst.Attribute) and base.attr.value == "grad" and method != "detach_" \
+                        and not self._selective(call):
                     return Event(CLEAR, call, ANY, idx)
             return None
         q = model.qualified_name(func)
@@ -128,9 +129,28 @@ class TrainingFacts:
             return None
         for t in node.targets:
             target = t.target
-            if isinstance(target, cst.Attribute) and target.attr.value == "grad":
+            if isinstance(target, cst.Attribute) and target.attr.value == "grad" and not self._selective(node):
                 return Event(CLEAR, node, ANY, self.model.order[id(node)])
         return None
+
+    def _selective(self, node: cst.CSTNode) -> bool:
+        """A gradient reset that picks its parameters (``for name, p in model.named_parameters():
+        if "prototypes" in name: p.grad = None``): a deliberate freeze of those, not a clear of the
+        step's gradients. A test of the gradient itself (``if p.grad is not None:``) or of whether the
+        parameter trains picks nothing."""
+        model = self.model
+        loops = model.enclosing_loops(node)
+        if not loops or not isinstance(loops[0], cst.For):
+            return False
+        loop = loops[0]
+        targets = {n.value for n in _walk(loop.target) if isinstance(n, cst.Name)}
+        for anc in model.ancestors(node):
+            if anc is loop:
+                return False
+            if isinstance(anc, cst.If) and not _about_the_gradient(anc.test) \
+                    and any(isinstance(n, cst.Name) and n.value in targets for n in _walk(anc.test)):
+                return True
+        return False
 
     # ------------------------------------------------------ step functions
     def step_closures(self) -> set[int]:
@@ -267,3 +287,20 @@ def _node_of(event: Event) -> cst.CSTNode:
 
 def _is_zero(expr: cst.CSTNode) -> bool:
     return isinstance(expr, (cst.Integer, cst.Float)) and float(expr.value) == 0.0
+
+
+def _about_the_gradient(test: cst.BaseExpression) -> bool:
+    """``p.grad is not None``, ``p.requires_grad``, ``not p.requires_grad``: a test of whether the
+    parameter has or takes a gradient."""
+    for node in _walk(test):
+        if isinstance(node, cst.Attribute) and node.attr.value in ("grad", "requires_grad"):
+            return True
+    return False
+
+
+def _walk(node: cst.CSTNode):
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(n.children)

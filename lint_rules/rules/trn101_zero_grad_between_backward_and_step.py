@@ -18,7 +18,9 @@ class ZeroGradBetweenBackwardAndStep(Rule):
     ## What it does
     Flags clearing gradients (`optimizer.zero_grad()`, `model.zero_grad()`,
     `p.grad = None`, `p.grad.zero_()`) after a `backward()` and before the `step()`
-    of the same optimizer, with no other `backward()` in between. Statement order is
+    of the same optimizer, with no other `backward()` in between. A reset of the
+    gradients of parameters picked in a loop (`if "prototypes" in name: p.grad = None`)
+    freezes those on purpose and is not a clear. Statement order is
     read within one loop iteration (wrapping around to the top of the loop) or
     within one function body. Calls of helpers of the same file count with what
     they do (three calls deep): a `reset_grad()` helper is a clear at its call, a

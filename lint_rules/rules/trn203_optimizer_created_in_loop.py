@@ -7,6 +7,7 @@ from lint_rules.analysis.model import ASSIGN, FOR, WITH, call_method, dotted, ke
 from lint_rules.rule import WARNING, Rule
 from lint_rules.analysis.frequency import iteration_context
 from lint_rules.analysis.guards import is_rare_condition
+from lint_rules.analysis.mutations import filled_before
 from lint_rules.rules.examples import trn203 as examples
 
 # Calls that read a model's parameters: a value built from them is not a new model.
@@ -22,7 +23,8 @@ class OptimizerCreatedInLoop(Rule):
 
     Quiet for plain `SGD` without momentum (it keeps no state), when the loop
     builds a fresh model in the same iteration (a hyper-parameter sweep, a
-    cross-validation fold, an ensemble member), under a one-off condition
+    cross-validation fold, an ensemble member; also one the iteration adds to a
+    container, `members.append(Net())` then `members[-1].parameters()`), under a one-off condition
     (`if epoch == unfreeze_epoch:`, `if optimizer is None:`), when the iteration
     changes which parameters train before building it (`p.requires_grad = True`,
     `model.unfreeze(...)`: gradual unfreezing), and for loops that do not train.
@@ -100,11 +102,21 @@ class OptimizerCreatedInLoop(Rule):
         loop = next((lp for lp in ctx.loops if facts.is_training_loop(lp)), None)
         if loop is None:
             return
-        if self._fresh_in(_parameter_sources(node), loop, 0):
+        if self._fresh_in(_parameter_sources(node), loop, 0) or self._member_of_filled(node, loop):
             return  # a new model every iteration: a new run, not a reset
         if self._changes_trainable_set(loop, node):
             return  # gradual unfreezing: a new parameter set needs a new optimizer
         self.report(node)
+
+    def _member_of_filled(self, call: cst.Call, loop: cst.CSTNode) -> bool:
+        """`models.append(Member()); Adam(models[-1].parameters())`: the parameters come from an
+        element of a container that this iteration filled, a new ensemble member or fold."""
+        for source in _parameter_sources(call):
+            parent = self.model.parent(source)
+            if isinstance(parent, cst.Subscript) and parent.value is source \
+                    and filled_before(self.model, loop, dotted(source) or "", call):
+                return True
+        return False
 
     def _changes_trainable_set(self, loop: cst.CSTNode, call: cst.Call) -> bool:
         """`p.requires_grad = True`, `p.requires_grad_()`, `model.unfreeze(...)` in the loop

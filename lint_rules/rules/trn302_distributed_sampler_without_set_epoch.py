@@ -26,8 +26,10 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     whose `__init__` keeps them (`self.loaders = loaders`), where a method iterating
     `self.loaders["train"]` that a loop calls runs every epoch. A loader that is
     only evaluated each epoch (iterated under `torch.no_grad()`, handed to a
-    no-grad helper of this file, or to an imported `evaluate(...)`/`validate(...)`
-    with no optimizer) is left alone: the order of evaluation batches changes no
+    helper of this file that trains nothing and turns grad off or is named for
+    evaluating, or to an imported `evaluate(...)`/`validate(...)` with no
+    optimizer) is left alone, and so is a sampler or loader spelled as held-out
+    data (`val_sampler`, `test_loader`): the order of evaluation batches changes no
     metric. A loader built in another file of the project counts too: `loader =
     build_loader(...)` of a function that returns a `DataLoader` over a shuffling
     `DistributedSampler`, used every epoch here with no `loader.sampler.set_epoch()`,
@@ -85,7 +87,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     def finish(self) -> None:
         facts = self.model.fact(LoaderFacts)
         for feed in facts.feeds:
-            if feed.loaders and not facts.epoch_set(feed) \
+            if feed.loaders and not facts.epoch_set(feed) and not facts.held_out(feed) \
                     and any(facts.per_epoch_use(var) is not None for var in feed.loaders):
                 if feed.remote:
                     name = dotted(feed.sampler.func) or "the call"

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from lint_rules.analysis.guards import from_an_iteration_on
 from lint_rules.analysis.kinds import OPTIMIZER, SCHEDULER
 from lint_rules.analysis.model import ASSIGN, dotted, keyword_arg
 from lint_rules.analysis.summaries import Summaries
@@ -21,7 +22,10 @@ class SchedulerStepBeforeOptimizerStep(Rule):
     optimizer step may be a direct `optimizer.step()`, a `scaler.step(optimizer)`, or a
     call to a function in the same file that steps the optimizer
     (`train_one_epoch(...)`). A `scheduler.step()` after the inner batch loop (an
-    epoch-level scheduler) is read in order and is fine.
+    epoch-level scheduler) is read in order and is fine. So is a schedule placed on
+    purpose: stepped only from some iteration on (`if epoch > decay_start:
+    scheduler.step()`, every earlier epoch used the first rate), or built at a given
+    epoch (`MultiStepLR(opt, milestones, last_epoch=start_epoch - 1)`).
 
     ## Why is this bad?
     Since PyTorch 1.1, `scheduler.step()` must follow `optimizer.step()`. Called
@@ -101,8 +105,19 @@ class SchedulerStepBeforeOptimizerStep(Rule):
         index = model.order[id(node)]
         before = [s for s in steps if model.order[id(s)] < index]
         after = [s for s in steps if model.order[id(s)] > index]
-        if after and not before:
+        if after and not before and not self._positioned(node, construction, region):
             self.report(node)
+
+    def _positioned(self, sched_step: cst.Call, construction: cst.Call | None, region: cst.CSTNode) -> bool:
+        """The schedule's position is set on purpose, so stepping first skips nothing: it is built at a
+        given epoch (``MultiStepLR(opt, ms, last_epoch=start_epoch - 1)``), or stepped only from some
+        epoch on (``if epoch > decay_start: scheduler.step()``: every epoch before used the first rate)."""
+        if construction is not None:
+            last = keyword_arg(construction, "last_epoch")
+            if last is not None and not (isinstance(last.value, cst.UnaryOperation)
+                                         and isinstance(last.value.expression, cst.Integer)):
+                return True
+        return from_an_iteration_on(self.model, sched_step, region)
 
     def _handed_over(self, sched_step: cst.Call, region: cst.CSTNode, optimizer: str | None) -> None:
         """No step of the scheduler's optimizer is in sight, but the loop hands that optimizer to a

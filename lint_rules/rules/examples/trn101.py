@@ -8,6 +8,20 @@ from lint_rules.rule import Invalid, Valid
 VALID = [
     Valid(
         """
+        # the prototypes stay frozen for the first iterations: their gradients, and only theirs, are dropped
+        def train(model, loader, criterion, optimizer, freeze_iters):
+            for it, (x, y) in enumerate(loader):
+                optimizer.zero_grad()
+                criterion(model(x), y).backward()
+                if it < freeze_iters:
+                    for name, p in model.named_parameters():
+                        if "prototypes" in name:
+                            p.grad = None
+                optimizer.step()
+        """
+    ),
+    Valid(
+        """
         # the reset_grad() helper before backward(): the right order
         import torch
         class Solver:

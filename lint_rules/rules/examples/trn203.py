@@ -8,6 +8,25 @@ from lint_rules.rule import Invalid, Valid
 VALID = [
     Valid(
         """
+        # an ensemble: each member is new, kept in a list, and gets its own optimizer
+        import torch
+        from torch import nn
+
+        def fit_ensemble(loader, n_members):
+            members = []
+            for k in range(n_members):
+                members.append(nn.Linear(4, 1))
+                opt = torch.optim.Adam(members[-1].parameters(), lr=1e-3)
+                for epoch in range(3):
+                    for x, y in loader:
+                        opt.zero_grad()
+                        nn.functional.mse_loss(members[-1](x), y).backward()
+                        opt.step()
+            return members
+        """
+    ),
+    Valid(
+        """
         import torch
         optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
         for epoch in range(epochs):

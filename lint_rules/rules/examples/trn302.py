@@ -8,6 +8,36 @@ from lint_rules.rule import Invalid, Valid
 VALID = [
     Valid(
         """
+        # held-out data: its order changes no metric, whether spelled so or scored by a helper named so
+        import torch
+        from torch.utils.data import DataLoader, DistributedSampler
+
+        def main(model, opt, train_set, holdout, extra):
+            train_sampler = DistributedSampler(train_set)
+            train_loader = DataLoader(train_set, sampler=train_sampler)
+            val_sampler = DistributedSampler(holdout)
+            val_loader = DataLoader(holdout, sampler=val_sampler)
+            extra_loader = DataLoader(extra, sampler=DistributedSampler(extra))
+            for epoch in range(10):
+                train_sampler.set_epoch(epoch)
+                for x, y in train_loader:
+                    opt.zero_grad()
+                    model(x).sum().backward()
+                    opt.step()
+                for x, y in val_loader:
+                    with torch.no_grad():
+                        model(x)
+                validate_model(model, extra_loader)
+
+        def validate_model(model, loader):
+            model.eval()
+            for x, y in loader:
+                with torch.no_grad():
+                    model(x)
+        """
+    ),
+    Valid(
+        """
         # set_epoch() through the loader a framework returns
         from torch.utils.data import DataLoader, DistributedSampler
         sampler = DistributedSampler(ds)

@@ -8,6 +8,40 @@ from lint_rules.rule import Invalid, Valid
 VALID = [
     Valid(
         """
+        # not modules, though each defines forward(): a helper of `object`, a trainer of an installed
+        # package, and data about a model set before the base's __init__
+        import torch
+        from rl_toolkit import PPOTrainer
+        from vision_zoo import ZooModel
+
+        class Concat(object):
+            def __init__(self, storage):
+                self.storage = storage
+
+            def forward(self, *inputs):
+                return torch.cat(inputs)
+
+        class MyTrainer(PPOTrainer):
+            def __init__(self, model, ref_model: torch.nn.Module, args):
+                self.ref_model = ref_model
+                super().__init__(model=model, args=args)
+
+            def forward(self, model, batch):
+                return model(**batch)
+
+        class Wrapped(ZooModel):
+            def __init__(self, model_config, optimizer_config):
+                self.model_config = model_config
+                self.optimizer_config = optimizer_config
+                super().__init__()
+                self.head = torch.nn.Linear(2, 2)
+
+            def forward(self, x):
+                return self.head(x)
+        """
+    ),
+    Valid(
+        """
         import torch.nn as nn
         class Net(nn.Module):
             def __init__(self, d):

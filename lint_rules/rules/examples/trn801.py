@@ -8,6 +8,25 @@ from lint_rules.rule import Invalid, Valid
 VALID = [
     Valid(
         """
+        # the schedule is placed on purpose: decay only from a given epoch on, or built at the resumed epoch
+        import torch
+
+        def fit(model, loader, criterion, start_epoch, epochs, decay_from):
+            opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+            decay = torch.optim.lr_scheduler.ExponentialLR(opt, gamma=0.95)
+            steps = torch.optim.lr_scheduler.MultiStepLR(opt, [30, 60], last_epoch=start_epoch - 1)
+            for epoch in range(start_epoch, epochs):
+                steps.step()
+                if epoch > decay_from:
+                    decay.step()
+                for x, y in loader:
+                    opt.zero_grad()
+                    criterion(model(x), y).backward()
+                    opt.step()
+        """
+    ),
+    Valid(
+        """
         import torch
         optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
         scheduler = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=0.1, total_steps=n)

@@ -75,3 +75,18 @@ def test_an_attribute_of_a_class_is_not_a_model_by_its_spelling() -> None:
     model = FileModel(cst.parse_module("ModelRegistry.model_families\nregistry.model_families\n"))
     exprs = [stmt.body[0].value for stmt in model.module.body]
     assert [model.kind_of(e) for e in exprs] == [None, MODULE]
+
+
+def test_a_name_about_a_model_or_an_optimizer_is_neither() -> None:
+    # The last word says what a compound name holds: a config, a path, an index, a state dict.
+    # Models and optimizers spelled with a qualifier stay what their names say.
+    from lint_rules.analysis.kinds import SCHEDULER, name_hint
+
+    about = ["model_config", "model_cfg", "model_path", "model_name", "model_dir", "model_args",
+             "model_kwargs", "net_params", "model_sd", "model_state_dict", "optimizer_idx", "optimizer_config",
+             "opt_state", "model_outputs", "model_type", "model_id", "model_list", "model_lr"]
+    assert {n: name_hint(n) for n in about} == {n: None for n in about}
+    objects = {"model": MODULE, "net": MODULE, "model_ema": MODULE, "net_g": MODULE, "teacher_model": MODULE,
+               "model_without_ddp": MODULE, "optimizer": OPTIMIZER, "opt": OPTIMIZER, "optimizer_d": OPTIMIZER,
+               "lr_scheduler": SCHEDULER}
+    assert {n: name_hint(n) for n in objects} == objects

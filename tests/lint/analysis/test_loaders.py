@@ -183,3 +183,43 @@ def test_fed_by_names_the_sampler_behind_a_loops_iterable() -> None:
     fed = [[facts.path(f.variable) if f.variable is not None else model.module.code_for_node(f.sampler)
             for f in facts.fed_by(loop)] for loop in loops]
     assert fed == [["train_sampler"], ["DistributedSampler(val_ds)"], []]
+
+
+def test_a_local_helper_named_for_evaluation_that_trains_nothing_only_evaluates() -> None:
+    # validate() turns grad off inside its loop, not around it; its name and its body (no backward, no
+    # step) say it only measures. A local helper named like an evaluation that steps still trains.
+    _, facts = _facts("""
+        import torch
+        from torch.utils.data import DataLoader, DistributedSampler
+        def validate(loader, model):
+            model.eval()
+            for x, y in loader:
+                with torch.no_grad():
+                    out = model(x)
+        def test_and_tune(loader, model, opt):
+            for x, y in loader:
+                model(x).sum().backward()
+                opt.step()
+        def main(ds, model, opt):
+            scored = DataLoader(ds, sampler=DistributedSampler(ds))
+            tuned = DataLoader(ds, sampler=DistributedSampler(ds))
+            for epoch in range(3):
+                validate(scored, model)
+                test_and_tune(tuned, model, opt)
+    """)
+    uses = {facts.path(f.loaders[0]): facts.per_epoch_use(f.loaders[0]) for f in facts.feeds}
+    assert uses["scored"] is None
+    assert uses["tuned"] is not None
+
+
+def test_a_sampler_or_loader_spelled_as_held_out_data_is_held_out() -> None:
+    _, facts = _facts("""
+        from torch.utils.data import DataLoader, DistributedSampler
+        val_sampler = DistributedSampler(val_set)
+        loader_a = DataLoader(val_set, sampler=val_sampler)
+        sampler = DistributedSampler(ds)
+        test_loader = DataLoader(ds, sampler=sampler)
+        train_sampler = DistributedSampler(train_set)
+        train_loader = DataLoader(train_set, sampler=train_sampler)
+    """)
+    assert [facts.held_out(f) for f in facts.feeds] == [True, True, False]

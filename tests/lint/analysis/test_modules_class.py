@@ -251,3 +251,41 @@ def test_a_name_guessed_a_model_yields_to_its_last_word_and_its_uses() -> None:
     # are taken for models by their names, as before
     assert found == {"model_output": False, "model_dataset": False, "net_sd": False, "converted_model": False,
                      "model_ema": True, "forward_model": True, "model": True}
+
+
+def test_a_builtin_or_a_trainer_base_is_no_module_whatever_the_class_defines() -> None:
+    # `class Cat(object)` with a forward() is a helper of a module, not one; a subclass of an installed
+    # package's trainer or callback with a forward() is a trainer. A module base of an installed
+    # package (its name ends in Module) and an unknown base with a forward() still make a module.
+    src = textwrap.dedent("""
+        from some_rl_lib import PPOTrainer, LoggingCallback, BaseModule, Unknown
+
+        class Cat(object):
+            def forward(self, *xs): ...
+
+        class Table(dict):
+            def forward(self, x): ...
+
+        class Trainer2(PPOTrainer):
+            def forward(self, model, batch): ...
+
+        class Hook(LoggingCallback):
+            def forward(self, x): ...
+
+        class Block(BaseModule):
+            def forward(self, x): ...
+
+        class Shaped(Unknown):
+            def forward(self, x): ...
+
+        class object2(object):
+            pass
+
+        class Mine(object2):
+            def forward(self, x): ...
+        """)
+    model = FileModel(cst.parse_module(src))
+    facts = model.fact(ModuleFacts)
+    found = {c.name.value: facts.is_module_class(c) for c in model.nodes(cst.ClassDef)}
+    assert found == {"Cat": False, "Table": False, "Trainer2": False, "Hook": False, "Block": True,
+                     "Shaped": True, "object2": False, "Mine": False}

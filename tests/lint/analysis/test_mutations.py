@@ -46,3 +46,23 @@ def test_reads_attribute() -> None:
     assert reads_attribute(cst.parse_statement("p.data -= lr * p.grad\n"), "grad")
     assert not reads_attribute(cst.parse_statement("p.data -= lr * p.grad_fn\n"), "grad")
     assert not reads_attribute(cst.parse_statement("grad = 1\n"), "grad")  # a name, not an attribute
+
+
+def test_a_container_filled_in_a_loop_before_a_point_is_filled_there() -> None:
+    from lint_rules.analysis.model import FileModel
+    from lint_rules.analysis.mutations import filled_before
+
+    model = FileModel(cst.parse_module(textwrap.dedent("""
+        members, folds, table, kept = [], [], {}, []
+        for k in range(5):
+            members.append(Net(k))
+            folds.insert(0, Net(k))
+            table[k] = Net(k)
+            use(members[-1], folds[0], table[k], kept[-1])
+            kept.append(Net(k))
+    """)))
+    loop = next(iter(model.nodes(cst.For)))
+    point = next(c for c in model.nodes(cst.Call) if isinstance(c.func, cst.Name) and c.func.value == "use")
+    found = {name: filled_before(model, loop, name, point) for name in ("members", "folds", "table", "kept")}
+    # `kept` is filled only after the point: its element there is one of an earlier iteration
+    assert found == {"members": True, "folds": True, "table": True, "kept": False}

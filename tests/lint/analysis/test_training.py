@@ -88,3 +88,30 @@ def test_events_within_between_and_of_a_function_match_a_scan() -> None:
     for start in range(-1, len(model.ordered) + 1):
         for end in (start + 1, start + 7, len(model.ordered)):
             assert facts.events_between(start, end) == [e for e in events if start < e.index < end]
+
+
+def test_a_gradient_reset_that_picks_its_parameters_is_no_clear() -> None:
+    # Resetting the gradients of parameters picked by name freezes those; resetting every gradient
+    # (whether or not it exists, or only of parameters that train) clears the step's gradients.
+    model = FileModel(cst.parse_module(textwrap.dedent("""
+        def step(model, loss, opt, frozen):
+            loss.backward()
+            for name, p in model.named_parameters():
+                if "prototypes" in name:
+                    p.grad = None
+            for name, w in model.named_parameters():
+                if name in frozen:
+                    w.grad.zero_()
+            for p in model.parameters():
+                if p.grad is not None:
+                    p.grad.zero_()
+            for q in model.parameters():
+                if q.requires_grad:
+                    q.grad = None
+            for r in model.parameters():
+                r.grad = None
+            opt.step()
+    """)))
+    facts = training.TrainingFacts(model)
+    clears = [model.module.code_for_node(e.node).strip() for e in facts.events if e.kind == training.CLEAR]
+    assert clears == ["p.grad.zero_()", "q.grad = None", "r.grad = None"]
