@@ -166,6 +166,7 @@ PREVIEW_RULES: dict[str, str] = {
     "TRN109": "0 of the sampled findings on unseen code",
     "TRN402": "0 of the sampled findings on unseen code",
     "TRN502": "0 of the sampled findings on unseen code",
+    "TRN503": "0 of 8 certain findings on the fresh tune-side sample (issue #22, seventh session)",
 }
 
 
@@ -183,6 +184,7 @@ CERTAIN_CORE: dict[str, str] = {
               "its own value at run time: state lost from checkpoints; one pinned to a GPU by __init__",
     "TRN502": "sigmoid into binary cross-entropy under autocast, where it raises",
     "TRN108": "a hand-written optimizer step: a parameter's .data moved by a gradient while training",
+    "TRN503": "the log of softmax probabilities handed to a negative log-likelihood loss",
 }
 
 

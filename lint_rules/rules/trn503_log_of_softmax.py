@@ -11,6 +11,8 @@ from lint_rules.analysis.spelling import spelling
 from lint_rules.rules.examples import trn503 as examples
 
 _SOFTMAX_FUNCTIONS = frozenset({"torch.softmax", "torch.nn.functional.softmax", "torch.special.softmax"})
+_NLL = frozenset({"torch.nn.functional.nll_loss", "torch.nll_loss"})
+_NLL_CLASSES = frozenset({"torch.nn.NLLLoss", "torch.nn.modules.loss.NLLLoss"})
 
 if TYPE_CHECKING:
     from lint_rules.analysis.model import FileModel
@@ -22,6 +24,14 @@ class LogOfSoftmax(Rule):
     Flags `torch.log(p)` and `p.log()` where `p` is the output of a softmax: a
     `softmax(...)` call, a variable assigned one, or a model whose last layer is
     `nn.Softmax`.
+
+    Confidence: the log of softmax probabilities handed to a negative log-likelihood
+    loss (`F.nll_loss(torch.log(p), y)`, also through a variable or an
+    `nn.NLLLoss()` instance) is *certain*: that is what `log_softmax` exists for.
+    Any other log of a softmax is *possible* (`--preview`): a hand-written loss
+    over bounded scores (cosine similarities over a temperature), the probability
+    of a sampled or arg-max class, the scores of a beam search or an initial state
+    rarely meets an exact zero, and on unseen code none of those was worth a change.
 
     ## Why is this bad?
     Softmax probabilities of unlikely classes underflow to exactly 0 (below about
@@ -100,7 +110,40 @@ class LogOfSoftmax(Rule):
         else:
             return
         if self._provenance.of_value(value, node) == SOFTMAX:
-            self.report(node, fix=self._fix(node, value))
+            self.report(node, fix=self._fix(node, value), certain=self._feeds_nll_loss(node))
+
+    def _feeds_nll_loss(self, log_call: cst.Call) -> bool:
+        """The log-probabilities go to a negative log-likelihood loss (`F.nll_loss(torch.log(p), y)`,
+        also through a variable, or to an `nn.NLLLoss()` instance): the case `log_softmax` exists for.
+        A log taken for something else (a hand-written loss over bounded scores, the probability of a
+        sampled or arg-max class, a beam search's scores, an initial state) rarely meets a zero: possible."""
+        model = self.model
+        parent = model.parent(log_call)
+        if isinstance(parent, cst.Arg):
+            return self._is_nll(model.parent(parent))
+        if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1
+                and isinstance(parent.targets[0].target, cst.Name)):
+            return False
+        name = parent.targets[0].target.value
+        scope = model.enclosing_function(log_call) or model.module
+        for call in model.within(cst.Call, scope):
+            if self._is_nll(call) and any(isinstance(a.value, cst.Name) and a.value.value == name
+                                          and any(b.node is parent for b in model.bindings_of(a.value) or ())
+                                          for a in call.args):
+                return True
+        return False
+
+    def _is_nll(self, call: cst.CSTNode) -> bool:
+        if not isinstance(call, cst.Call):
+            return False
+        model = self.model
+        q = model.qualified_name(call.func)
+        if q in _NLL:
+            return True
+        for b in (model.bindings_of(call.func) or ()) if isinstance(call.func, (cst.Name, cst.Attribute)) else ():
+            if isinstance(b.value, cst.Call) and model.qualified_name(b.value.func) in _NLL_CLASSES:
+                return True
+        return False
 
     def _fix(self, log_call: cst.Call, value: cst.CSTNode) -> RuleFix | None:
         """``log(softmax(args))`` -> ``log_softmax(args)``, for a softmax call written in place."""

@@ -328,7 +328,7 @@ def test_rules_is_a_table_with_severity_tier_and_fix_that_fits_100_columns():
     assert rows["TRN101"] == ["zero-grad-between-backward-and-step", "error", "default", "-"]
     assert rows["TRN301"] == ["data-parallel", "warning", "core", "-"]  # preview, with a certain core
     assert rows["TRN202"][2] == "preview"
-    assert rows["TRN503"][1:] == ["warning", "default", "safe"]
+    assert rows["TRN503"][1:] == ["warning", "core", "safe"]  # a core, and a safe fix
     assert rows["TRN000"][1:3] == ["error", "builtin"]
     assert rows["TRN903"] == ["replicas-diverged", "error", "runtime", "-"]  # torchcheck run's own
     assert not any(line.endswith("(preview)") for line in lines)

@@ -42,6 +42,15 @@ CASES = {
                     w.data.sub_(lr * w.grad.data)               # certain: a hand-written SGD step
                     w.grad.data.copy_(world.average(w.grad))    # possible: a gradient copied back
         """, 7, 8),
+    "TRN503": ("""
+        import torch
+        import torch.nn.functional as F
+        def loss_and_entropy(logits, y):
+            probs = F.softmax(logits, dim=-1)
+            loss = F.nll_loss(torch.log(probs), y)            # certain: log-probabilities into NLL
+            entropy = -(probs * probs.log()).sum(-1)          # possible: an entropy term
+            return loss, entropy
+        """, 6, 7),
     "TRN602": ("""
         import torch
         from torch.utils.data import DataLoader
