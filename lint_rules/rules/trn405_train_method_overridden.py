@@ -13,7 +13,8 @@ class TrainMethodOverridden(Rule):
     ## What it does
     Flags a method `train` defined in an `nn.Module` subclass whose signature is
     not `train(self, mode=True)` (an annotation such as `mode: bool = True` and
-    extra parameters that have defaults are fine): a training routine named
+    extra parameters that have defaults are fine, and so is `train(self, *args)`, which
+    takes `train(False)` as `model.eval()` passes it): a training routine named
     `train(self, loader, epochs)`, a `train(self)` without `mode`, or a `mode`
     that defaults to something other than `True`.
 
@@ -77,8 +78,12 @@ class TrainMethodOverridden(Rule):
 
 
 def _mode_signature(params: cst.Parameters) -> bool:
-    """``(self, mode=True, <optional extras>)``."""
+    """``(self, mode=True, <optional extras>)``, or ``(self, *args, ...)``: a method that takes
+    ``train()`` and ``train(False)`` as PyTorch calls it (it may still check what it was given)."""
     positional = [*params.posonly_params, *params.params]
+    if len(positional) == 1 and isinstance(params.star_arg, cst.Param) \
+            and all(p.default is not None for p in params.kwonly_params):
+        return True
     if len(positional) < 2:
         return False
     mode = positional[1]

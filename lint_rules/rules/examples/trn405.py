@@ -8,6 +8,18 @@ from lint_rules.rule import Invalid, Valid
 VALID = [
     Valid(
         """
+        # takes train() and train(False) as PyTorch passes them, and refuses an old calling convention
+        from torch import nn
+
+        class Agent(nn.Module):
+            def train(self, *args):
+                if not args or (len(args) == 1 and isinstance(args[0], bool)):
+                    return super().train(*args)
+                raise TypeError("train(batch) is gone: use fit(batch)")
+        """
+    ),
+    Valid(
+        """
         import torch.nn as nn
         class FrozenBN(nn.Module):
             def train(self, mode=True):
