@@ -239,7 +239,12 @@ class Summaries:
         modes = self.model.fact(GradMode)
         s.no_grad = any(modes.disables(d.decorator) for d in fn.decorators)
         last_mode: dict[str, str] = {}
+        clears = self._grad_resets()
         for node in self.own_nodes(fn):
+            if id(node) in clears:  # `p.grad = None`, `p.grad.zero_()` over every parameter: a clear
+                s.effects.append(Effect(CLEAR, None, node, self._conditions(node, fn, s.params), 0,
+                                        self._looped_beyond_its_walk(node)))
+                continue
             if isinstance(node, cst.Assign):
                 for t in node.targets:
                     text = dotted(t.target)
@@ -290,6 +295,30 @@ class Summaries:
                 left = tuple(c for c in eff.conditions_left if c.param in s.params)
                 s.effects.append(Effect(eff.kind, target, node, conds + left, eff.depth + 1,
                                         eff.looped or bool(self.model.enclosing_loops(node))))
+
+    def _grad_resets(self) -> set[int]:
+        """The gradient resets that clear every gradient they reach, as the training facts read them
+        (one answer to "is this a clear?"): ``zero_grad()`` calls are effects of their own below."""
+        held = getattr(self, "_resets", None)
+        if held is None:
+            held = self._resets = {id(ev.node) for ev in self.model.training.events
+                                   if ev.kind == CLEAR and not _is_zero_grad(ev.node)}
+        return held
+
+    def _looped_beyond_its_walk(self, reset: cst.CSTNode) -> bool:
+        """A gradient reset sits in a loop other than the walk over the parameters it resets
+        (``for p in model.parameters(): p.grad = None`` is one clear, not a loop of clears)."""
+        target = reset.targets[0].target if isinstance(reset, cst.Assign) else reset.func.value
+        root = target
+        while isinstance(root, (cst.Attribute, cst.Subscript)):
+            root = root.value
+        name = root.value if isinstance(root, cst.Name) else None
+        for loop in self.model.enclosing_loops(reset):
+            if isinstance(loop, cst.For) and name is not None and any(
+                    isinstance(n, cst.Name) and n.value == name for n in _names_in(loop.target)):
+                continue
+            return True
+        return False
 
     def _own_effect(self, call: cst.Call, params: tuple[str, ...]) -> tuple[str, str | None] | None:
         func = call.func
@@ -627,3 +656,15 @@ def _param_test(test: cst.BaseExpression, params: tuple[str, ...]) -> Condition 
             if isinstance(comp.operator, (cst.NotEqual, cst.IsNot)):
                 return Condition(left.value, value, False)
     return None
+
+
+def _is_zero_grad(node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "zero_grad"
+
+
+def _names_in(node: cst.CSTNode):
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(n.children)

@@ -8,6 +8,25 @@ from lint_rules.rule import Invalid, Valid
 VALID = [
     Valid(
         """
+        # the gradients are reset two helpers deep, by a walk over every parameter
+        import torch
+
+        def apply_update(net, loss, opt):
+            for w in net.parameters():
+                w.grad = None
+            loss.backward()
+            opt.step()
+
+        def one_batch(net, opt, batch):
+            apply_update(net, net(batch).sum(), opt)
+
+        def fit(net, opt, batches):
+            for batch in batches:
+                one_batch(net, opt, batch)
+        """
+    ),
+    Valid(
+        """
         # the same helpers, with the gradients cleared by a reset_grad() helper each step
         import torch
         class Solver:

@@ -356,3 +356,32 @@ def test_a_method_of_a_base_class_of_another_file_binds_its_arguments(tmp_path) 
     }
     assert all(s.steps_optimizer(c) for c in model.nodes(cst.Call)
                if model.module.code_for_node(c).startswith("self.update"))
+
+
+def test_a_reset_of_every_gradient_is_a_clear_of_its_function_and_of_its_callers() -> None:
+    # The walk over the parameters is the reset, not a loop of the helper: its callers' loops clear.
+    # A reset of parameters picked by name is a freeze, and one inside a loop of its own is that loop's.
+    model, s = _facts("""
+        import torch
+        def reset(model):
+            for p in model.parameters():
+                p.grad = None
+        def zero(net):
+            for name, w in net.named_parameters():
+                if w.grad is not None:
+                    w.grad.data.zero_()
+        def freeze(model, names):
+            for name, p in model.named_parameters():
+                if name in names:
+                    p.grad = None
+        def own_loop(model, batches):
+            for b in batches:
+                for p in model.parameters():
+                    p.grad = None
+        def outer(model):
+            reset(model)
+    """)
+    effects = {name: [(e.kind, e.target, e.looped) for e in s.of(_fn(model, name)).effects]
+               for name in ("reset", "zero", "freeze", "own_loop", "outer")}
+    assert effects == {"reset": [(CLEAR, None, False)], "zero": [(CLEAR, None, False)], "freeze": [],
+                       "own_loop": [(CLEAR, None, True)], "outer": [(CLEAR, None, False)]}
