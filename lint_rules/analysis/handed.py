@@ -105,14 +105,16 @@ class HandedModels:
             self._leaving = found
         return self._leaving
 
-    def paired_trainer(self, fn: cst.FunctionDef) -> cst.FunctionDef | None:
-        """The function of :meth:`leaves_training` that ``fn`` is the inference half of: their names
-        differ only by the verb they start with (``train_seq2seq``/``predict_seq2seq``,
-        ``fit``/``predict``), so the model one trains is the model the other predicts with. None when
-        there is no such function (then nothing says which model ``fn`` is handed)."""
+    def paired_trainer(self, fn: cst.FunctionDef, param: str) -> cst.FunctionDef | None:
+        """The function of :meth:`leaves_training` that ``fn`` is the inference half of for its
+        parameter ``param``: their names differ only by the verb they start with
+        (``train_seq2seq``/``predict_seq2seq``, ``fit``/``predict``) and the trainer leaves its own
+        parameter of that name in training mode, so the model one trains is the model the other
+        predicts with. None when there is no such function (then nothing says which model ``fn`` is
+        handed)."""
         stem = _VERB.sub("", fn.name.value)
-        return next((trainer for trainer, _ in self.leaves_training()
-                     if trainer is not fn and _VERB.sub("", trainer.name.value) == stem), None)
+        return next((trainer for trainer, name in self.leaves_training()
+                     if trainer is not fn and name == param and _VERB.sub("", trainer.name.value) == stem), None)
 
     def inference_runs(self, fn: cst.FunctionDef) -> list[tuple[cst.Call, str]]:
         """(call, parameter) for each call by which an inference function (``predict``, ``predict_*``,

@@ -61,8 +61,9 @@ class EvaluationWithoutEvalMode(Rule):
     And (certain) an inference function at the top of a file, named like those, that runs a module
     it is handed (`model(x)`, `model.encoder(x)`, `model.generate(ids)`) with no mode set in it or
     by a caller of this file, when the file's training function of the same name with another verb
-    (`train_seq2seq` for `predict_seq2seq`, `fit` for `predict`) trains its model and leaves it
-    in training mode (its last mode call is `train()`, and no function of this file calls it).
+    (`train_seq2seq` for `predict_seq2seq`, `fit` for `predict`) trains its parameter of the same
+    name and leaves it in training mode (its last mode call is `train()`, and no function of this
+    file calls it).
 
     A call of the evaluation function from another file of the project counts too:
     an `eval()` before it there sets the mode.
@@ -252,12 +253,12 @@ class EvaluationWithoutEvalMode(Rule):
         # ended in model.train(): certain, the file's own pair of functions leaves dropout on
         if isinstance(self.model.parent(node), cst.Module) and node.params.params:
             handed = self.model.fact(HandedModels)
-            trainer = handed.paired_trainer(node) if handed.leaves_training() else None
-            found = handed.inference_runs(node) if trainer is not None else []
-            if found:
-                call, name = found[0]
-                self.report(call, INFERENCE_FUNCTION_MESSAGE.format(model=name, trainer=trainer.name.value),
-                            certain=True)
+            for call, name in handed.inference_runs(node) if handed.leaves_training() else []:
+                trainer = handed.paired_trainer(node, name)
+                if trainer is not None:
+                    self.report(call, INFERENCE_FUNCTION_MESSAGE.format(model=name, trainer=trainer.name.value),
+                                certain=True)
+                    return
 
     def visit_Call(self, node: cst.Call) -> None:
         facts = self._facts

@@ -279,19 +279,21 @@ def test_the_inference_function_paired_with_a_trainer_by_name_and_the_calls_that
     model = _paired()
     handed = model.fact(HandedModels)
     predictor = _fn(model, "predict_seq2seq")
-    assert handed.paired_trainer(predictor) is _fn(model, "train_seq2seq")
+    assert handed.paired_trainer(predictor, "net") is _fn(model, "train_seq2seq")
+    # the trainer's model is another parameter than the one the inference function runs
+    assert handed.paired_trainer(predictor, "model") is None
     code = cst.Module([]).code_for_node
     # the model's parts run; the tokenizer (no module) is no model
     assert [(code(c.func), p) for c, p in handed.inference_runs(predictor)] == [
         ("net.encoder", "net"), ("net.decoder", "net")]
     # other spellings of the pair: fit/predict, train_tagger/infer_tagger
     fitted = _paired(trainer="fit", predictor="predict")
-    assert fitted.fact(HandedModels).paired_trainer(_fn(fitted, "predict")) is _fn(fitted, "fit")
+    assert fitted.fact(HandedModels).paired_trainer(_fn(fitted, "predict"), "net") is _fn(fitted, "fit")
     tagger = _paired(trainer="train_tagger", predictor="inference_tagger")
-    assert tagger.fact(HandedModels).paired_trainer(_fn(tagger, "inference_tagger")) is not None
+    assert tagger.fact(HandedModels).paired_trainer(_fn(tagger, "inference_tagger"), "net") is not None
     # another model's trainer: no pair
     other = _paired(trainer="train_classifier", predictor="predict_seq2seq")
-    assert other.fact(HandedModels).paired_trainer(_fn(other, "predict_seq2seq")) is None
+    assert other.fact(HandedModels).paired_trainer(_fn(other, "predict_seq2seq"), "net") is None
 
 
 def test_an_inference_function_that_sets_a_mode_runs_nothing_in_the_left_mode() -> None:
@@ -307,6 +309,10 @@ def test_trn602_an_inference_function_after_its_paired_trainer_left_the_model_tr
                                    end="net.eval()")) == []
     assert _findings(PAIRED.format(trainer="train_classifier", predictor="predict_seq2seq", start="net.train()",
                                    end="")) == []
+    # the trainer trains another parameter than the model the inference function is handed
+    renamed = source.replace("(net, pairs", "(decoder, pairs").replace("net.train()", "decoder.train()") \
+        .replace("net(src", "decoder(src").replace("net.parameters", "decoder.parameters")
+    assert _findings(renamed) == []
     # a caller of this file switching to eval mode first
     called = source + "\ndef demo(net, tok):\n    net.eval()\n    return predict_seq2seq(net, 'hi', tok, 5)\n"
     assert _findings(called) == []
