@@ -96,11 +96,12 @@ class HandedModels:
                 if not any(e.kind in (BACKWARD, STEP) for e in effects) \
                         or any(model.enclosing_function(site) is not None for site in helpers.call_sites(fn)):
                     continue
-                last: dict[str, str] = {}
+                last: dict[str, str | None] = {}
                 for e in effects:
                     if e.kind in (EVAL, TRAIN) and e.target is not None and e.target.startswith("$") \
                             and "." not in e.target:
-                        last[e.target[1:]] = e.kind
+                        # model.train(was_training) restores the caller's mode: no mode this function leaves
+                        last[e.target[1:]] = None if _restores(e.node) else e.kind
                 found.extend((fn, name) for name, kind in last.items() if kind == TRAIN)
             self._leaving = found
         return self._leaving
@@ -258,3 +259,10 @@ class HandedModels:
                             and (batch := given.get(arg.value.value)) is not None:
                         out.append((given[run.value], batch))
         return out
+
+
+def _restores(call: cst.CSTNode) -> bool:
+    """``model.train(flag)`` with a flag that is no constant: it puts back a mode saved before."""
+    if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Attribute) or call.func.attr.value != "train":
+        return False
+    return any(not (isinstance(a.value, cst.Name) and a.value.value in ("True", "False")) for a in call.args)

@@ -253,7 +253,9 @@ class EvaluationWithoutEvalMode(Rule):
         # ended in model.train(): certain, the file's own pair of functions leaves dropout on
         if isinstance(self.model.parent(node), cst.Module) and node.params.params:
             handed = self.model.fact(HandedModels)
-            for call, name in handed.inference_runs(node) if handed.leaves_training() else []:
+            # the name first: most functions end there, before any summary of the file is built
+            found = handed.inference_runs(node)
+            for call, name in found if found and handed.leaves_training() else []:
                 trainer = handed.paired_trainer(node, name)
                 if trainer is not None:
                     self.report(call, INFERENCE_FUNCTION_MESSAGE.format(model=name, trainer=trainer.name.value),

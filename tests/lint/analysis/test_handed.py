@@ -269,6 +269,10 @@ def test_a_training_function_that_ends_in_train_mode_leaves_its_model_training()
     # evaluated at the end (or never switched at all): no model left in training mode
     assert _paired(end="net.eval()").fact(HandedModels).leaves_training() == []
     assert _paired(start="").fact(HandedModels).leaves_training() == []
+    # the caller's mode put back: whatever it was
+    assert _paired(start="was = net.training\n    net.train()", end="net.train(was)").fact(
+        HandedModels).leaves_training() == []
+    assert len(_paired(end="net.train(True)").fact(HandedModels).leaves_training()) == 1
     # a step of a caller of this file, which may evaluate afterwards: not the model's last word
     called = _model(PAIRED.format(trainer="train_epoch", predictor="predict", start="net.train()", end="")
                     + "\ndef train(net, pairs):\n    train_epoch(net, pairs, 1)\n    net.eval()\n")
