@@ -7,22 +7,42 @@ neither trains (backward, an optimizer step) nor sets a mode runs the model in w
 caller left it in. :func:`run_parameters` answers for one function (phase one: it goes into the
 module's summary, see :mod:`lint_rules.analysis.summary`); :class:`HandedModels` answers for a
 call of the linted file and for the loops that make such calls.
+
+The same facts answer for a file that pairs a training function with an inference function over
+a handed model (``train_seq2seq(model, ...)`` ending in ``model.train()`` mode, then
+``predict_seq2seq(model, ...)`` decoding with ``model.encoder(x)``): see
+:meth:`HandedModels.leaves_training` and :meth:`HandedModels.inference_runs`.
 """
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from lint_rules.analysis.kinds import MODULE
 from lint_rules.analysis.scopes import PARAM, dotted
-from lint_rules.analysis.summaries import BACKWARD, EVAL, STEP, TRAIN, Summaries
+from lint_rules.analysis.summaries import BACKWARD, EVAL, STEP, TRAIN, Summaries, mode_of_call
 
 if TYPE_CHECKING:
     from lint_rules.analysis.model import FileModel
 
 # what a function may do to the model it is handed and still only run it
 _NOT_A_RUN = frozenset({BACKWARD, STEP, EVAL, TRAIN})
+# The verb a training or inference function's name starts with: `train_seq2seq` and `predict_seq2seq`
+# are a pair over one model.
+_VERB = re.compile(r"^(train|fit|predict|infer|inference)(_|$)")
+# Methods of a module that do not run it: `model.to(device)`, `model.parameters()`. Any other
+# `model.<attr>(x)` of an inference function runs the model or a part of it (`model.encoder(x)`,
+# `model.generate(ids)`).
+_NO_RUN_METHODS = frozenset({
+    "to", "cuda", "cpu", "float", "half", "double", "bfloat16", "type", "eval", "train", "requires_grad_",
+    "parameters", "named_parameters", "buffers", "named_buffers", "children", "named_children", "modules",
+    "named_modules", "state_dict", "load_state_dict", "apply", "zero_grad", "share_memory", "get_parameter",
+    "get_submodule", "get_buffer", "extra_repr", "add_module", "register_module", "register_buffer",
+    "register_parameter", "register_forward_hook", "register_forward_pre_hook", "register_full_backward_hook",
+})
 
 
 def run_parameters(model: "FileModel", fn: cst.FunctionDef) -> list[tuple[int, str]]:
@@ -59,6 +79,80 @@ class HandedModels:
         self.model = model
         self._runs: dict[int, list[tuple[int, str]]] = {}
         self._loops: dict[int, list[tuple[cst.Call, cst.BaseExpression]]] = {}
+        self._leaving: list[tuple[cst.FunctionDef, str]] | None = None
+
+    def leaves_training(self) -> list[tuple[cst.FunctionDef, str]]:
+        """(function, parameter) for each function of this file that trains (``backward()``, an
+        optimizer step, itself or through its helpers) and leaves a module it was handed in training
+        mode: the last mode its summary sets on that parameter is ``train()``, and no function of this
+        file calls it (a caller may evaluate afterwards: ``train_epoch(net)`` then ``evaluate(net)``).
+        ``def train_seq2seq(model, data, lr): model.train(); for batch in data: ...; opt.step()``."""
+        if self._leaving is None:
+            model = self.model
+            helpers = model.fact(Summaries)
+            found = []
+            for fn in model.nodes(cst.FunctionDef):
+                effects = helpers.of(fn).effects
+                if not any(e.kind in (BACKWARD, STEP) for e in effects) \
+                        or any(model.enclosing_function(site) is not None for site in helpers.call_sites(fn)):
+                    continue
+                last: dict[str, str | None] = {}
+                for e in effects:
+                    if e.kind in (EVAL, TRAIN) and e.target is not None and e.target.startswith("$") \
+                            and "." not in e.target:
+                        # model.train(was_training) restores the caller's mode: no mode this function leaves
+                        last[e.target[1:]] = None if _restores(e.node) else e.kind
+                found.extend((fn, name) for name, kind in last.items() if kind == TRAIN)
+            self._leaving = found
+        return self._leaving
+
+    def paired_trainer(self, fn: cst.FunctionDef, param: str) -> cst.FunctionDef | None:
+        """The function of :meth:`leaves_training` that ``fn`` is the inference half of for its
+        parameter ``param``: their names differ only by the verb they start with
+        (``train_seq2seq``/``predict_seq2seq``, ``fit``/``predict``) and the trainer leaves its own
+        parameter of that name in training mode, so the model one trains is the model the other
+        predicts with. None when there is no such function (then nothing says which model ``fn`` is
+        handed)."""
+        stem = _VERB.sub("", fn.name.value)
+        return next((trainer for trainer, name in self.leaves_training()
+                     if trainer is not fn and name == param and _VERB.sub("", trainer.name.value) == stem), None)
+
+    def inference_runs(self, fn: cst.FunctionDef) -> list[tuple[cst.Call, str]]:
+        """(call, parameter) for each call by which an inference function (``predict``, ``predict_*``,
+        ``infer``, ``inference``, ``inference_*``) defined at the top of this file runs a module it is
+        handed: ``model(x)``, ``model.forward(x)`` or a part of it, ``model.encoder(x)``,
+        ``model.generate(ids)``; empty when it trains or sets a mode itself, or a caller of this file
+        switches to eval mode before calling it. The parameter must be known as a module (by its
+        annotation or spelling). It runs the model in whatever mode its caller left it in."""
+        from lint_rules.analysis.evaluation import _INFERENCE_METHOD, FileFacts
+
+        model = self.model
+        if not _INFERENCE_METHOD.match(fn.name.value) or not isinstance(model.parent(fn), cst.Module):
+            return []
+        helpers = model.fact(Summaries)
+        params = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)]
+        if not params or any(e.kind in _NOT_A_RUN for e in helpers.of(fn).effects):
+            return []
+        facts = model.fact(FileFacts)
+        if any((last := facts.last_mode_before(site, model.enclosing_function(site))) is not None
+               and last[0] == EVAL for site in helpers.call_sites(fn)):
+            return []
+        out = []
+        for node in helpers.own_nodes(fn):
+            if not isinstance(node, cst.Call) or mode_of_call(node) is not None:
+                continue
+            func = node.func
+            if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+                if func.attr.value in _NO_RUN_METHODS or func.attr.value.startswith("_"):
+                    continue
+                func = func.value
+            if not isinstance(func, cst.Name) or func.value not in params:
+                continue
+            bindings = model.lookup(func.value, model.scope_at(func))
+            # not rebound in the body, and a module (`model`, `net: nn.Module`), not a tokenizer or vocabulary
+            if len(bindings) == 1 and bindings[0].kind == PARAM and model.kind_of(func) == MODULE:
+                out.append((node, func.value))
+        return out
 
     def runs(self, call: cst.Call) -> list[cst.BaseExpression]:
         """The arguments of ``call`` that the function it calls runs as a module (see
@@ -165,3 +259,10 @@ class HandedModels:
                             and (batch := given.get(arg.value.value)) is not None:
                         out.append((given[run.value], batch))
         return out
+
+
+def _restores(call: cst.CSTNode) -> bool:
+    """``model.train(flag)`` with a flag that is no constant: it puts back a mode saved before."""
+    if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Attribute) or call.func.attr.value != "train":
+        return False
+    return any(not (isinstance(a.value, cst.Name) and a.value.value in ("True", "False")) for a in call.args)

@@ -22,6 +22,9 @@ DRAWN_BATCH_MESSAGE = ("A held-out batch is scored inside the training loop in t
 
 METHOD_MESSAGE = ("This inference method runs the module in whatever mode it was left in: after training, "
                   "dropout stays on and batch norm uses batch statistics; call self.eval() first")
+INFERENCE_FUNCTION_MESSAGE = ("This inference function runs `{model}` in whatever mode it was left in, and "
+                              "`{trainer}()` of this file trains its model and leaves it in training mode: "
+                              "dropout stays on and batch norm uses batch statistics; call {model}.eval() first")
 PARTIAL_MESSAGE = ("Evaluation runs `{forgotten}` in training mode: `{switched}.eval()` was called "
                    "but not `{forgotten}.eval()`, so its dropout and batch norm stay in training mode")
 
@@ -55,6 +58,12 @@ class EvaluationWithoutEvalMode(Rule):
     `infer`, `inference` or `inference_*`, that runs the module (`self(x)`, `self.forward(x)`,
     or a helper of the class that does) with no mode set in it, no caller of this file
     switching to eval mode before calling it, and no `forward` of this file calling it.
+    And (certain) an inference function at the top of a file, named like those, that runs a module
+    it is handed (`model(x)`, `model.encoder(x)`, `model.generate(ids)`) with no mode set in it or
+    by a caller of this file, when the file's training function of the same name with another verb
+    (`train_seq2seq` for `predict_seq2seq`, `fit` for `predict`) trains its parameter of the same
+    name and leaves it in training mode (its last mode call is `train()`, and no function of this
+    file calls it).
 
     A call of the evaluation function from another file of the project counts too:
     an `eval()` before it there sets the mode.
@@ -239,6 +248,19 @@ class EvaluationWithoutEvalMode(Rule):
         owner = self.model.parent(self.model.parent(node))
         if runs and isinstance(owner, cst.ClassDef) and self._modules.class_mode_dependent(owner) is not False:
             self.report(runs[0], METHOD_MESSAGE, certain=False)
+            return
+        # def predict_seq(model, src): model.encoder(src) ... -- after this file's train_seq(model, ...)
+        # ended in model.train(): certain, the file's own pair of functions leaves dropout on
+        if isinstance(self.model.parent(node), cst.Module) and node.params.params:
+            handed = self.model.fact(HandedModels)
+            # the name first: most functions end there, before any summary of the file is built
+            found = handed.inference_runs(node)
+            for call, name in found if found and handed.leaves_training() else []:
+                trainer = handed.paired_trainer(node, name)
+                if trainer is not None:
+                    self.report(call, INFERENCE_FUNCTION_MESSAGE.format(model=name, trainer=trainer.name.value),
+                                certain=True)
+                    return
 
     def visit_Call(self, node: cst.Call) -> None:
         facts = self._facts

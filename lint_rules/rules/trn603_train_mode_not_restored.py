@@ -14,6 +14,9 @@ if TYPE_CHECKING:
     from lint_rules.analysis.model import FileModel
 
 _EXITS = (cst.Break, cst.Return, cst.Raise)
+CLASS_MESSAGE = ("`{model}` is switched to eval mode here, another method of this class trains it, and nothing "
+                 "in this file switches it back with {model}.train(): every pass after this one trains with "
+                 "dropout off and batch-norm statistics frozen")
 
 
 class TrainModeNotRestored(Rule):
@@ -28,6 +31,12 @@ class TrainModeNotRestored(Rule):
     `model.eval()`), with their parameters mapped to the arguments. Only models
     that are trained in the loop count, so evaluating an EMA or teacher copy is
     fine.
+
+    Also flags a `self.model.eval()` in a method of a class (not a module) when
+    another method of the class trains `self.model` in a training loop and no call
+    in the file ever puts `self.model` back in train mode: a trainer whose test and
+    train passes are methods called in turn by an epoch loop elsewhere
+    (`trainer.train(ts)`, `trainer.test(vs)`).
 
     ## Why is this bad?
     The first epoch trains correctly; after the first validation, every later
@@ -106,6 +115,9 @@ class TrainModeNotRestored(Rule):
         if not any(e.kind in (BACKWARD, STEP) for e in model.training.events):
             return
         flow = model.fact(ModeFlow)
+        # a trainer class: def _test(self): self.model.eval() ...; def _train(self): loss.backward() ...
+        for call, attr in flow.evals_never_undone():
+            self.report(call, CLASS_MESSAGE.format(model=attr))
         for loop in (*model.nodes(cst.For), *model.nodes(cst.While)):
             events = flow.loop_events(loop)
             if not any(e.kind == EVAL for e in events) or not any(e.kind == TRAINING for e in events):

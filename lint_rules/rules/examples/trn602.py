@@ -295,6 +295,23 @@ VALID = [
                 report(n, loss)
         """
     ),
+    Valid(
+        """
+        # the training function of the pair ends by evaluating: the model leaves it in eval mode
+        import torch
+        def fit_ranker(ranker, queries, epochs):
+            adam = torch.optim.Adam(ranker.parameters())
+            ranker.train()
+            for _ in range(epochs):
+                for q, docs in queries:
+                    adam.zero_grad()
+                    ranker(q, docs).mean().backward()
+                    adam.step()
+            ranker.eval()
+        def predict_ranker(ranker, q, docs):
+            return ranker.score(q, docs).argsort()
+        """
+    ),
 ]
 
 
@@ -605,6 +622,22 @@ INVALID = [
             adam.step()
             if step % 100 == 0:
                 acc = validation(model, problem, xs_valid, ys_valid)  # BUG
+        """
+    ),
+    Invalid(
+        """
+        # the inference half of a train_*/predict_* pair: the trainer leaves the model in training mode
+        import torch
+        def train_captioner(model, loader, lr):
+            opt = torch.optim.Adam(model.parameters(), lr=lr)
+            model.train()
+            for images, captions in loader:
+                opt.zero_grad()
+                model(images, captions).backward()
+                opt.step()
+        def predict_captioner(model, image, max_len):
+            feats = model.encoder(image)  # BUG
+            return model.decoder.greedy(feats, max_len)
         """
     ),
 ]

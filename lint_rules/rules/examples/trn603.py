@@ -288,4 +288,21 @@ INVALID = [
                         self.evaluate()  # BUG
         """
     ),
+    Invalid(
+        """
+        # a trainer class: the test pass switches the model to eval mode and nothing switches it back
+        import torch
+        class Runner(BaseRunner):
+            def test_pass(self, batches):
+                self.model.eval()  # BUG
+                with torch.no_grad():
+                    return [self.model(x) for x in batches]
+            def train_pass(self, batches):
+                for x, y in batches:
+                    self.opt.zero_grad()
+                    self.model.loss(x, y).backward()
+                    torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+                    self.opt.step()
+        """
+    ),
 ]

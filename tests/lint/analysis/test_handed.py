@@ -229,3 +229,94 @@ def test_trn602_a_helper_scored_batch_is_certain_only_for_the_model_the_loop_tra
     # the loop trains another model than the one scored: possible
     other = PERIODIC.format(switch="").replace("task.loss(model(x), y)", "task.loss(student(x), y)")
     assert _findings(other) == [(19, "possible")]
+
+
+PAIRED = """
+import torch
+
+def {trainer}(net, pairs, epochs):
+    sgd = torch.optim.SGD(net.parameters(), lr=0.1)
+    {start}
+    for _ in range(epochs):
+        for src, tgt in pairs:
+            sgd.zero_grad()
+            net(src, tgt).sum().backward()
+            sgd.step()
+    {end}
+
+def {predictor}(net, sentence, tokenizer, steps):
+    ids = tokenizer.encode(sentence)
+    state = net.encoder(ids)
+    tokens = []
+    for _ in range(steps):
+        out, state = net.decoder(ids, state)
+        tokens.append(out.argmax())
+    return tokenizer.decode(tokens)
+"""
+
+
+def _paired(trainer="train_seq2seq", predictor="predict_seq2seq", start="net.train()", end="") -> FileModel:
+    return _model(PAIRED.format(trainer=trainer, predictor=predictor, start=start, end=end))
+
+
+def _fn(model: FileModel, name: str) -> cst.FunctionDef:
+    return next(fn for fn in model.nodes(cst.FunctionDef) if fn.name.value == name)
+
+
+def test_a_training_function_that_ends_in_train_mode_leaves_its_model_training() -> None:
+    model = _paired()
+    assert [(fn.name.value, p) for fn, p in model.fact(HandedModels).leaves_training()] == [("train_seq2seq", "net")]
+    # evaluated at the end (or never switched at all): no model left in training mode
+    assert _paired(end="net.eval()").fact(HandedModels).leaves_training() == []
+    assert _paired(start="").fact(HandedModels).leaves_training() == []
+    # the caller's mode put back: whatever it was
+    assert _paired(start="was = net.training\n    net.train()", end="net.train(was)").fact(
+        HandedModels).leaves_training() == []
+    assert len(_paired(end="net.train(True)").fact(HandedModels).leaves_training()) == 1
+    # a step of a caller of this file, which may evaluate afterwards: not the model's last word
+    called = _model(PAIRED.format(trainer="train_epoch", predictor="predict", start="net.train()", end="")
+                    + "\ndef train(net, pairs):\n    train_epoch(net, pairs, 1)\n    net.eval()\n")
+    assert called.fact(HandedModels).leaves_training() == []
+
+
+def test_the_inference_function_paired_with_a_trainer_by_name_and_the_calls_that_run_its_model() -> None:
+    model = _paired()
+    handed = model.fact(HandedModels)
+    predictor = _fn(model, "predict_seq2seq")
+    assert handed.paired_trainer(predictor, "net") is _fn(model, "train_seq2seq")
+    # the trainer's model is another parameter than the one the inference function runs
+    assert handed.paired_trainer(predictor, "model") is None
+    code = cst.Module([]).code_for_node
+    # the model's parts run; the tokenizer (no module) is no model
+    assert [(code(c.func), p) for c, p in handed.inference_runs(predictor)] == [
+        ("net.encoder", "net"), ("net.decoder", "net")]
+    # other spellings of the pair: fit/predict, train_tagger/infer_tagger
+    fitted = _paired(trainer="fit", predictor="predict")
+    assert fitted.fact(HandedModels).paired_trainer(_fn(fitted, "predict"), "net") is _fn(fitted, "fit")
+    tagger = _paired(trainer="train_tagger", predictor="inference_tagger")
+    assert tagger.fact(HandedModels).paired_trainer(_fn(tagger, "inference_tagger"), "net") is not None
+    # another model's trainer: no pair
+    other = _paired(trainer="train_classifier", predictor="predict_seq2seq")
+    assert other.fact(HandedModels).paired_trainer(_fn(other, "predict_seq2seq"), "net") is None
+
+
+def test_an_inference_function_that_sets_a_mode_runs_nothing_in_the_left_mode() -> None:
+    switched = _model(PAIRED.format(trainer="train_seq2seq", predictor="predict_seq2seq", start="net.train()",
+                                    end="").replace("    ids = tokenizer", "    net.eval()\n    ids = tokenizer"))
+    assert switched.fact(HandedModels).inference_runs(_fn(switched, "predict_seq2seq")) == []
+
+
+def test_trn602_an_inference_function_after_its_paired_trainer_left_the_model_training() -> None:
+    source = PAIRED.format(trainer="train_seq2seq", predictor="predict_seq2seq", start="net.train()", end="")
+    assert _findings(source) == [(16, "certain")]
+    assert _findings(PAIRED.format(trainer="train_seq2seq", predictor="predict_seq2seq", start="net.train()",
+                                   end="net.eval()")) == []
+    assert _findings(PAIRED.format(trainer="train_classifier", predictor="predict_seq2seq", start="net.train()",
+                                   end="")) == []
+    # the trainer trains another parameter than the model the inference function is handed
+    renamed = source.replace("(net, pairs", "(decoder, pairs").replace("net.train()", "decoder.train()") \
+        .replace("net(src", "decoder(src").replace("net.parameters", "decoder.parameters")
+    assert _findings(renamed) == []
+    # a caller of this file switching to eval mode first
+    called = source + "\ndef demo(net, tok):\n    net.eval()\n    return predict_seq2seq(net, 'hi', tok, 5)\n"
+    assert _findings(called) == []
