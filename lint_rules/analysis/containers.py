@@ -66,6 +66,32 @@ class ContainerFacts:
             return bindings[0].value
         return None
 
+    def handed_elsewhere(self, item: cst.CSTNode) -> bool:
+        """The element is a local name whose value is also handed, in the same function, to a call
+        that puts it into another object (``set_module_by_path(net, path, wrapper)``,
+        ``put_back(self.backbone, name, block)``): a call with it and at least one other name or
+        attribute among its arguments, other than a container's own ``append``/``extend``/``insert``.
+        The container is then an index of modules registered where they were put."""
+        if not isinstance(item, cst.Name):
+            return False
+        bindings = self.model.bindings_of(item)
+        if not bindings or len(bindings) != 1 or bindings[0].kind != ASSIGN:
+            return False
+        fn = self.model.enclosing_function(bindings[0].node)
+        if fn is None:
+            return False
+        for call in self.model.within(cst.Call, fn):
+            if isinstance(call.func, cst.Attribute) and call.func.attr.value in ("append", "extend", "insert"):
+                continue
+            values = [a.value for a in call.args]
+            mine = [v for v in values if isinstance(v, cst.Name) and v.value == item.value
+                    and self.model.bindings_of(v) == bindings]
+            others = [v for v in values if isinstance(v, (cst.Name, cst.Attribute))
+                      and not (isinstance(v, cst.Name) and v.value == item.value)]
+            if mine and others:
+                return True
+        return False
+
     def returned_container(self, call: cst.CSTNode, index: int | None = None) -> cst.CSTNode | None:
         """The plain container that a function of this file builds in a local variable and returns,
         for ``call`` to it: ``layers = []; ...; return layers`` (``index``: the element of a returned

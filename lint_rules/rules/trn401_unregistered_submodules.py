@@ -181,7 +181,11 @@ class UnregisteredSubmodules(Rule):
                 continue
             held = self._containers
             if any(held.trainable(item) for item in items) or (items and held.declared_modules(cls, attr)):
-                self.report(stmt, fix=None if local else self._fix(stmt, container, items))
+                # Every module also handed to a call that puts it elsewhere (`set_module_by_path(net,
+                # path, wrapper)`): registered there, the container an index; possible at most.
+                elsewhere = all(held.handed_elsewhere(item) for item in items)
+                self.report(stmt, fix=None if local else self._fix(stmt, container, items),
+                            certain=False if elsewhere else None)
 
     def _read_in_forward(self, cls: cst.ClassDef, attr: str) -> bool:
         """``self.<attr>`` is read in ``forward`` or a method that forward calls."""

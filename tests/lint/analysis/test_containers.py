@@ -126,3 +126,34 @@ def test_returned_container_follows_a_helper_of_the_file_to_its_local_list() -> 
     assert facts.returned_container(two) is None  # two different lists: which one is unknown
     assert facts.returned_container(registered) is None  # an nn.ModuleList registers
     assert facts.returned_container(again, 1) is facts.returned_container(built, 1)
+
+
+def test_handed_elsewhere_needs_a_call_that_puts_the_element_into_another_object() -> None:
+    model = FileModel(cst.parse_module(textwrap.dedent("""
+        import torch.nn as nn
+        def build(net, paths, n):
+            index = {}
+            for p in paths:
+                wrapped = Wrapper(get(net, p))
+                place(net, p, wrapped)
+                index[p] = wrapped
+            kept = []
+            for i in range(n):
+                layer = nn.Linear(n, n)
+                init_weights(layer)
+                kept.append(layer)
+            for i in range(n):
+                block = nn.Linear(n, n)
+                setattr(net, f"block{i}", block)
+            return index, kept
+        """)))
+    held = model.fact(ContainerFacts)
+    names = {}  # the last use of each name, as the rule meets the element it stores
+    stack: list[cst.CSTNode] = [model.module]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Name) and node.value in ("wrapped", "layer", "block"):
+            names.setdefault(node.value, node)
+        stack.extend(node.children)
+    # `layer` only goes to a helper of its own and to the list: nothing else holds it
+    assert {name for name, node in names.items() if held.handed_elsewhere(node)} == {"wrapped", "block"}
