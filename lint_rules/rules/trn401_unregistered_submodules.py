@@ -71,7 +71,10 @@ class UnregisteredSubmodules(Rule):
     under computed names (`self.add_module(f"block_{i}", block)`) and also kept in
     a plain list that `forward` reads are registered, but `nn.DataParallel`
     replicas share that list and run the original modules: that finding is only
-    *possible* (`--preview`), since it matters only under `DataParallel`.
+    *possible* (`--preview`), since it matters only under `DataParallel`. So is
+    a container whose every module is also handed to a call that puts it into
+    another object (`set_module_by_path(net, path, wrapper)`): it is most likely
+    registered there, and the container only an index of it.
 
     ## Fix safety
     When the attribute is assigned a list or tuple literal or a list comprehension

@@ -104,6 +104,17 @@ class TensorAttributeNotRegistered(Rule):
     checkpoint restarts it: *certain*, unless a run-time method also starts it
     afresh (`self.trace = torch.zeros(b)` at each sequence: a scratch, possible;
     creating it under `if self.x is None:` is not starting afresh).
+    A tensor attribute of a `LightningModule` (a subclass of one, here or in
+    another file of the project) that a step reads is *certain* too: the
+    Lightning `Trainer` moves the module to the GPU it trains on and leaves a
+    plain tensor behind (`device=self.device` in `__init__` is still the CPU),
+    unless it holds one number (`torch.tensor(0.5)`, which mixes with tensors on
+    any device) or every use moves it. So is a tensor moved to a device handed in
+    when every construction of the class in the file passes an accelerator it
+    picks itself (`Sharpen(0.5, "cuda" if torch.cuda.is_available() else "cpu")`).
+    A tensor made by a method that `__init__` calls and that code outside the
+    class calls again (`head.resample()` between steps: noise redrawn on the
+    CPU each time), read in `forward`, is *possible*.
     A tensor with `requires_grad=True` that the module differentiates against
     (`torch.autograd.grad(loss, [self.scale])`, a gradient-penalty dummy) is not
     reported.
@@ -146,6 +157,7 @@ class TensorAttributeNotRegistered(Rule):
         self._facts = facts(model)
         self._candidates: list[tuple[cst.ClassDef, str, cst.CSTNode, str]] = []
         self._method_calls: Counter[str] | None = None
+        self._outside_calls: Counter[str] | None = None
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for t in node.targets:
@@ -253,13 +265,14 @@ class TensorAttributeNotRegistered(Rule):
         also from outside the class (``head.resample()`` in a training loop or a parent module):
         something else redraws it between steps. One that only the module's own methods call again
         is a state it refreshes itself when it needs to."""
-        sites = self.model.fact(Summaries).call_sites(method)
-        if self._method_calls is None:
-            self._method_calls = Counter(c.func.attr.value for c in self.model.nodes(cst.Call)
-                                         if isinstance(c.func, cst.Attribute))
-        if self._method_calls[method.name.value] <= len(sites):
+        if self._outside_calls is None:  # `layer.resample()`: called on another object than self
+            self._outside_calls = Counter(
+                c.func.attr.value for c in self.model.nodes(cst.Call)
+                if isinstance(c.func, cst.Attribute) and not (isinstance(c.func.value, cst.Name)
+                                                              and c.func.value.value in ("self", "cls")))
+        if not self._outside_calls[method.name.value]:
             return False
-        for call in sites:
+        for call in self.model.fact(Summaries).call_sites(method):
             func = call.func
             caller = self._facts.module_method(call)
             if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) \

@@ -632,6 +632,20 @@ def test_a_tensor_redrawn_by_a_method_init_calls_is_only_possible() -> None:
             def act(self, x):
                 self.layer.redraw()
                 return self.layer(x)
+        class Table(torch.nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self._build(n)
+            def _build(self, n):
+                self.codes = torch.eye(n)                                # only its own class builds it
+            def forward(self, i):
+                return self.codes[i]
+        class Other(torch.nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self._build(n)
+            def _build(self, n):
+                self.size = n
         """
     every = registry.default_codes(preview=True)
     assert _findings(source, "TRN402") == []
