@@ -66,8 +66,9 @@ class UnregisteredSubmodules(Rule):
     own helper that registers them are recognised only when the helper's result
     is assigned to an attribute. `torch.nn` layers that hold no parameters or
     buffers and ignore train/eval mode (pooling, activations, `nn.Identity`,
-    `nn.Upsample`) lose nothing in a plain list and are not flagged; a class of
-    your own made only of such layers still is. Modules registered one by one
+    `nn.Upsample`) lose nothing in a plain list and are not flagged, nor is a
+    direct `nn.Module` subclass of the same file made only of such layers and
+    plain values (a moving average built of one `nn.AvgPool1d`). Modules registered one by one
     under computed names (`self.add_module(f"block_{i}", block)`) and also kept in
     a plain list that `forward` reads are registered, but `nn.DataParallel`
     replicas share that list and run the original modules: that finding is only
