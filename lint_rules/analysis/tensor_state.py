@@ -292,3 +292,14 @@ def scalar_tensor(model: "FileModel", expr: cst.CSTNode | None) -> bool:
     return isinstance(data, (cst.Integer, cst.Float, cst.UnaryOperation)) or isinstance(data, cst.Name) \
         and not any(b.value is not None and isinstance(b.value, (cst.List, cst.Tuple, cst.ListComp))
                     for b in model.bindings_of(data) or ())
+
+
+# Methods a module overrides to take part in its checkpoints in a way of its own.
+_CHECKPOINT_METHODS = frozenset({"state_dict", "load_state_dict", "_load_from_state_dict", "_save_to_state_dict"})
+
+
+def restores_own_state(classdef: cst.ClassDef) -> bool:
+    """``classdef`` overrides how its checkpoint is saved or restored (``def load_state_dict(self,
+    state_dict, ...)``): its state is meant to survive a checkpoint, and the class knows which
+    attributes it keeps, so a name it sets itself is its own, whatever its base registers."""
+    return any(m.name.value in _CHECKPOINT_METHODS for m in _methods(classdef))

@@ -13,7 +13,7 @@ from lint_rules.analysis.modules import facts, self_attribute
 from lint_rules.analysis.summaries import Summaries
 from lint_rules.analysis.tensor_state import (accumulated_at_run_time, created_if_none, differentiated_against,
                                               moved_where_read, queued_at_run_time, read_at_run_time,
-                                              scalar_tensor, written_at_run_time)
+                                              restores_own_state, scalar_tensor, written_at_run_time)
 from lint_rules.rules.examples import trn402 as examples
 
 TENSOR = "tensor"
@@ -126,7 +126,9 @@ class TensorAttributeNotRegistered(Rule):
     free helper functions, or created lazily in `forward` without being declared
     `None` in `__init__` (or never written into afterwards) are not flagged. A
     lazily created attribute of a class whose base is defined in an installed
-    package is at most possible (the base may register the name). A
+    package is at most possible (the base may register the name), unless the
+    class overrides how its checkpoint is saved or restored (`load_state_dict`,
+    `state_dict`): the state it keeps is then its own. A
     helper that `__init__` calls and code in another file calls again at run time
     is still taken for construction. An attribute that another method reassigns from values that do not
     read it (directly or through its local variables; a cache refreshed at run time, `self.x = self.build(n)`) is taken for
@@ -223,7 +225,10 @@ class TensorAttributeNotRegistered(Rule):
                 # sequence) is a per-call scratch, not a statistic to keep: possible at most.
                 restarted = any(_recomputed(self.model, b, attr) and not self._init_time_binding(b, cls)
                                 and not self._created_once(b, attr) for b in bindings)
-                if self._run_time_state(cls, attr, construction) and not unknown_base and not restarted:
+                # A base from elsewhere may register the name, unless the class saves and restores its
+                # own state (it overrides load_state_dict): then the attribute is its own, and missing.
+                if self._run_time_state(cls, attr, construction) and not restarted \
+                        and (not unknown_base or restores_own_state(cls)):
                     self._report_state(stmt)
                 elif written_at_run_time(self.model, cls, attr, construction):
                     self.report(stmt)

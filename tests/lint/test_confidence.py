@@ -678,6 +678,36 @@ def test_modules_also_put_into_another_module_are_only_possible_in_a_plain_dict(
     assert _findings(source, "TRN401", every, every) == [(7, "possible"), (12, "certain")]
 
 
+def test_lazy_state_of_a_class_with_a_foreign_base_is_certain_when_it_restores_its_own_state() -> None:
+    source = """
+        import torch
+        from somelib.losses import BaseLoss
+        class CenteredLoss(BaseLoss):
+            def __init__(self, momentum):
+                super().__init__()
+                self.momentum = momentum
+                self.center = None
+            def load_state_dict(self, state, strict=True):
+                super().load_state_dict(state, strict)
+            def update(self, out):
+                batch = torch.mean(out, 0)
+                self.center = self.center * self.momentum + batch * (1 - self.momentum)  # certain
+            def forward(self, out):
+                return out - self.center
+        class Tracked(BaseLoss):
+            def __init__(self):
+                super().__init__()
+                self.mean = None
+            def update(self, out):
+                self.mean = self.mean * 0.9 + torch.mean(out, 0) * 0.1              # possible: the base may own it
+            def forward(self, out):
+                return out - self.mean
+        """
+    every = registry.default_codes(preview=True)
+    assert _findings(source, "TRN402") == [(13, "certain")]
+    assert _findings(source, "TRN402", every, every) == [(13, "certain"), (21, "possible")]
+
+
 def test_a_requires_grad_dummy_of_a_gradient_penalty_is_not_reported() -> None:
     source = """
         import torch

@@ -228,3 +228,22 @@ def test_scalar_tensor_is_a_tensor_built_from_one_number() -> None:
         """)
     values = {a.targets[0].target.value: a.value for a in model.nodes(cst.Assign)}
     assert {name for name, v in values.items() if scalar_tensor(model, v)} == {"a", "b", "c"}
+
+
+def test_restores_own_state_reads_the_checkpoint_methods_a_class_overrides() -> None:
+    from lint_rules.analysis.tensor_state import restores_own_state
+
+    model = _model("""
+        class Restoring:
+            def load_state_dict(self, sd, strict=True):
+                pass
+        class Saving:
+            def _save_to_state_dict(self, destination, prefix, keep_vars):
+                pass
+        class Plain:
+            def forward(self, x):
+                return x
+            def load(self, path):
+                pass
+        """)
+    assert [restores_own_state(_class(model, n)) for n in ("Restoring", "Saving", "Plain")] == [True, True, False]
