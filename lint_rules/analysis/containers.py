@@ -66,6 +66,32 @@ class ContainerFacts:
             return bindings[0].value
         return None
 
+    def handed_elsewhere(self, item: cst.CSTNode) -> bool:
+        """The element is a local name whose value is also handed, in the same function, to a call
+        that puts it into another object (``set_module_by_path(net, path, wrapper)``,
+        ``put_back(self.backbone, name, block)``): a call with it and at least one other name or
+        attribute among its arguments, other than a container's own ``append``/``extend``/``insert``.
+        The container is then an index of modules registered where they were put."""
+        if not isinstance(item, cst.Name):
+            return False
+        bindings = self.model.bindings_of(item)
+        if not bindings or len(bindings) != 1 or bindings[0].kind != ASSIGN:
+            return False
+        fn = self.model.enclosing_function(bindings[0].node)
+        if fn is None:
+            return False
+        for call in self.model.within(cst.Call, fn):
+            if isinstance(call.func, cst.Attribute) and call.func.attr.value in ("append", "extend", "insert"):
+                continue
+            values = [a.value for a in call.args]
+            mine = [v for v in values if isinstance(v, cst.Name) and v.value == item.value
+                    and self.model.bindings_of(v) == bindings]
+            others = [v for v in values if isinstance(v, (cst.Name, cst.Attribute))
+                      and not (isinstance(v, cst.Name) and v.value == item.value)]
+            if mine and others:
+                return True
+        return False
+
     def returned_container(self, call: cst.CSTNode, index: int | None = None) -> cst.CSTNode | None:
         """The plain container that a function of this file builds in a local variable and returns,
         for ``call`` to it: ``layers = []; ...; return layers`` (``index``: the element of a returned
@@ -147,11 +173,71 @@ class ContainerFacts:
         if isinstance(expr.func, cst.Name):  # a class of this file
             bindings = self.model.bindings_of(expr.func)
             if bindings and len(bindings) == 1 and bindings[0].kind == CLASS:
-                return self._modules.is_module_class(bindings[0].value)
+                return self._modules.is_module_class(bindings[0].value) \
+                    and not self.stateless_class(bindings[0].value)
             return False
         if isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "requires_grad_":
             return kind_of(self.model, expr) == LEAF
         return False
+    def stateless_class(self, classdef: cst.ClassDef, _depth: int = 0) -> bool:
+        """A direct ``nn.Module`` subclass of this file that holds at least one ``torch.nn`` layer
+        without parameters, buffers or a train/eval difference (:data:`STATELESS_LAYERS`), or such a
+        class of this file, and otherwise only plain values: no parameter, tensor, buffer or other
+        module. A list of them
+        loses nothing (a moving average made of one ``AvgPool1d``)."""
+        if _depth > 3 or not classdef.bases or any(
+                self.model.qualified_name(a.value) != "torch.nn.Module" for a in classdef.bases):
+            return False
+        for call in self._modules.self_calls(classdef):
+            if isinstance(call.func, cst.Attribute) and call.func.attr.value.startswith(("register_", "add_module")):
+                return False
+            if isinstance(call.func, cst.Name) and call.func.value == "setattr":
+                return False
+        body = classdef.body
+        if not isinstance(body, cst.IndentedBlock):
+            return False
+        methods = [m for m in body.body if isinstance(m, cst.FunctionDef)]
+        # Attributes called like a layer (`self.inner(x)`): a module handed in, whatever its name says.
+        called = {c.func.value.attr.value for m in methods for c in self.model.within(cst.Call, m)
+                  if isinstance(c.func, cst.Attribute) and isinstance(c.func.value, cst.Attribute)
+                  and isinstance(c.func.value.value, cst.Name) and c.func.value.value.value == "self"} | \
+                 {c.func.attr.value for m in methods for c in self.model.within(cst.Call, m)
+                  if isinstance(c.func, cst.Attribute) and isinstance(c.func.value, cst.Name)
+                  and c.func.value.value == "self"}
+        layers = 0
+        for method in methods:
+            for assign in self.model.within(cst.Assign, method):
+                attrs = [t.target.attr.value for t in assign.targets if isinstance(t.target, cst.Attribute)]
+                if not attrs:
+                    continue
+                if isinstance(assign.value, (cst.Name, cst.Attribute)) and any(a in called for a in attrs):
+                    return False
+                if not self._stateless_value(assign.value, _depth):
+                    return False
+                layers += isinstance(assign.value, cst.Call)
+        return layers > 0  # made of such layers; an empty class is a stand-in, not known to be one
+
+    def _stateless_value(self, value: cst.CSTNode, depth: int) -> bool:
+        """A value that holds no state of a module: a literal, a name, arithmetic of them, or a
+        stateless ``torch.nn`` layer (or class of this file) built here. Any other call may build one."""
+        if isinstance(value, (cst.Name, cst.Attribute, cst.BaseNumber, cst.BaseString, cst.Comparison,
+                              cst.BooleanOperation, cst.UnaryOperation, cst.BinaryOperation)):
+            return kind_of(self.model, value) is None
+        if isinstance(value, (cst.Tuple, cst.List)):
+            return all(self._stateless_value(e, depth) for e in self.elements(value))
+        if not isinstance(value, cst.Call):
+            return False
+        q = self.model.qualified_name(value.func)
+        if q is not None and is_torch_module_class_name(q):
+            return q.rsplit(".", 1)[1] in STATELESS_LAYERS
+        if q in ("builtins.int", "builtins.float", "builtins.bool", "builtins.str", "builtins.len"):
+            return True
+        if isinstance(value.func, cst.Name):
+            bindings = self.model.bindings_of(value.func)
+            if bindings and len(bindings) == 1 and bindings[0].kind == CLASS:
+                return self.stateless_class(bindings[0].value, depth + 1)
+        return False
+
     def declared_modules(self, cls: cst.ClassDef, attr: str) -> bool:
         """The class annotates the attribute as a container of modules:
         ``self.branches: Optional[List[nn.Module]] = None``."""

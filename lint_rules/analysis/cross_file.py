@@ -115,6 +115,28 @@ class ProjectFacts:
             return None
         return self._is_module(found[1], found[2], found[3], 0)
 
+    def ancestor_bases(self, model: "FileModel", expr: cst.CSTNode) -> list[str] | None:
+        """The base classes, as written in their files (``pl.LightningModule``), of the project class
+        that ``expr`` names and of every project class it derives from; None when ``expr`` names no
+        project class. A base from outside the project ends its branch."""
+        found = self._resolve_local(model, expr)
+        if found is None or found[0] != "class":
+            return None
+        out: list[str] = []
+        stack = [(found[1], found[2], found[3], 0)]
+        seen: set[tuple[str, str]] = set()
+        while stack:
+            path, name, entry, depth = stack.pop()
+            if (path, name) in seen or depth > _MAX_DEPTH:
+                continue
+            seen.add((path, name))
+            for base in entry.get("bases", ()):
+                out.append(base)
+                held = self._base(path, base, depth)
+                if held is not None and held[0] == "class":
+                    stack.append((held[1], held[2], held[3], depth + 1))
+        return out
+
     def class_mode_dependent(self, model: "FileModel", expr: cst.CSTNode) -> bool | None:
         """Whether the project class that ``expr`` names behaves differently in train and eval mode
         (:meth:`~lint_rules.analysis.modules.ModuleFacts.class_mode_dependent`, read from its file's

@@ -8,12 +8,13 @@ asks these questions to tell a move that changes the parameters from one that ma
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from lint_rules.analysis.kinds import MODULE, kind_of
-from lint_rules.analysis.scopes import ASSIGN, dotted, keyword_arg
+from lint_rules.analysis.scopes import ASSIGN, CLASS, PARAM, dotted, keyword_arg
 
 if TYPE_CHECKING:
     from lint_rules.analysis.model import FileModel
@@ -183,6 +184,69 @@ def names_accelerator(model: "FileModel", expr: cst.CSTNode, _depth: int = 0) ->
         return False
     if isinstance(expr, cst.Name):
         bindings = model.bindings_of(expr) or []
+        if len(bindings) == 1 and bindings[0].kind == PARAM:
+            passed = _passed_by_constructions(model, bindings[0])
+            return bool(passed) and all(names_accelerator(model, arg, _depth + 1) for arg in passed)
         return bool(bindings) and all(b.kind == ASSIGN and b.value is not None
                                       and names_accelerator(model, b.value, _depth + 1) for b in bindings)
+    return False
+
+
+def _passed_by_constructions(model: "FileModel", binding) -> list[cst.CSTNode] | None:
+    """What every construction of a class in this file passes for a parameter of its ``__init__``
+    (``HighPass(w, device)`` for ``def __init__(self, w, device)``); None when the parameter is not
+    one of an ``__init__``, the class is never built in this file, or a construction leaves it to
+    its default or passes it through ``*args``/``**kwargs``: the device is then chosen elsewhere."""
+    param = binding.node
+    fn = binding.scope.node
+    if not (isinstance(param, cst.Param) and isinstance(fn, cst.FunctionDef) and fn.name.value == "__init__"):
+        return None
+    positional = [*fn.params.posonly_params, *fn.params.params]
+    index = next((i for i, p in enumerate(positional) if p is param), None)
+    classdef = next((a for a in model.ancestors(fn) if isinstance(a, cst.ClassDef)), None)
+    if classdef is None:
+        return None
+    name = param.name.value
+    passed: list[cst.CSTNode] = []
+    for call in model.nodes(cst.Call):
+        if not isinstance(call.func, cst.Name) or call.func.value != classdef.name.value:
+            continue
+        bindings = model.bindings_of(call.func) or []
+        if not (len(bindings) == 1 and bindings[0].kind == CLASS and bindings[0].value is classdef):
+            continue
+        if any(a.star for a in call.args):
+            return None
+        arg = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == name), None)
+        if arg is None and index is not None and index > 0:  # `self` is not passed
+            plain = [a.value for a in call.args if a.keyword is None]
+            arg = plain[index - 1] if len(plain) >= index else None
+        if arg is None:
+            return None
+        passed.append(arg)
+    return passed or None
+
+
+# A module base whose trainer moves every instance to the accelerator it trains on.
+_MOVED_BY_TRAINER = re.compile(r"(^|\.)LightningModule$")
+
+
+def moved_by_trainer(model: "FileModel", classdef: cst.ClassDef, _depth: int = 0) -> bool:
+    """Whether ``classdef`` derives, in its own file or through classes of other project files, from
+    a ``LightningModule``: the Lightning ``Trainer`` moves the module to the accelerator it trains on,
+    whoever builds it, so the project need not call ``.to()`` for the module to move; a plain tensor
+    attribute then stays where it was made."""
+    project = getattr(model, "project_facts", None)
+    for arg in classdef.bases:
+        base = arg.value
+        text = model.qualified_name(base) or dotted(base)
+        if text is not None and _MOVED_BY_TRAINER.search(text):
+            return True
+        bindings = model.bindings_of(base) if isinstance(base, cst.Name) else None
+        if bindings and len(bindings) == 1 and bindings[0].kind == CLASS:
+            if _depth < 8 and moved_by_trainer(model, bindings[0].value, _depth + 1):
+                return True
+            continue
+        ancestors = project.ancestor_bases(model, base) if project is not None else None
+        if ancestors and any(_MOVED_BY_TRAINER.search(b) for b in ancestors):
+            return True
     return False

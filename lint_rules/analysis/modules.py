@@ -36,6 +36,11 @@ _OTHER_MODULE_BASES = frozenset({
     "lightning.pytorch.core.LightningModule",
     "transformers.PreTrainedModel", "transformers.modeling_utils.PreTrainedModel",
 })
+# Module bases that register no buffer or parameter by name (as the project summaries' plain bases).
+_REGISTERS_NOTHING = frozenset({
+    "torch.nn.Module", "pytorch_lightning.LightningModule", "pytorch_lightning.core.LightningModule",
+    "lightning.LightningModule", "lightning.pytorch.LightningModule", "lightning.pytorch.core.LightningModule",
+})
 # Containers whose construction registers what is passed to them.
 _REGISTERING = frozenset({
     "torch.nn.ModuleList", "torch.nn.ModuleDict", "torch.nn.Sequential",
@@ -490,7 +495,7 @@ class ModuleFacts:
         for arg in () if own else classdef.bases:
             base = arg.value
             q = self.model.qualified_name(base)
-            if q == "torch.nn.Module" or (q is not None and not q.startswith("torch.nn.")
+            if q in _REGISTERS_NOTHING or (q is not None and not q.startswith("torch.nn.")
                                           and self._base_verdict(base, 0) is False):
                 continue
             bindings = self.model.bindings_of(base) if isinstance(base, cst.Name) else None

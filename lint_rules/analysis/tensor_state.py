@@ -255,3 +255,51 @@ def _self_attrs_read(model: "FileModel", expr: cst.CSTNode, self_name: str, meth
             continue
         stack.extend(node.children)
     return found
+
+
+def read_at_run_time(model: "FileModel", classdef: cst.ClassDef, attr: str,
+                     construction: Callable[[cst.FunctionDef], bool]) -> bool:
+    """A method of ``classdef`` that is not ``construction`` reads ``self.<attr>`` (as a value, not
+    only as the target it assigns): the tensor takes part in what the module computes once built."""
+    for method in _methods(classdef):
+        self_name = _self_name(method)
+        if self_name is None or construction(method):
+            continue
+        targets = {id(t.target) for assign in model.within(cst.Assign, method) for t in assign.targets}
+        stack: list[cst.CSTNode] = [method.body]
+        while stack:  # attributes are not among the nodes the model collects: walk the body
+            node = stack.pop()
+            if isinstance(node, cst.Attribute) and id(node) not in targets and node.attr.value == attr \
+                    and isinstance(node.value, cst.Name) and node.value.value == self_name:
+                return True
+            stack.extend(node.children)
+    return False
+
+
+# Calls that build a tensor from the data they are given: a number there makes a 0-dim tensor.
+_FROM_DATA = frozenset({"torch.tensor", "torch.as_tensor", "torch.scalar_tensor"})
+
+
+def scalar_tensor(model: "FileModel", expr: cst.CSTNode | None) -> bool:
+    """``expr`` builds a 0-dim tensor (``torch.tensor(0.5)``, ``torch.tensor(rate).float()``): one
+    that mixes with tensors on any device without an error, so it is no device bug."""
+    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) \
+            and model.qualified_name(expr.func) is None:
+        expr = expr.func.value  # torch.tensor(x).float(), .to(dtype)
+    if not (isinstance(expr, cst.Call) and model.qualified_name(expr.func) in _FROM_DATA and expr.args):
+        return False
+    data = expr.args[0].value
+    return isinstance(data, (cst.Integer, cst.Float, cst.UnaryOperation)) or isinstance(data, cst.Name) \
+        and not any(b.value is not None and isinstance(b.value, (cst.List, cst.Tuple, cst.ListComp))
+                    for b in model.bindings_of(data) or ())
+
+
+# Methods a module overrides to take part in its checkpoints in a way of its own.
+_CHECKPOINT_METHODS = frozenset({"state_dict", "load_state_dict", "_load_from_state_dict", "_save_to_state_dict"})
+
+
+def restores_own_state(classdef: cst.ClassDef) -> bool:
+    """``classdef`` overrides how its checkpoint is saved or restored (``def load_state_dict(self,
+    state_dict, ...)``): its state is meant to survive a checkpoint, and the class knows which
+    attributes it keeps, so a name it sets itself is its own, whatever its base registers."""
+    return any(m.name.value in _CHECKPOINT_METHODS for m in _methods(classdef))

@@ -66,12 +66,16 @@ class UnregisteredSubmodules(Rule):
     own helper that registers them are recognised only when the helper's result
     is assigned to an attribute. `torch.nn` layers that hold no parameters or
     buffers and ignore train/eval mode (pooling, activations, `nn.Identity`,
-    `nn.Upsample`) lose nothing in a plain list and are not flagged; a class of
-    your own made only of such layers still is. Modules registered one by one
+    `nn.Upsample`) lose nothing in a plain list and are not flagged, nor is a
+    direct `nn.Module` subclass of the same file made only of such layers and
+    plain values (a moving average built of one `nn.AvgPool1d`). Modules registered one by one
     under computed names (`self.add_module(f"block_{i}", block)`) and also kept in
     a plain list that `forward` reads are registered, but `nn.DataParallel`
     replicas share that list and run the original modules: that finding is only
-    *possible* (`--preview`), since it matters only under `DataParallel`.
+    *possible* (`--preview`), since it matters only under `DataParallel`. So is
+    a container whose every module is also handed to a call that puts it into
+    another object (`set_module_by_path(net, path, wrapper)`): it is most likely
+    registered there, and the container only an index of it.
 
     ## Fix safety
     When the attribute is assigned a list or tuple literal or a list comprehension
@@ -181,7 +185,11 @@ class UnregisteredSubmodules(Rule):
                 continue
             held = self._containers
             if any(held.trainable(item) for item in items) or (items and held.declared_modules(cls, attr)):
-                self.report(stmt, fix=None if local else self._fix(stmt, container, items))
+                # Every module also handed to a call that puts it elsewhere (`set_module_by_path(net,
+                # path, wrapper)`): registered there, the container an index; possible at most.
+                elsewhere = all(held.handed_elsewhere(item) for item in items)
+                self.report(stmt, fix=None if local else self._fix(stmt, container, items),
+                            certain=False if elsewhere else None)
 
     def _read_in_forward(self, cls: cst.ClassDef, attr: str) -> bool:
         """``self.<attr>`` is read in ``forward`` or a method that forward calls."""

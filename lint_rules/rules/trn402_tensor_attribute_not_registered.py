@@ -4,20 +4,23 @@ from collections import Counter
 
 import libcst as cst
 
-from lint_rules.analysis.devices import pinned_to_accelerator
+from lint_rules.analysis.devices import moved_by_trainer, pinned_to_accelerator
+from lint_rules.analysis.kinds import kind_of
 from lint_rules.analysis.model import ASSIGN, is_true, keyword_arg
 from lint_rules.analysis.names import NON_TENSOR_TORCH, PARAMETER, TENSOR_FACTORIES
 from lint_rules.rule import ERROR, WARNING, Rule
 from lint_rules.analysis.modules import facts, self_attribute
 from lint_rules.analysis.summaries import Summaries
 from lint_rules.analysis.tensor_state import (accumulated_at_run_time, created_if_none, differentiated_against,
-                                              moved_where_read, queued_at_run_time, written_at_run_time)
+                                              moved_where_read, queued_at_run_time, read_at_run_time,
+                                              restores_own_state, scalar_tensor, written_at_run_time)
 from lint_rules.rules.examples import trn402 as examples
 
 TENSOR = "tensor"
 LEAF = "leaf"  # requires_grad=True
 PINNED = "pinned"  # a tensor put on an accelerator that __init__ picks itself ("cuda", .cuda())
 LAZY = "lazy"  # created at run time for an attribute that __init__ declares as None
+REDRAWN = "redrawn"  # made by a method that __init__ calls and that runs again later (a noise redraw)
 
 # Legacy typed constructors: torch.FloatTensor(3, 4) and friends.
 _TYPED_CONSTRUCTORS = frozenset(
@@ -101,6 +104,17 @@ class TensorAttributeNotRegistered(Rule):
     checkpoint restarts it: *certain*, unless a run-time method also starts it
     afresh (`self.trace = torch.zeros(b)` at each sequence: a scratch, possible;
     creating it under `if self.x is None:` is not starting afresh).
+    A tensor attribute of a `LightningModule` (a subclass of one, here or in
+    another file of the project) that a step reads is *certain* too: the
+    Lightning `Trainer` moves the module to the GPU it trains on and leaves a
+    plain tensor behind (`device=self.device` in `__init__` is still the CPU),
+    unless it holds one number (`torch.tensor(0.5)`, which mixes with tensors on
+    any device) or every use moves it. So is a tensor moved to a device handed in
+    when every construction of the class in the file passes an accelerator it
+    picks itself (`Sharpen(0.5, "cuda" if torch.cuda.is_available() else "cpu")`).
+    A tensor made by a method that `__init__` calls and that code outside the
+    class calls again (`head.resample()` between steps: noise redrawn on the
+    CPU each time), read in `forward`, is *possible*.
     A tensor with `requires_grad=True` that the module differentiates against
     (`torch.autograd.grad(loss, [self.scale])`, a gradient-penalty dummy) is not
     reported.
@@ -112,7 +126,9 @@ class TensorAttributeNotRegistered(Rule):
     free helper functions, or created lazily in `forward` without being declared
     `None` in `__init__` (or never written into afterwards) are not flagged. A
     lazily created attribute of a class whose base is defined in an installed
-    package is at most possible (the base may register the name). A
+    package is at most possible (the base may register the name), unless the
+    class overrides how its checkpoint is saved or restored (`load_state_dict`,
+    `state_dict`): the state it keeps is then its own. A
     helper that `__init__` calls and code in another file calls again at run time
     is still taken for construction. An attribute that another method reassigns from values that do not
     read it (directly or through its local variables; a cache refreshed at run time, `self.x = self.build(n)`) is taken for
@@ -143,6 +159,7 @@ class TensorAttributeNotRegistered(Rule):
         self._facts = facts(model)
         self._candidates: list[tuple[cst.ClassDef, str, cst.CSTNode, str]] = []
         self._method_calls: Counter[str] | None = None
+        self._outside_calls: Counter[str] | None = None
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for t in node.targets:
@@ -156,7 +173,7 @@ class TensorAttributeNotRegistered(Rule):
         if not isinstance(target, cst.Attribute) or not isinstance(target.value, cst.Name):
             return
         kind = self._tensor_kind(value, 0)
-        if kind is None:
+        if kind is None and not isinstance(value, cst.Call):
             return
         found = self._facts.module_method(stmt)
         if found is None:
@@ -164,10 +181,20 @@ class TensorAttributeNotRegistered(Rule):
         attr = self_attribute(target, found[0])
         if attr is None:
             return
+        if kind is None:
+            # A tensor by what the file knows of its calls (`Variable(self._noise(n))`), made by no
+            # factory seen here: judged only when a method redraws it.
+            if kind_of(self.model, value) != TENSOR or self._init_time(found[0], found[1], 0) \
+                    or not self._called_at_init(found[0], found[1]):
+                return
+            self._candidates.append((found[1], attr, stmt, REDRAWN))
+            return
         if not self._init_time(found[0], found[1], 0):
             # `self.center = None` in __init__, the tensor made later: lazily created state
             if kind == TENSOR and self._declared_none(found[1], attr):
                 self._candidates.append((found[1], attr, stmt, LAZY))
+            elif kind == TENSOR and self._called_at_init(found[0], found[1]):
+                self._candidates.append((found[1], attr, stmt, REDRAWN))
             return
         if kind == TENSOR and pinned_to_accelerator(self.model, value):
             kind = PINNED
@@ -198,9 +225,18 @@ class TensorAttributeNotRegistered(Rule):
                 # sequence) is a per-call scratch, not a statistic to keep: possible at most.
                 restarted = any(_recomputed(self.model, b, attr) and not self._init_time_binding(b, cls)
                                 and not self._created_once(b, attr) for b in bindings)
-                if self._run_time_state(cls, attr, construction) and not unknown_base and not restarted:
+                # A base from elsewhere may register the name, unless the class saves and restores its
+                # own state (it overrides load_state_dict): then the attribute is its own, and missing.
+                if self._run_time_state(cls, attr, construction) and not restarted \
+                        and (not unknown_base or restores_own_state(cls)):
                     self._report_state(stmt)
                 elif written_at_run_time(self.model, cls, attr, construction):
+                    self.report(stmt)
+                continue
+            if kind == REDRAWN:
+                # Drawn at construction and again at run time (`reset_noise()`): where the module is
+                # moved between the two the new tensor is made on the CPU; possible at most.
+                if self._read_in_forward(cls, attr):
                     self.report(stmt)
                 continue
             if any(_recomputed(self.model, b, attr) and not self._init_time_binding(b, cls) for b in bindings):
@@ -220,8 +256,45 @@ class TensorAttributeNotRegistered(Rule):
                 self.report(stmt, "Tensor attribute placed on a GPU chosen at construction is not registered: "
                                   "model.to()/.cpu() and DataParallel replicas leave it where it is, and "
                                   "state_dict() misses it; register it with register_buffer", certain=True)
+            elif kind == TENSOR and moved_by_trainer(self.model, cls) and not moved_where_read(self.model, cls, attr) \
+                    and not scalar_tensor(self.model, getattr(stmt, "value", None)) \
+                    and read_at_run_time(self.model, cls, attr, construction):
+                self.report(stmt, "Tensor attribute of a LightningModule is not registered: the Trainer moves "
+                                  "the module to the GPU it trains on and leaves this tensor where it was made, "
+                                  "and state_dict() misses it; register it with register_buffer", certain=True)
             else:
                 self.report(stmt)
+
+    def _called_at_init(self, method: cst.FunctionDef, cls: cst.ClassDef) -> bool:
+        """``method`` is called as ``self.<method>()`` by ``__init__`` (or what only it calls), and
+        also from outside the class (``head.resample()`` in a training loop or a parent module):
+        something else redraws it between steps. One that only the module's own methods call again
+        is a state it refreshes itself when it needs to."""
+        if self._outside_calls is None:  # `layer.resample()`: called on another object than self
+            self._outside_calls = Counter(
+                c.func.attr.value for c in self.model.nodes(cst.Call)
+                if isinstance(c.func, cst.Attribute) and not (isinstance(c.func.value, cst.Name)
+                                                              and c.func.value.value in ("self", "cls")))
+        if not self._outside_calls[method.name.value]:
+            return False
+        for call in self.model.fact(Summaries).call_sites(method):
+            func = call.func
+            caller = self._facts.module_method(call)
+            if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) \
+                    and caller is not None and caller[1] is cls and self._init_time(caller[0], cls, 0):
+                return True
+        return False
+
+    def _read_in_forward(self, cls: cst.ClassDef, attr: str) -> bool:
+        """``self.<attr>`` is read in ``forward`` or a method that ``forward`` calls."""
+        body = cls.body
+        if not isinstance(body, cst.IndentedBlock):
+            return False
+        for method in body.body:
+            if isinstance(method, cst.FunctionDef) and self._facts.runs_in_forward(method, cls) \
+                    and read_at_run_time(self.model, cls, attr, lambda fn: fn is not method):
+                return True
+        return False
 
     def _construction(self, cls: cst.ClassDef):
         """Whether a method of ``cls`` only builds the module: ``__init__`` and what only it calls."""

@@ -569,6 +569,154 @@ def test_a_memory_queue_filled_at_a_position_the_module_keeps_is_certain() -> No
     assert _findings(source, "TRN402", every, every) == [(9, "possible"), (11, "certain")]
 
 
+def test_a_tensor_attribute_of_a_lightning_module_is_certain() -> None:
+    source = """
+        import torch
+        import pytorch_lightning as pl
+        class Base(pl.LightningModule):
+            pass
+        class Ranker(Base):
+            def __init__(self, n):
+                super().__init__()
+                self.offsets = torch.arange(0, n * 4, 4)                # certain: the Trainer moves the rest
+                self.grid = torch.linspace(0, 1, n, device=self.device)  # certain: self.device is the CPU here
+                self.margin = torch.tensor(0.5)                          # possible: 0-dim, works anywhere
+                self.table = torch.eye(n)                               # possible: moved where read
+                self.unused = torch.ones(n)                             # possible: never read once built
+            def training_step(self, batch, i):
+                scores = batch["scores"] + self.offsets + self.grid
+                return (scores * self.table.to(scores.device)).sum() + self.margin
+        """
+    every = registry.default_codes(preview=True)
+    assert _findings(source, "TRN402") == [(9, "certain"), (10, "certain")]
+    assert _findings(source, "TRN402", every, every) == [(9, "certain"), (10, "certain"), (11, "possible"),
+                                                        (12, "possible"), (13, "possible")]
+
+
+def test_a_tensor_put_on_the_device_every_construction_picks_is_certain() -> None:
+    source = """
+        import torch
+        class Edges(torch.nn.Module):
+            def __init__(self, scale, where):
+                super().__init__()
+                self.kernel = torch.ones(3, 3).to(where) / scale        # certain: every caller picks the GPU
+        class Blur(torch.nn.Module):
+            def __init__(self, dev):
+                super().__init__()
+                self.kernel = torch.ones(5).to(device=dev)              # possible: one caller passes its own
+        class Net(torch.nn.Module):
+            def __init__(self, device):
+                super().__init__()
+                gpu = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+                self.edges = Edges(2.0, gpu)
+                self.more = Edges(scale=3.0, where="cuda:0")
+                self.blur = Blur(gpu)
+                self.other = Blur(device)
+        """
+    every = registry.default_codes(preview=True)
+    assert _findings(source, "TRN402") == [(6, "certain")]
+    assert _findings(source, "TRN402", every, every) == [(6, "certain"), (10, "possible")]
+
+
+def test_a_tensor_redrawn_by_a_method_init_calls_is_only_possible() -> None:
+    source = """
+        import torch
+        from torch.autograd import Variable
+        class NoisyLayer(torch.nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self.n = n
+                self.mu = torch.nn.Parameter(torch.zeros(n))
+                self.redraw()
+            def _noise(self, size):
+                return torch.randn(size)
+            def redraw(self):
+                self.eps = Variable(self._noise(self.n))                  # possible: made on the CPU each time
+                self.spare = torch.randn(self.n)                         # never read in forward: not reported
+            def forward(self, x):
+                return x + self.mu * self.eps
+        class Agent:
+            def __init__(self, layer):
+                self.layer = layer
+            def act(self, x):
+                self.layer.redraw()
+                return self.layer(x)
+        class Table(torch.nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self._build(n)
+            def _build(self, n):
+                self.codes = torch.eye(n)                                # only its own class builds it
+            def forward(self, i):
+                return self.codes[i]
+        class Other(torch.nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self._build(n)
+            def _build(self, n):
+                self.size = n
+        """
+    every = registry.default_codes(preview=True)
+    assert _findings(source, "TRN402") == []
+    assert _findings(source, "TRN402", every, every) == [(13, "possible")]
+
+
+def test_modules_also_put_into_another_module_are_only_possible_in_a_plain_dict() -> None:
+    source = """
+        import torch.nn as nn
+        class Adapter(nn.Module):
+            def __init__(self, net, paths, n):
+                super().__init__()
+                self.net = net
+                self.by_path = {}                                # possible: each one is set into net
+                for p in paths:
+                    wrapper = Wrapped(getattr(net, p))
+                    put_back(net, p, wrapper)
+                    self.by_path[p] = wrapper
+                self.extra = {}                                  # certain: nothing else holds them
+                for p in paths:
+                    head = nn.Linear(n, n)
+                    self.extra[p] = head
+        class Wrapped(nn.Module):
+            def __init__(self, inner):
+                super().__init__()
+                self.inner = inner
+        """
+    every = registry.default_codes(preview=True)
+    assert _findings(source, "TRN401") == [(12, "certain")]
+    assert _findings(source, "TRN401", every, every) == [(7, "possible"), (12, "certain")]
+
+
+def test_lazy_state_of_a_class_with_a_foreign_base_is_certain_when_it_restores_its_own_state() -> None:
+    source = """
+        import torch
+        from somelib.losses import BaseLoss
+        class CenteredLoss(BaseLoss):
+            def __init__(self, momentum):
+                super().__init__()
+                self.momentum = momentum
+                self.center = None
+            def load_state_dict(self, state, strict=True):
+                super().load_state_dict(state, strict)
+            def update(self, out):
+                batch = torch.mean(out, 0)
+                self.center = self.center * self.momentum + batch * (1 - self.momentum)  # certain
+            def forward(self, out):
+                return out - self.center
+        class Tracked(BaseLoss):
+            def __init__(self):
+                super().__init__()
+                self.mean = None
+            def update(self, out):
+                self.mean = self.mean * 0.9 + torch.mean(out, 0) * 0.1              # possible: the base may own it
+            def forward(self, out):
+                return out - self.mean
+        """
+    every = registry.default_codes(preview=True)
+    assert _findings(source, "TRN402") == [(13, "certain")]
+    assert _findings(source, "TRN402", every, every) == [(13, "certain"), (21, "possible")]
+
+
 def test_a_requires_grad_dummy_of_a_gradient_penalty_is_not_reported() -> None:
     source = """
         import torch

@@ -8,6 +8,31 @@ from lint_rules.rule import UNSAFE, Invalid, Valid
 VALID = [
     Valid(
         """
+        # a class of this file made only of layers without state: a plain list of them loses nothing
+        import torch
+        import torch.nn as nn
+        class Smoothing(nn.Module):
+            def __init__(self, width):
+                super().__init__()
+                self.width = width
+                self.pool = nn.AvgPool1d(width, stride=1, padding=(width - 1) // 2)
+
+            def forward(self, x):
+                return self.pool(x)
+
+        class MultiScale(nn.Module):
+            def __init__(self, widths):
+                super().__init__()
+                self.smoothers = [Smoothing(w) for w in widths]
+                self.mix = nn.Linear(len(widths), 1)
+
+            def forward(self, x):
+                parts = torch.stack([s(x) for s in self.smoothers], dim=-1)
+                return self.mix(parts).squeeze(-1)
+        """
+    ),
+    Valid(
+        """
         import torch.nn as nn
         class Net(nn.Module):
             def __init__(self, n):

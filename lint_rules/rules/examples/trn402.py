@@ -300,4 +300,64 @@ INVALID = [
                 return self.keys.clone()
         """
     ),
+    Invalid(
+        """
+        # a LightningModule: the Trainer moves the module, not a plain tensor attribute
+        import torch
+        import lightning as L
+        class Scorer(L.LightningModule):
+            def __init__(self, n_metrics, n_actions):
+                super().__init__()
+                self.net = torch.nn.Linear(8, n_metrics * n_actions)
+                self.offsets = torch.arange(0, n_metrics * n_actions, n_actions)  # BUG
+                self.support = torch.linspace(-10, 10, 51, device=self.device)  # BUG
+
+            def training_step(self, batch, batch_idx):
+                q = self.net(batch["x"]).gather(1, self.offsets + batch["action"])
+                return (q * self.support[:1]).mean()
+        """
+    ),
+    Invalid(
+        """
+        # the device handed in is an accelerator that every construction picks itself
+        import torch
+        from torch import nn
+        class Sharpen(nn.Module):
+            def __init__(self, amount, place):
+                super().__init__()
+                self.kernel = torch.tensor([[0., -1., 0.], [-1., 5., -1.], [0., -1., 0.]]).to(place) * amount  # BUG
+
+            def forward(self, x):
+                return nn.functional.conv2d(x, self.kernel.expand(x.size(1), 1, 3, 3), groups=x.size(1))
+
+        class Decoder(nn.Module):
+            def __init__(self):
+                super().__init__()
+                dev = "cuda" if torch.cuda.is_available() else "cpu"
+                self.sharpen = Sharpen(0.5, dev)
+        """
+    ),
+    Invalid(
+        """
+        # noise redrawn by a method that __init__ calls and the training loop calls again
+        import torch
+        from torch import nn
+        class NoisyHead(nn.Module):
+            def __init__(self, width):
+                super().__init__()
+                self.width = width
+                self.sigma = nn.Parameter(torch.full((width,), 0.5))
+                self.resample()
+
+            def resample(self):
+                self.noise = torch.randn(self.width)  # BUG
+
+            def forward(self, x):
+                return x + self.sigma * self.noise
+
+        def act(head, x):
+            head.resample()
+            return head(x)
+        """
+    ),
 ]

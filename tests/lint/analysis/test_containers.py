@@ -126,3 +126,85 @@ def test_returned_container_follows_a_helper_of_the_file_to_its_local_list() -> 
     assert facts.returned_container(two) is None  # two different lists: which one is unknown
     assert facts.returned_container(registered) is None  # an nn.ModuleList registers
     assert facts.returned_container(again, 1) is facts.returned_container(built, 1)
+
+
+def test_handed_elsewhere_needs_a_call_that_puts_the_element_into_another_object() -> None:
+    model = FileModel(cst.parse_module(textwrap.dedent("""
+        import torch.nn as nn
+        def build(net, paths, n):
+            index = {}
+            for p in paths:
+                wrapped = Wrapper(get(net, p))
+                place(net, p, wrapped)
+                index[p] = wrapped
+            kept = []
+            for i in range(n):
+                layer = nn.Linear(n, n)
+                init_weights(layer)
+                kept.append(layer)
+            for i in range(n):
+                block = nn.Linear(n, n)
+                setattr(net, f"block{i}", block)
+            return index, kept
+        """)))
+    held = model.fact(ContainerFacts)
+    names = {}  # the last use of each name, as the rule meets the element it stores
+    stack: list[cst.CSTNode] = [model.module]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Name) and node.value in ("wrapped", "layer", "block"):
+            names.setdefault(node.value, node)
+        stack.extend(node.children)
+    # `layer` only goes to a helper of its own and to the list: nothing else holds it
+    assert {name for name, node in names.items() if held.handed_elsewhere(node)} == {"wrapped", "block"}
+
+
+def test_stateless_class_holds_only_layers_without_state_and_plain_values() -> None:
+    model = FileModel(cst.parse_module(textwrap.dedent("""
+        import torch
+        import torch.nn as nn
+        class Smooth(nn.Module):
+            def __init__(self, k, stride=1):
+                super().__init__()
+                self.k = k
+                self.pad = (k - 1) // 2
+                self.pool = nn.AvgPool1d(k, stride=stride)
+        class Pair(nn.Module):
+            def __init__(self, k):
+                super().__init__()
+                self.first = Smooth(k)
+                self.act = nn.GELU()
+        class Learned(nn.Module):
+            def __init__(self, k):
+                super().__init__()
+                self.pool = nn.AvgPool1d(k)
+                self.mix = nn.Linear(k, 1)
+        class Weighted(nn.Module):
+            def __init__(self, k):
+                super().__init__()
+                self.w = nn.Parameter(torch.ones(k))
+        class Buffered(nn.Module):
+            def __init__(self, k):
+                super().__init__()
+                self.register_buffer("window", torch.ones(k))
+        class Wrapper(nn.Module):
+            def __init__(self, inner):
+                super().__init__()
+                self.inner = inner
+            def forward(self, x):
+                return self.inner(x)
+        class Dropping(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.drop = nn.Dropout(0.1)
+        class Built(nn.Module):
+            def __init__(self, cfg):
+                super().__init__()
+                self.body = make_body(cfg)
+        class Derived(Smooth):
+            pass
+        """)))
+    held = model.fact(ContainerFacts)
+    stateless = {c.name.value for c in model.nodes(cst.ClassDef) if held.stateless_class(c)}
+    # a class deriving from another than nn.Module may inherit state: not judged
+    assert stateless == {"Smooth", "Pair"}

@@ -759,3 +759,27 @@ def test_a_caller_that_is_not_a_script_turns_grad_off(tmp_path: Path, module: st
     result = lint_source(path.read_text(), str(path), {"TRN601"},
                          facts=ProjectFacts(ProjectIndex(), str(path)))
     assert {f.code for f in result.findings} == expected
+
+
+def test_ancestor_bases_and_moved_by_trainer_follow_bases_across_files(tmp_path: Path) -> None:
+    import libcst as cst
+
+    from lint_rules.analysis.devices import moved_by_trainer
+    from lint_rules.analysis.model import FileModel
+
+    (tmp_path / "core").mkdir()
+    (tmp_path / "core" / "__init__.py").write_text("")
+    (tmp_path / "core" / "base.py").write_text(
+        "import pytorch_lightning as pl\nclass Base(pl.LightningModule):\n    pass\n"
+        "class Helper:\n    pass\n")
+    (tmp_path / "core" / "mid.py").write_text(
+        "from .base import Base, Helper\nclass Mid(Helper, Base):\n    pass\nclass Side(Helper):\n    pass\n")
+    module = cst.parse_module(
+        "from core.mid import Mid, Side\nclass Trainer(Mid):\n    pass\nclass Other(Side):\n    pass\n")
+    model = FileModel(module)
+    model.project_facts = ProjectFacts(ProjectIndex(), str(tmp_path / "train.py"))
+    trainer, other = (s for s in module.body[1:])
+    assert sorted(model.project_facts.ancestor_bases(model, trainer.bases[0].value)) == \
+        ["Base", "Helper", "pl.LightningModule"]
+    assert model.project_facts.ancestor_bases(model, other.bases[0].value) == ["Helper"]
+    assert moved_by_trainer(model, trainer) and not moved_by_trainer(model, other)

@@ -117,3 +117,72 @@ def test_pinned_to_accelerator_names_a_device_the_code_picks_itself() -> None:
     """)
     pinned = {name for name, value in _assigned(model).items() if pinned_to_accelerator(model, value)}
     assert pinned == {"literal", "chosen", "moved", "moved_to", "constant", "local", "cast_only"}
+
+
+def test_a_device_parameter_is_pinned_when_every_construction_in_the_file_names_an_accelerator() -> None:
+    from lint_rules.analysis.devices import names_accelerator
+
+    model = _model("""
+        import torch
+        class Picked:
+            def __init__(self, size, dev):
+                self.a = dev
+        class Mixed:
+            def __init__(self, target):
+                self.b = target
+        class Starred:
+            def __init__(self, where):
+                self.c = where
+        class Unbuilt:
+            def __init__(self, place):
+                self.d = place
+        class Defaulted:
+            def __init__(self, spot="cuda"):
+                self.e = spot
+        def helper(loc):
+            return loc
+        def build(dev, args):
+            gpu = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            Picked(3, gpu)
+            Picked(size=4, dev="cuda:1")
+            Mixed(gpu)
+            Mixed(target=dev)
+            Starred(*args)
+            Defaulted()
+            helper("cuda")
+        """)
+    values = {a.targets[0].target.attr.value: a.value for a in model.nodes(cst.Assign)
+              if isinstance(a.targets[0].target, cst.Attribute)}
+    pinned = {attr for attr, value in values.items() if names_accelerator(model, value)}
+    # `Mixed` is also built with a device handed in, `Starred` through *args, `Unbuilt` never,
+    # `Defaulted` only with its default (left to the signature), and a function's parameter is no
+    # class's
+    assert pinned == {"a"}
+    ret = next(r for r in model.nodes(cst.Return))
+    assert not names_accelerator(model, ret.value)
+
+
+def test_moved_by_trainer_follows_base_classes_of_the_file() -> None:
+    from lint_rules.analysis.devices import moved_by_trainer
+
+    model = _model("""
+        import lightning as L
+        from pytorch_lightning import LightningModule, LightningDataModule
+        from torch import nn
+        class Direct(LightningModule):
+            pass
+        class Aliased(L.LightningModule):
+            pass
+        class Grandchild(Direct):
+            pass
+        class Mixed(SomeMixin, Grandchild):
+            pass
+        class Data(LightningDataModule):
+            pass
+        class Plain(nn.Module):
+            pass
+        class Unknown(ThirdPartyModule):
+            pass
+        """)
+    moved = {c.name.value for c in model.nodes(cst.ClassDef) if moved_by_trainer(model, c)}
+    assert moved == {"Direct", "Aliased", "Grandchild", "Mixed"}

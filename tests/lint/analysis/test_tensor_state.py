@@ -191,3 +191,59 @@ def test_queued_at_run_time_needs_a_position_the_module_keeps_and_moves_on() -> 
     # an index handed in, or an attribute that only construction sets: no queue
     assert not queued_at_run_time(model, _class(model, "KvCache"), "k", _only_init)
     assert not queued_at_run_time(model, _class(model, "Filled"), "table", _only_init)
+
+
+def test_read_at_run_time_needs_a_read_outside_construction() -> None:
+    from lint_rules.analysis.tensor_state import read_at_run_time
+
+    model = _model("""
+        class Holder:
+            def __init__(me, n):
+                me.used = make(n)
+                me.written = make(n)
+                me.built = make(n)
+                me.total = me.built.sum()
+            def step(me, x):
+                me.written = x
+                return x + me.used[0]
+        """)
+    holder = _class(model, "Holder")
+    found = {a for a in ("used", "written", "built") if read_at_run_time(model, holder, a, _only_init)}
+    assert found == {"used"}
+
+
+def test_scalar_tensor_is_a_tensor_built_from_one_number() -> None:
+    from lint_rules.analysis.tensor_state import scalar_tensor
+
+    model = _model("""
+        import torch
+        rates = [0.1, 0.2]
+        a = torch.tensor(0.5)
+        b = torch.tensor(-1).float()
+        c = torch.as_tensor(rate)
+        d = torch.tensor([0.5, 0.25])
+        e = torch.tensor(rates)
+        f = torch.Tensor(3, 4)
+        g = torch.zeros(())
+        """)
+    values = {a.targets[0].target.value: a.value for a in model.nodes(cst.Assign)}
+    assert {name for name, v in values.items() if scalar_tensor(model, v)} == {"a", "b", "c"}
+
+
+def test_restores_own_state_reads_the_checkpoint_methods_a_class_overrides() -> None:
+    from lint_rules.analysis.tensor_state import restores_own_state
+
+    model = _model("""
+        class Restoring:
+            def load_state_dict(self, sd, strict=True):
+                pass
+        class Saving:
+            def _save_to_state_dict(self, destination, prefix, keep_vars):
+                pass
+        class Plain:
+            def forward(self, x):
+                return x
+            def load(self, path):
+                pass
+        """)
+    assert [restores_own_state(_class(model, n)) for n in ("Restoring", "Saving", "Plain")] == [True, True, False]
