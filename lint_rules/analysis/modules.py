@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from lint_rules.analysis.kinds import CRITERION, MODULE, NOT_AN_OBJECT_NAME, kind_of
+from lint_rules.analysis.kinds import CRITERION, MODULE, NOT_AN_OBJECT_NAME, agreed_at_call_sites, kind_of
 from lint_rules.analysis.scopes import ASSIGN, CLASS, FOR, PARAM, WITH, call_method, dotted
 
 if TYPE_CHECKING:
@@ -377,7 +377,7 @@ class ModuleFacts:
             # known from an annotation, or guessed from the name: `model_state` is not a model
             # and `converted_model.keys()` says a state dict: the name is the only evidence, its uses outweigh it
             return not NOT_AN_OBJECT_NAME.search((dotted(expr) or "").rsplit(".", 1)[-1]) \
-                and not self._used_as(expr, _MAPPING_METHODS)
+                and not self._used_as(expr, _MAPPING_METHODS) and not self._handed_data(expr)
         return self._from_module_container(expr) or self.used_as_module(expr)
 
     def used_as_module(self, expr: cst.CSTNode) -> bool:
@@ -385,6 +385,20 @@ class ModuleFacts:
         local name in its function (``critic.parameters()``), or on the same ``self.<attr>`` in any
         method of its class (``self.actor.parameters()`` given to an optimizer in ``__init__``)."""
         return self._used_as(expr, _MODULE_ONLY_METHODS)
+
+    def _handed_data(self, expr: cst.CSTNode) -> bool:
+        """``expr`` is a parameter spelled like a model that every call of its function in the file
+        fills with a value spelled as data about one (``save_to_file(path, state_dict)`` for
+        ``def save_to_file(name, model)``): the callers' spelling outweighs the parameter's."""
+        if not isinstance(expr, cst.Name):
+            return False
+        bindings = self.model.bindings_of(expr) or ()
+        if len(bindings) != 1 or bindings[0].kind != PARAM or not isinstance(bindings[0].value, cst.FunctionDef):
+            return False
+        return agreed_at_call_sites(
+            self.model, bindings[0].node, bindings[0].value,
+            lambda arg: True if isinstance(arg, (cst.Name, cst.Attribute))
+            and NOT_AN_OBJECT_NAME.search((dotted(arg) or "").rsplit(".", 1)[-1]) else None, None) is True
 
     def _used_as(self, expr: cst.CSTNode, methods: frozenset[str]) -> bool:
         """The file calls one of ``methods`` on the value ``expr`` holds (see :meth:`used_as_module`)."""

@@ -289,3 +289,27 @@ def test_a_builtin_or_a_trainer_base_is_no_module_whatever_the_class_defines() -
     found = {c.name.value: facts.is_module_class(c) for c in model.nodes(cst.ClassDef)}
     assert found == {"Cat": False, "Table": False, "Trainer2": False, "Hook": False, "Block": True,
                      "Shaped": True, "object2": False, "Mine": False}
+
+
+def test_a_parameter_named_like_a_model_that_every_caller_fills_with_data_is_no_model() -> None:
+    src = textwrap.dedent("""
+        import torch
+
+        def save_to(path, model):
+            torch.save(model, path)
+
+        def export(path, net):
+            torch.save(net, path)
+
+        def main(path, state_dict, weights_sd, trained):
+            save_to(path, state_dict)
+            save_to(path + ".bak", weights_sd)
+            export(path, trained)
+            export(path, state_dict)
+        """)
+    model = FileModel(cst.parse_module(src))
+    facts = model.fact(ModuleFacts)
+    saved = {fn.name.value: facts.is_module_value(fn.body.body[0].body[0].value.args[0].value)
+             for fn in model.nodes(cst.FunctionDef) if fn.name.value in ("save_to", "export")}
+    # every call of save_to hands it a state dict; export is also handed something else
+    assert saved == {"save_to": False, "export": True}
