@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from lint_rules.analysis.scopes import dotted
+from lint_rules.analysis.scopes import dotted, subtree
 
 if TYPE_CHECKING:
     from lint_rules.analysis.model import FileModel
@@ -122,7 +122,7 @@ def from_an_iteration_on(model: "FileModel", node: cst.CSTNode, loop: cst.CSTNod
     the iterations before it all run without it."""
     if not isinstance(loop, cst.For):
         return False
-    counters = {n.value for n in _names(loop.target)}
+    counters = {n.value for n in subtree(loop.target) if isinstance(n, cst.Name)}
     for guard in guards_within(model, node, loop) or ():
         test = guard.test
         if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
@@ -135,12 +135,3 @@ def from_an_iteration_on(model: "FileModel", node: cst.CSTNode, loop: cst.CSTNod
 
 def _is_counter(expr: cst.CSTNode, counters: set[str]) -> bool:
     return isinstance(expr, cst.Name) and expr.value in counters
-
-
-def _names(node: cst.CSTNode):
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, cst.Name):
-            yield n
-        stack.extend(n.children)

@@ -181,6 +181,15 @@ _LOOP_SET = frozenset(_LOOP_TYPES)
 _DEF_SET = frozenset({cst.FunctionDef, cst.Lambda, cst.ClassDef})
 
 
+def subtree(node: cst.CSTNode):
+    """``node`` and every node below it (for small pieces of code: a test, a loop target)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(n.children)
+
+
 def dotted(expr: cst.CSTNode) -> str | None:
     """``a.b.c`` for a Name/Attribute chain, else None."""
     parts: list[str] = []

@@ -37,7 +37,7 @@ from lint_rules.analysis.aliasing import ForwardAliasing
 from lint_rules.analysis.dispatch import Dispatch
 from lint_rules.analysis.grad_mode import GradMode
 from lint_rules.analysis.kinds import OPTIMIZER, SCALER, kind_of
-from lint_rules.analysis.scopes import bind_arguments, dotted, keyword_arg
+from lint_rules.analysis.scopes import bind_arguments, dotted, keyword_arg, subtree
 from lint_rules.analysis.training import ANY, Event, TrainingFacts
 
 if TYPE_CHECKING:
@@ -315,7 +315,7 @@ class Summaries:
         name = root.value if isinstance(root, cst.Name) else None
         for loop in self.model.enclosing_loops(reset):
             if isinstance(loop, cst.For) and name is not None and any(
-                    isinstance(n, cst.Name) and n.value == name for n in _names_in(loop.target)):
+                    isinstance(n, cst.Name) and n.value == name for n in subtree(loop.target)):
                 continue
             return True
         return False
@@ -660,11 +660,3 @@ def _param_test(test: cst.BaseExpression, params: tuple[str, ...]) -> Condition 
 
 def _is_zero_grad(node: cst.CSTNode) -> bool:
     return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "zero_grad"
-
-
-def _names_in(node: cst.CSTNode):
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        yield n
-        stack.extend(n.children)

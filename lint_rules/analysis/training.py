@@ -26,7 +26,7 @@ import libcst as cst
 
 from lint_rules.analysis.guards import guards_within, is_accumulation_test
 from lint_rules.analysis.kinds import OPTIMIZER, SCALER, kind_of
-from lint_rules.analysis.scopes import DEF, dotted, is_none
+from lint_rules.analysis.scopes import DEF, dotted, is_none, subtree
 
 if TYPE_CHECKING:
     from lint_rules.analysis.scopes import ScopeModel as FileModel
@@ -143,12 +143,12 @@ class TrainingFacts:
         if not loops or not isinstance(loops[0], cst.For):
             return False
         loop = loops[0]
-        targets = {n.value for n in _walk(loop.target) if isinstance(n, cst.Name)}
+        targets = {n.value for n in subtree(loop.target) if isinstance(n, cst.Name)}
         for anc in model.ancestors(node):
             if anc is loop:
                 return False
             if isinstance(anc, cst.If) and not _about_the_gradient(anc.test) \
-                    and any(isinstance(n, cst.Name) and n.value in targets for n in _walk(anc.test)):
+                    and any(isinstance(n, cst.Name) and n.value in targets for n in subtree(anc.test)):
                 return True
         return False
 
@@ -292,15 +292,7 @@ def _is_zero(expr: cst.CSTNode) -> bool:
 def _about_the_gradient(test: cst.BaseExpression) -> bool:
     """``p.grad is not None``, ``p.requires_grad``, ``not p.requires_grad``: a test of whether the
     parameter has or takes a gradient."""
-    for node in _walk(test):
+    for node in subtree(test):
         if isinstance(node, cst.Attribute) and node.attr.value in ("grad", "requires_grad"):
             return True
     return False
-
-
-def _walk(node: cst.CSTNode):
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        yield n
-        stack.extend(n.children)

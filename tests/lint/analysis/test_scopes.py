@@ -167,3 +167,14 @@ def test_an_unbound_torch_still_names_the_torch_package() -> None:
     block = model.nodes(cst.With)[0]
     assert model.qualified_name(block.items[0].item.func) == "torch.no_grad"
     assert model.in_no_grad(block.body.body[0])
+
+
+def test_subtree_yields_the_node_and_everything_below_it() -> None:
+    import libcst as cst
+
+    from lint_rules.analysis.scopes import subtree
+
+    expr = cst.parse_expression("f(a, b.c)")
+    names = sorted(n.value for n in subtree(expr) if isinstance(n, cst.Name))
+    assert names == ["a", "b", "c", "f"]
+    assert next(iter(subtree(expr))) is expr
