@@ -219,12 +219,16 @@ def keyword_arg(call: cst.Call, name: str) -> cst.Arg | None:
 def bind_arguments(call: cst.Call, fn: cst.FunctionDef) -> dict[str, cst.CSTNode | None]:
     """The expression each parameter of ``fn`` gets at ``call`` (its default when not passed).
 
-    A method called as ``obj.method(...)`` binds ``self``/``cls`` to ``obj``; a starred
+    A method called as ``obj.method(...)`` binds ``self``/``cls`` to ``obj``, a class called by its
+    name (``Trainer(model)``) binds its ``__init__``'s ``self`` to None (the new instance); a starred
     argument binds the parameters it could fill to None (unknown).
     """
     params = [*fn.params.posonly_params, *fn.params.params]
     out: dict[str, cst.CSTNode | None] = {p.name.value: p.default for p in (*params, *fn.params.kwonly_params)}
-    if isinstance(call.func, cst.Attribute) and params and params[0].name.value in ("self", "cls"):
+    if fn.name.value == "__init__" and params and isinstance(call.func, cst.Name):
+        out[params[0].name.value] = None  # `Trainer(model, loader)`: self is the instance being built
+        params = params[1:]
+    elif isinstance(call.func, cst.Attribute) and params and params[0].name.value in ("self", "cls"):
         out[params[0].name.value] = call.func.value
         params = params[1:]
     positional = [a for a in call.args if a.keyword is None]
@@ -882,16 +886,30 @@ class ScopeModel:
         return out
 
     def call_sites(self, fn: cst.FunctionDef) -> list[cst.Call]:
-        """The calls in this file that call ``fn`` (through its name or ``self.<name>``)."""
+        """The calls in this file that call ``fn`` (through its name or ``self.<name>``); for an
+        ``__init__``, the calls that build its class (``Trainer(model, loader)``)."""
         if self._call_sites is None:
             sites: dict[int, list[cst.Call]] = {}
             for call in self.nodes(cst.Call):
                 if isinstance(call.func, (cst.Name, cst.Attribute)):
-                    callee = self.local_function(call.func)
+                    callee = self.local_function(call.func) or self._constructor(call.func)
                     if callee is not None:
                         sites.setdefault(id(callee), []).append(call)
             self._call_sites = sites
         return self._call_sites.get(id(fn), [])
+
+    def _constructor(self, func: cst.CSTNode) -> cst.FunctionDef | None:
+        """The ``__init__`` that a call of ``func`` runs when ``func`` names one class of this file
+        that defines it."""
+        if type(func) is not cst.Name:
+            return None
+        bindings = self.bindings_of(func)
+        if not bindings or len(bindings) != 1 or bindings[0].kind != CLASS:
+            return None
+        body = bindings[0].value.body
+        if not isinstance(body, cst.IndentedBlock):
+            return None
+        return next((s for s in body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
 
     def fact(self, builder: Callable[..., _T]) -> _T:
         """The fact ``builder(self)`` of this file, built on first use and then shared.

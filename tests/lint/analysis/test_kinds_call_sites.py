@@ -130,3 +130,39 @@ def test_bind_arguments() -> None:
     assert bound == {"self": "obj", "a": "10", "b": "1", "c": "30"}
     starred = cst.parse_expression("obj.m(*args)")
     assert bind_arguments(starred, fns["m"])["a"] is None
+
+
+def test_a_class_built_by_its_name_passes_kinds_into_its_init_and_its_attributes() -> None:
+    # `Runner(net, feed, crit, opt)` runs `__init__` with self bound to the new instance; the
+    # attributes it keeps take the kinds. A call of the class through an attribute (a module's
+    # class) is not a site of this file's `__init__`.
+    src = """
+        import torch
+        from torch import nn
+        from torch.utils.data import DataLoader
+
+        class Runner:
+            def __init__(self, a, b, c, d=None):
+                self.first = a
+                self.last = d
+                a
+                b
+                c
+                d
+
+            def go(self):
+                self.first
+                self.last
+
+        def main(data):
+            net = nn.Sequential(nn.Linear(4, 2))
+            Runner(net, DataLoader(data), nn.CrossEntropyLoss(), torch.optim.SGD(net.parameters(), lr=0.1))
+        """
+    model = FileModel(cst.parse_module(textwrap.dedent(src)))
+    init = next(f for f in model.nodes(cst.FunctionDef) if f.name.value == "__init__")
+    [site] = model.call_sites(init)
+    bound = bind_arguments(site, init)
+    assert bound["self"] is None and model.module.code_for_node(bound["a"]) == "net"
+    kinds = {text: _kind_of_last(src, text) for text in ("a", "b", "c", "d", "self.first", "self.last")}
+    assert kinds == {"a": MODULE, "b": LOADER, "c": CRITERION, "d": OPTIMIZER, "self.first": MODULE,
+                     "self.last": OPTIMIZER}
