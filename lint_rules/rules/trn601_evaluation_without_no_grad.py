@@ -27,6 +27,12 @@ HELD_OUT_MESSAGE = ("A held-out batch is scored after eval() with autograd on: t
                     "and its activations are kept for a backward that never comes")
 RESTORED_MESSAGE = ("Inference with restored weights runs the model with autograd on: nothing in this file "
                     "trains it, yet every call records a graph and keeps its activations")
+INFERENCE_MESSAGE = ("Inference loop runs the model with autograd on, yet its function hands out only values "
+                     "that carry no gradient (numbers, indices, strings): every graph it records is thrown away")
+STEP_MESSAGE = ("Evaluation step runs the model with autograd on, yet hands out only values that carry no "
+                "gradient: the graph of the forward and its activations are recorded for nothing")
+DECLARED_MESSAGE = ("The model runs in eval mode for an evaluation with autograd on: the graph of the forward "
+                    "and its activations are recorded for a backward that never comes")
 # Methods whose name says they evaluate: a module's own inference entry points.
 _EVALUATION_METHOD = re.compile(r"_*(predict|evaluat|eval_|valid|test|score|infer|visuali|sample|generate|decode"
                                 r"|translate|beam_search|greedy)", re.I)
@@ -181,14 +187,22 @@ class EvaluationWithoutNoGrad(Rule):
         # with no eval() is a recurrent forward pass as often as a sampler: left alone.
         switched = facts.eval_receivers(node)
         certain = possible = False
+        # what its function hands out carries no gradient (tokens, strings, numbers): no caller can train on it
+        inference = {id(call) for call in facts.inference_loop_calls(node)}
         for call, chosen in facts.generation_calls(node):
             if self._grad_managed(call, node) or frozen(self.model, forward_target(call.func)):
                 continue
-            if dotted(forward_target(call.func)) in switched:
+            if dotted(forward_target(call.func)) in switched or id(call) in inference:
                 certain = True
             possible = possible or chosen
         if certain or possible:
             self.report(node, GENERATION_MESSAGE, certain=certain)
+            return
+        # for i in range(0, n, step): p = model(audio[i:i + step]).item() -- in a function that hands out
+        # only numbers, indices or strings: an inference loop whatever its function is called
+        if any(not self._grad_managed(call, node) and not frozen(self.model, forward_target(call.func))
+               for call in facts.inference_loop_calls(node)):
+            self.report(node, INFERENCE_MESSAGE)
 
     visit_While = visit_For
 
@@ -208,11 +222,33 @@ class EvaluationWithoutNoGrad(Rule):
             if not self._settled_elsewhere(node):
                 self.report(node, HELD_OUT_MESSAGE)
             return
+        # def evaluate_batch(model, batch): out = model(batch.x); return float(loss_fn(out, batch.y)) -- an
+        # evaluation step that hands out only numbers: the graph of its forward is recorded for nothing
+        if self._facts.evaluation_step_call(node) and not self._grad_managed(node, node) \
+                and not self._settled_elsewhere(node) and not self._reported_at_caller(node):
+            self.report(node, STEP_MESSAGE)
+            return
+        # model.eval(); att = model.inference(text); plot(att.detach().numpy()) -- inference by declaration in
+        # a function that hands out nothing differentiable; or a trainer's own validate() after eval()
+        if (self._facts.eval_declared_run(node) or self._facts.evaluation_method_run(node)) \
+                and not self._grad_managed(node, node) and not self._settled_elsewhere(node) \
+                and not self._reported_at_caller(node):
+            self.report(node, DECLARED_MESSAGE)
+            return
         # an inference wrapper: weights restored in this file, which trains nothing, then the model run once
         # per call with autograd on (`self.net.load_state_dict(...)` ... `boxes = self.net(image)`)
         if self._facts.restored_model_run(node) and not self._grad_managed(node, node) \
                 and not self._settled_elsewhere(node):
             self.report(node, RESTORED_MESSAGE)
+
+    def _reported_at_caller(self, call: cst.Call) -> bool:
+        """The function of ``call`` is a helper of an evaluation loop of this file (``for batch in loader:
+        self.eval_step(batch)``): the loop's finding covers it."""
+        model, facts = self.model, self._facts
+        fn = model.enclosing_function(call)
+        return isinstance(fn, cst.FunctionDef) and any(
+            any(site is s for lp in model.enclosing_loops(site) for s, _ in facts.evaluation_helper_calls(lp))
+            for site in facts.call_sites(fn))
 
     def _settled_elsewhere(self, call: cst.Call) -> bool:
         """Test code, or a model the file froze: no finding (asked last, once a finding is due)."""

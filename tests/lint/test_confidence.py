@@ -240,12 +240,27 @@ POSSIBLE_SHAPES = {
     "a generation loop whose function sets no eval mode": ("TRN601", """
         import torch
         def decode(model, tokens, n):
+            steps = []
             for _ in range(n):
-                logits = model(tokens)               # the caller may train on what comes back
+                logits = model(tokens)               # the caller may train on the logits that come back
+                steps.append(logits[:, -1])
                 tokens = torch.cat([tokens, logits[:, -1].argmax(-1, keepdim=True)], dim=1)
-            return tokens
+            return tokens, steps
         """),
 }
+
+
+def test_a_generation_loop_that_hands_back_only_token_ids_is_certain() -> None:
+    # token ids chosen by argmax carry no gradient: no caller can train on what the loop hands back
+    source = """
+        import torch
+        def decode(model, tokens, n):
+            for _ in range(n):
+                logits = model(tokens)
+                tokens = torch.cat([tokens, logits[:, -1].argmax(-1, keepdim=True)], dim=1)
+            return tokens
+        """
+    assert [c for _, c in _findings(source, "TRN601")] == ["certain"]
 
 
 @pytest.mark.parametrize("shape", sorted(POSSIBLE_SHAPES))
