@@ -43,9 +43,10 @@ _RUNNING_METHOD = re.compile(r"^_*(predict|infer|inference|encode|decode|detect|
 # A trainer's own evaluation pass: `validate`, `val`, `validation_step`, `evaluate_epoch`, `test`.
 _EVALUATION_METHOD_NAME = re.compile(r"^_*(val|valid|validate|validation|evaluate|evaluation|eval|test)"
                                      r"(_step|_epoch|_batch|_iter|_one_epoch|_model)?$", re.I)
-# A function named for one evaluation step: `evaluate_batch`, `validation_step`, `EvaluatingModel`, `test_step`.
-_EVALUATION_STEP_NAME = re.compile(r"^_*(evaluat|valid|val_|eval_|test_|predict|infer)|(^|_)(val|eval|test)_?step$",
-                                   re.I)
+# A function named for one evaluation step: `evaluate_batch`, `validation_step`, `EvaluatingModel`, `test_step`,
+# or for one inference: `predict_one`, `detect_image`.
+_EVALUATION_STEP_NAME = re.compile(r"^_*(evaluat|valid|val_|eval_|test_|predict|infer|detect)"
+                                   r"|(^|_)(val|eval|test)_?step$", re.I)
 # A context manager defined elsewhere, named for switching to eval mode: `eval_mode(model)`,
 # `model_eval_mode(model)`, `evaluating(net)`.
 _EVAL_CONTEXT = re.compile(r"(^|_)eval(_mode)?$|eval_mode|^evaluating$", re.I)
@@ -543,6 +544,10 @@ class FileFacts:
             elif isinstance(node, cst.For):
                 for name in names_in(node.target):
                     values.setdefault(name, []).append(node.iter)
+            elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                    and node.func.attr.value in _STORING_METHODS and node.args:
+                for name in _bound(node.func.value):  # images.append(photo)
+                    values.setdefault(name, []).extend(a.value for a in node.args)
         todo = [n for a in call.args for n in names_in(a.value)]
         seen: set[str] = set()
         while todo and len(seen) < 64:

@@ -75,7 +75,21 @@ class EvaluationWithoutNoGrad(Rule):
     `tokens = torch.cat([tokens, model(tokens).argmax(-1)])`), through tensor
     arithmetic, torch functions, tensor methods and the module's own calls. Such a
     finding is certain when the function put that model in eval mode first, else
-    possible (`--preview`): a caller may train on what the loop returns. `Variable(x,
+    possible (`--preview`): a caller may train on what the loop returns (certain again when
+    its function hands out nothing that can carry a gradient, see below). A loop is flagged
+    too when its function hands out nothing that can carry a gradient (it returns, yields
+    or stores only numbers, indices, strings or detached copies: `.item()`, `.tolist()`,
+    `argmax`, `float(...)`, `"".join(words)`) and trains nothing, and the loop feeds the
+    model what its target picks (`chunk = audio[i:i + n]; p = vad(chunk).item()`) or the
+    model's own output: no caller can train on what such a function hands out, so every
+    graph it records is waste. So is a single model call, outside loops, of a function named
+    for evaluating (`evaluate_batch`, `validation_step`) that feeds the model a batch it is
+    handed and hands out only such values; one after its function put that model in eval
+    mode (`model.eval(); att = model.inference(text)`, also through a method named for
+    running on data: `inference`, `predict_*`, `encode`, `decode`, `val_step`) in a function
+    that hands out only such values; and one in a trainer's own evaluation method
+    (`validate`, `val`, `validation_step`, `evaluate`) after it put that model in eval mode,
+    in a class whose other methods train, whatever it hands back. `Variable(x,
     volatile=True)` is flagged too: PyTorch 0.4 made `volatile` a no-op, so code
     written to skip autograd with it records graphs. It is quiet
     under `torch.no_grad()`, `torch.inference_mode()` (as a block or a decorator),

@@ -178,9 +178,18 @@ def test_evaluation_steps_run_a_handed_batch_and_hand_out_numbers() -> None:
 
         def validation_probe(net):
             return net(torch.zeros(2, 8)).sum().item()
+
+        class Finder:
+            def detect_faces(self, frame, out_file):
+                crops = []
+                crops.append(to_tensor(frame))
+                boxes = self.net(torch.stack(crops))
+                for b in boxes:
+                    out_file.write(" ".join(str(int(v)) for v in b.tolist()))
         """)
     stepping = {name: any(facts.evaluation_step_call(c) for c in model.within(cst.Call, fn))
                 for name, fn in functions.items()}
     # a loss handed back may be trained on; `summarize` is not named for evaluating; a constant input is a probe
+    # a detection method fed what a parameter hands it through a list counts too
     assert stepping == {"evaluate_batch": True, "ValidationStep": True, "evaluate_loss": False,
-                        "summarize": False, "validation_probe": False}
+                        "summarize": False, "validation_probe": False, "detect_faces": True}
