@@ -37,6 +37,8 @@ _STEPPERS = frozenset({OPTIMIZER, DISTRIBUTED_OPTIMIZER, SCALER})
 _FETCH_NAME = re.compile(r"(^|_)(batch|batches|sample)$|^next$", re.I)
 # Data held out for measuring: `testdataloader`, `val_loader`, `loaders["dev"]`, `eval_iter`.
 _HELD_OUT_NAME = re.compile(r"(^|_)(val|dev|eval)|test|valid", re.I)
+# A step of a pass over held-out data, by its name: `evaluate_batch`, `validation_step`, `test_step`.
+_EVALUATING_NAME = re.compile(r"^_*(evaluat|valid|val_|eval_|test_)|(^|_)(val|eval|test)_?step$", re.I)
 # Methods of a module that run it on data (see FileFacts.runs_module_method).
 _RUNNING_METHOD = re.compile(r"^_*(predict|infer|inference|encode|decode|detect|embed|extract_feat|val_step"
                              r"|validation_step|test_step|eval_step|forward_)", re.I)
@@ -529,6 +531,16 @@ class FileFacts:
         return any(model.enclosing_function(c) is fn and any(
             isinstance(a.value, (cst.Name, cst.Attribute)) and model.kind_of(a.value) in _STEPPERS for a in c.args)
             for c in model.within(cst.Call, fn))
+
+    def repeated_step(self, fn: cst.FunctionDef) -> bool:
+        """``fn`` is a step that runs once per item: named for evaluating (``evaluate_batch``,
+        ``validation_step``: one batch of a pass over held-out data), or called from inside a loop of this
+        file (``for path in images: finder.detect_image(path)``). A one-off prediction (``predict(net,
+        sentence)`` in a tutorial) records one small graph: worth little."""
+        if _EVALUATING_NAME.match(fn.name.value):
+            return True
+        model = self.model
+        return any(model.enclosing_loops(site) for site in (*self.call_sites(fn), *self.instance_call_sites(fn)))
 
     def _inputs_of(self, call: cst.Call, fn: cst.FunctionDef) -> set[str]:
         """The names an argument of ``call`` is computed from, through the assignments and loops of ``fn``."""
@@ -1741,11 +1753,13 @@ class _GradientFlow:
     # ------------------------------------------------------------- statements
     def run(self) -> None:
         nodes = list(_own_statements(self.fn))
-        for _ in range(6):  # to a fixed point: loops feed later iterations
-            before = (len(self.carry), self.escapes)
+        # in order, a few times over: a pass starts with what the last one ended with, as a loop's next
+        # iteration does
+        for _ in range(4):
+            before = (set(self.carry), self.escapes)
             for node in nodes:
                 self._step(node)
-            if (len(self.carry), self.escapes) == before:
+            if (self.carry, self.escapes) == before:
                 break
 
     def _step(self, node: cst.CSTNode) -> None:
@@ -1753,8 +1767,11 @@ class _GradientFlow:
             if self.carries(node.value):
                 for t in node.targets:
                     self._bind(t.target, node.value)
-            elif len(node.targets) == 1 and isinstance(node.targets[0].target, (cst.Tuple, cst.List)):
-                pass  # nothing to bind
+            elif self._unconditional(node):
+                # `scores = torch.log(scores.detach())`: the name holds no graph from here on
+                for t in node.targets:
+                    if isinstance(t.target, cst.Name):
+                        self.carry.discard(t.target.value)
         elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
             if node.value is not None and self.carries(node.value):
                 self._bind(node.target, node.value)
@@ -1780,10 +1797,24 @@ class _GradientFlow:
             if names_in(node) & self.carry:
                 self.escapes = True  # a closure over a model output may hand it out later
 
+    def _unconditional(self, node: cst.CSTNode) -> bool:
+        """``node`` runs whenever its loop's iteration (or its function) does: no branch around it."""
+        for a in self.model.ancestors(node):
+            if a is self.fn or isinstance(a, (cst.For, cst.While)):
+                return True
+            if isinstance(a, (cst.If, cst.Try, cst.Match, cst.ExceptHandler, cst.With)):
+                return False
+        return False
+
     def _statement_call(self, call: cst.Call) -> None:
         """A call whose result is dropped: it keeps what it is given only by storing it somewhere."""
         func = call.func
         given = [a.value for a in call.args]
+        if isinstance(func, cst.Attribute) and self._own_value(func.value):
+            # a method of a value of this call's own (`kwargs.pop("cache")`, `xs.sort()`): it stays here
+            if any(self.carries(a) for a in given):
+                self._store(func.value)
+            return
         if isinstance(func, cst.Attribute) and func.attr.value in _STORING_METHODS:
             if any(self.carries(a) for a in given):
                 self._store(func.value)
@@ -1825,6 +1856,19 @@ class _GradientFlow:
             self.carry.add(root.value)
         else:
             self.escapes = True
+
+    def _own_value(self, expr: cst.CSTNode) -> bool:
+        """``expr`` is a local name that holds a model output or a container built here (a literal, a
+        comprehension, ``list()``/``dict()``), not an alias of an object from outside."""
+        if not isinstance(expr, cst.Name) or expr.value in self.params or not self._local(expr):
+            return False
+        if expr.value in self.carry:
+            return True
+        bindings = self.model.lookup(expr.value, self.model.scope_at(expr)) or []
+        return all(isinstance(b.node, cst.Param) or isinstance(b.node, cst.Assign) and (
+            isinstance(b.node.value, (cst.List, cst.Dict, cst.Set, cst.Tuple, *_COMPREHENSIONS))
+            or isinstance(b.node.value, cst.Call) and isinstance(b.node.value.func, cst.Name)
+            and b.node.value.func.value in ("list", "dict", "set", "tuple")) for b in bindings)
 
     def _local(self, name: cst.Name) -> bool:
         bindings = self.model.lookup(name.value, self.model.scope_at(name))

@@ -240,14 +240,20 @@ class EvaluationWithoutNoGrad(Rule):
         # evaluation step that hands out only numbers: the graph of its forward is recorded for nothing
         if self._facts.evaluation_step_call(node) and not self._grad_managed(node, node) \
                 and not self._settled_elsewhere(node) and not self._reported_at_caller(node):
-            self.report(node, STEP_MESSAGE)
+            # certain for a step that runs once per batch or item; a one-off prediction is possible
+            fn = self.model.enclosing_function(node)
+            self.report(node, STEP_MESSAGE, certain=isinstance(fn, cst.FunctionDef) and self._facts.repeated_step(fn))
             return
         # model.eval(); att = model.inference(text); plot(att.detach().numpy()) -- inference by declaration in
         # a function that hands out nothing differentiable; or a trainer's own validate() after eval()
-        if (self._facts.eval_declared_run(node) or self._facts.evaluation_method_run(node)) \
+        declared = self._facts.eval_declared_run(node)
+        if (declared or self._facts.evaluation_method_run(node)) \
                 and not self._grad_managed(node, node) and not self._settled_elsewhere(node) \
                 and not self._reported_at_caller(node):
-            self.report(node, DECLARED_MESSAGE)
+            # a trainer's validate() runs once per pass; an eval()-declared one-off run is possible
+            fn = self.model.enclosing_function(node)
+            self.report(node, DECLARED_MESSAGE, certain=self._facts.evaluation_method_run(node)
+                        or isinstance(fn, cst.FunctionDef) and self._facts.repeated_step(fn))
             return
         # an inference wrapper: weights restored in this file, which trains nothing, then the model run once
         # per call with autograd on (`self.net.load_state_dict(...)` ... `boxes = self.net(image)`)

@@ -247,6 +247,12 @@ POSSIBLE_SHAPES = {
                 tokens = torch.cat([tokens, logits[:, -1].argmax(-1, keepdim=True)], dim=1)
             return tokens, steps
         """),
+    "a one-off prediction that hands out a label": ("TRN601", """
+        import torch
+        def predict_sentiment(net, vocab, sentence):
+            ids = torch.tensor(vocab[sentence.split()])
+            return "positive" if torch.argmax(net(ids[None]), dim=1) == 1 else "negative"
+        """),
 }
 
 

@@ -84,6 +84,23 @@ def max_indices(tagger_net, sents):
         tags.append(tagger_net(sents[q]).max(-1)[1].tolist())
     return tags
 
+def rescored(lm_net, ids, n, **options):
+    for _ in range(n):
+        out = lm_net(ids, **options)
+        options["cache"] = out.cache
+        options.pop("warmup", None)
+        probs = out.logits[:, -1].softmax(-1)
+        probs = torch.log(probs.detach())
+        ids = torch.cat([ids, probs.argmax(-1, keepdim=True)], 1)
+        yield ids, probs
+
+def maybe_detached(net, xs, flag):
+    for i in range(len(xs)):
+        y = net(xs[i])
+        if flag:
+            y = y.detach()
+        yield y.sum()
+
 def closure_keeps(net, xs):
     out = net(xs[0])
     return lambda: out
@@ -105,13 +122,16 @@ def test_functions_that_hand_out_only_numbers_indices_or_strings_hand_out_no_gra
     assert handed["greedy_text"] is False
     assert handed["stream_tokens"] is False
     assert handed["max_indices"] is False
+    # a name rebound to a detached value holds no graph from there on; `**options` is this call's own dict
+    assert handed["rescored"] is False
 
 
 def test_an_output_that_leaves_with_its_graph_is_handed_out() -> None:
     _, facts, functions = _facts()
     # returned (also through a local container), stored on self or in a parameter, handed to a call
     # that may keep it, or captured by a closure
-    for name in ("returns_logits", "keeps_on_self", "logs_it", "feeds_parameter", "fills_local", "closure_keeps"):
+    for name in ("returns_logits", "keeps_on_self", "logs_it", "feeds_parameter", "fills_local", "closure_keeps",
+                 "maybe_detached"):  # detached on one branch only
         assert facts.hands_out_gradient(functions[name]) is True, name
 
 
@@ -128,7 +148,7 @@ def test_inference_loops_feed_the_model_what_the_target_picks_or_its_own_output(
                for name, fn in functions.items()
                for loop in (model.within(cst.For, fn) + model.within(cst.While, fn))[:1]}
     assert {name for name, found in looping.items() if found} == {
-        "speech_windows", "greedy_text", "stream_tokens", "max_indices"}
+        "speech_windows", "greedy_text", "stream_tokens", "max_indices", "rescored"}
 
 
 def test_a_loop_that_trains_or_runs_the_same_input_is_no_inference_loop() -> None:
@@ -193,3 +213,31 @@ def test_evaluation_steps_run_a_handed_batch_and_hand_out_numbers() -> None:
     # a detection method fed what a parameter hands it through a list counts too
     assert stepping == {"evaluate_batch": True, "ValidationStep": True, "evaluate_loss": False,
                         "summarize": False, "validation_probe": False, "detect_faces": True}
+
+
+def test_a_step_repeats_when_named_for_evaluating_or_called_inside_a_loop() -> None:
+    model, facts, functions = _facts("""
+        import torch
+
+        def evaluate_batch(net, batch):
+            return net(batch).argmax(1).tolist()
+
+        def predict_label(net, sentence):
+            return int(net(encode(sentence)).argmax())
+
+        def predict_tags(net, sentence):
+            return net(encode(sentence)).argmax(-1).tolist()
+
+        class Finder:
+            def detect(self, image):
+                return self.net(image).argmax().item()
+
+        for s in sentences:
+            predict_tags(model, s)
+        finder = Finder()
+        while frames:
+            finder.detect(frames.pop())
+        """)
+    repeated = {name for name, fn in functions.items() if facts.repeated_step(fn)}
+    # predict_label runs once, wherever it is called from: a one-off prediction
+    assert repeated == {"evaluate_batch", "predict_tags", "detect"}
