@@ -432,7 +432,21 @@ class FileFacts:
                 or not self._is_evaluation(loop) or self.hands_out_gradient(fn) is not False:
             return []
         generated = {id(c) for c, _ in self.generation_calls(loop)}
-        return [c for c in calls if id(c) in generated or isinstance(loop, cst.For) and self._indexed_by(c, loop)]
+        rebuilt = {n for node in self.body_nodes(loop) if isinstance(node, cst.Assign)
+                   for t in node.targets for n in _bound(t.target)}
+        # a model built anew in each iteration (`for arch in names: model = build(arch); model(img)`) runs
+        # once: a one-off per model, not an inference loop
+        return [c for c in calls if (id(c) in generated or isinstance(loop, cst.For) and self._indexed_by(c, loop))
+                and self._runs_a_module(c) and _root_name(forward_target(c.func)) not in rebuilt]
+
+    def _runs_a_module(self, call: cst.Call) -> bool:
+        """A model call whose callee is no function imported or defined under a model's name
+        (``query_chat_model(...)``, ``load_model(path)``): a value, not a ``def``."""
+        func = forward_target(call.func)
+        if not isinstance(func, cst.Name):
+            return True
+        bindings = self.model.lookup(func.value, self.model.scope_at(func)) or []
+        return not any(b.kind == IMPORT or isinstance(b.node, (cst.FunctionDef, cst.ClassDef)) for b in bindings)
 
     def evaluation_step_call(self, call: cst.Call) -> bool:
         """``call`` runs the model once, outside loops, in a function named for evaluating
@@ -441,7 +455,8 @@ class FileFacts:
         differentiable (:meth:`hands_out_gradient` is False): an evaluation step whose graph no caller
         can use."""
         model = self.model
-        if not call.args or model.enclosing_loops(call) or not self.is_model_call(call):
+        if not call.args or model.enclosing_loops(call) or not self.is_model_call(call) \
+                or not self._runs_a_module(call):
             return False
         fn = model.enclosing_function(call)
         if not isinstance(fn, cst.FunctionDef) or not _EVALUATION_STEP_NAME.search(fn.name.value):
@@ -1687,7 +1702,7 @@ class _GradientFlow:
     def _call_carries(self, call: cst.Call, extra: frozenset[str]) -> bool:
         facts, model = self.facts, self.model
         func = call.func
-        if facts.is_model_call(call) or facts.runs_module_method(call):
+        if facts.is_model_call(call) and facts._runs_a_module(call) or facts.runs_module_method(call):
             self.sources += 1
             return True
         args = [a.value for a in call.args]
@@ -1894,6 +1909,12 @@ def _own_statements(fn: cst.FunctionDef) -> Iterator[cst.CSTNode]:
         if isinstance(node, _FLOW_NODES):
             yield node
         stack.extend(reversed([c for c in node.children if isinstance(c, cst.CSTNode)]))
+
+
+def _root_name(expr: cst.CSTNode) -> str | None:
+    while isinstance(expr, (cst.Attribute, cst.Subscript)):
+        expr = expr.value
+    return expr.value if isinstance(expr, cst.Name) else None
 
 
 def _hands_out(facts: "FileFacts", fn: cst.FunctionDef) -> bool | None:

@@ -214,9 +214,11 @@ class EvaluationWithoutNoGrad(Rule):
             return
         # for i in range(0, n, step): p = model(audio[i:i + step]).item() -- in a function that hands out
         # only numbers, indices or strings: an inference loop whatever its function is called
-        if any(not self._grad_managed(call, node) and not frozen(self.model, forward_target(call.func))
-               for call in facts.inference_loop_calls(node)):
-            self.report(node, INFERENCE_MESSAGE)
+        inferring = [call for call in facts.inference_loop_calls(node)
+                     if not self._grad_managed(call, node) and not frozen(self.model, forward_target(call.func))]
+        if inferring:
+            # a library helper running the model its caller hands it leaves grad mode to that caller
+            self.report(node, INFERENCE_MESSAGE, certain=not self._left_to_callers(node, inferring))
 
     visit_While = visit_For
 
@@ -242,7 +244,8 @@ class EvaluationWithoutNoGrad(Rule):
                 and not self._settled_elsewhere(node) and not self._reported_at_caller(node):
             # certain for a step that runs once per batch or item; a one-off prediction is possible
             fn = self.model.enclosing_function(node)
-            self.report(node, STEP_MESSAGE, certain=isinstance(fn, cst.FunctionDef) and self._facts.repeated_step(fn))
+            self.report(node, STEP_MESSAGE, certain=isinstance(fn, cst.FunctionDef) and self._facts.repeated_step(fn)
+                        and not self._left_to_callers(node, [node]))
             return
         # model.eval(); att = model.inference(text); plot(att.detach().numpy()) -- inference by declaration in
         # a function that hands out nothing differentiable; or a trainer's own validate() after eval()

@@ -169,8 +169,22 @@ def test_a_loop_that_trains_or_runs_the_same_input_is_no_inference_loop() -> Non
             for _ in range(n):
                 took.append(net(x).sum().item())
             return took
+
+        def each_architecture(names, image):
+            for arch in names:
+                model = build(arch)
+                model.eval()
+                print(arch, model(prepare(image, model)).argmax().item())
+
+        from chat_client import query_chat_model
+        def ask_all(prompts):
+            answers = []
+            for k in range(len(prompts)):
+                answers.append(len(query_chat_model(prompts[k])))
+            return answers
         """)
-    for name in ("fit_scores", "timing"):
+    # a model built anew in each iteration runs once per model; a function named like a model is no module
+    for name in ("fit_scores", "timing", "each_architecture", "ask_all"):
         [loop] = model.within(cst.For, functions[name])
         assert facts.inference_loop_calls(loop) == [], name
 
