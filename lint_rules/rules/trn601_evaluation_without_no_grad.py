@@ -82,9 +82,11 @@ class EvaluationWithoutNoGrad(Rule):
     `argmax`, `float(...)`, `"".join(words)`) and trains nothing, and the loop feeds the
     model what its target picks (`chunk = audio[i:i + n]; p = vad(chunk).item()`) or the
     model's own output: no caller can train on what such a function hands out, so every
-    graph it records is waste. So is a single model call, outside loops, of a function named
+    graph it records is waste (possible when the model is a parameter and nothing in the
+    project is seen calling the function: its callers decide). So is a single model call, outside loops, of a function named
     for evaluating (`evaluate_batch`, `validation_step`) that feeds the model a batch it is
-    handed and hands out only such values; one after its function put that model in eval
+    handed and hands out only such values (possible for a one-off prediction: a function
+    not named for evaluating that no loop of its file calls); one after its function put that model in eval
     mode (`model.eval(); att = model.inference(text)`, also through a method named for
     running on data: `inference`, `predict_*`, `encode`, `decode`, `val_step`) in a function
     that hands out only such values; and one in a trainer's own evaluation method
@@ -111,7 +113,8 @@ class EvaluationWithoutNoGrad(Rule):
     choice to someone else: a method of a module class runs under its callers'
     grad mode (they may fine-tune through it), so its loop is *possible* unless
     the method declares an evaluation (its name: `predict`, `evaluate`, `test_*`,
-    `sample`, `generate`, ...; `volatile=True`; or a class that trains itself), and
+    `sample`, `generate`, ...; `volatile=True`; a class that trains itself; or a method
+    that hands out nothing that can carry a gradient), and
     quiet when this file calls it on an instance under `no_grad()`; a function of an importable package (a library
     module) that evaluates a model its caller hands it leaves grad mode to that
     caller, so its loop is *possible* (`--preview`) unless a caller in the same
@@ -218,7 +221,7 @@ class EvaluationWithoutNoGrad(Rule):
                      if not self._grad_managed(call, node) and not frozen(self.model, forward_target(call.func))]
         if inferring:
             # a library helper running the model its caller hands it leaves grad mode to that caller
-            self.report(node, INFERENCE_MESSAGE, certain=not self._left_to_callers(node, inferring))
+            self.report(node, INFERENCE_MESSAGE, certain=not self._left_to_callers(node, inferring, anywhere=True))
 
     visit_While = visit_For
 
@@ -295,18 +298,21 @@ class EvaluationWithoutNoGrad(Rule):
         if certain is not False and message != VOLATILE_MESSAGE:
             found = self.model.fact(ModuleFacts).module_method(node)
             if found is not None and not _EVALUATION_METHOD.match(found[0].name.value) \
-                    and not any(e.kind in (BACKWARD, STEP) for e in self.model.training.events_within(found[1])):
+                    and not any(e.kind in (BACKWARD, STEP) for e in self.model.training.events_within(found[1])) \
+                    and self._facts.hands_out_gradient(found[0]) is not False:  # a string or tokens: none to tune
                 certain = False
         super().report(node, message, severity, fix, certain)
 
-    def _left_to_callers(self, loop: cst.CSTNode, bare: list[cst.Call]) -> bool:
+    def _left_to_callers(self, loop: cst.CSTNode, bare: list[cst.Call], anywhere: bool = False) -> bool:
         """A library function that evaluates the model its caller hands it leaves grad mode to that
         caller (:func:`~lint_rules.analysis.context.hands_over_its_model`): possible, unless the
         project's own callers are known, and none of them turned grad off (they got it wrong:
-        certain)."""
+        certain). With ``anywhere``, a function of any module counts (a helper of an application's
+        ``utils`` that many files import)."""
         model = self.model
         fn = model.enclosing_function(loop)
-        if not bare or not all(hands_over_its_model(model, fn, forward_target(call.func)) for call in bare):
+        if not bare or not all(hands_over_its_model(model, fn, forward_target(call.func))
+                               or anywhere and _handed(model, fn, forward_target(call.func)) for call in bare):
             return False
         return not (self._facts.call_sites(fn) or self._facts.caller_contexts(fn))
 
@@ -330,3 +336,13 @@ class EvaluationWithoutNoGrad(Rule):
             # a caller in another file of the project calls it under no_grad
             return self._facts.called_with_grad_off(fn)
         return False
+
+
+def _handed(model: "FileModel", fn: cst.CSTNode | None, receiver: cst.CSTNode) -> bool:
+    """``receiver`` (the model a call runs) is reached from a parameter of ``fn`` other than ``self``."""
+    while isinstance(receiver, (cst.Attribute, cst.Subscript)):
+        receiver = receiver.value
+    if not isinstance(fn, cst.FunctionDef) or not isinstance(receiver, cst.Name) or receiver.value in ("self", "cls"):
+        return False
+    bindings = model.bindings_of(receiver)
+    return bool(bindings) and all(isinstance(b.node, cst.Param) and b.value is fn for b in bindings)

@@ -647,6 +647,7 @@ INVALID = [
             for start in range(0, len(signal), width):  # BUG
                 probs.append(vad_model(signal[start:start + width]).item())
             return [p > 0.5 for p in probs]
+        speech = voice_activity(load_wave(path), torch.jit.load("vad.pt"))
         """
     ),
     Invalid(
