@@ -656,9 +656,20 @@ class Tagger(nn.Module):
         self.eval()
         out = []
         for tokens, tags in batches:
-            out.append(self(tokens).argmax(-1))
+            out.append(self(tokens).softmax(-1))
         return out
 {tail}"""
+
+
+def test_a_module_method_that_hands_out_only_token_ids_is_certain() -> None:
+    # nothing it hands out carries a gradient: no caller can fine-tune through it
+    from lint_rules.api import Settings, lint_text
+
+    source = MODULE_METHOD_EVALUATION.format(method="token_features", tail="").replace(
+        "self(tokens).softmax(-1)", "self(tokens).argmax(-1).tolist()")
+    settings = Settings.resolve(select=["TRN601"], preview=True)
+    found = [(f.line, f.confidence) for f in lint_text(source, "tagger.py", settings).findings if f.code == "TRN601"]
+    assert found == [(8, "certain")]
 
 
 @pytest.mark.parametrize(("method", "tail", "expected"), [
