@@ -221,7 +221,8 @@ class EvaluationWithoutNoGrad(Rule):
                      if not self._grad_managed(call, node) and not frozen(self.model, forward_target(call.func))]
         if inferring:
             # a library helper running the model its caller hands it leaves grad mode to that caller
-            self.report(node, INFERENCE_MESSAGE, certain=not self._left_to_callers(node, inferring, anywhere=True))
+            self.report(node, INFERENCE_MESSAGE, certain=not self._left_to_callers(node, inferring, anywhere=True)
+                        and not self._module_method_of_callers(node))
 
     visit_While = visit_For
 
@@ -247,9 +248,11 @@ class EvaluationWithoutNoGrad(Rule):
                 and not self._settled_elsewhere(node) and not self._reported_at_caller(node):
             # certain for a step that runs once per batch or item; a one-off prediction is possible
             fn = self.model.enclosing_function(node)
-            self.report(node, STEP_MESSAGE, certain=isinstance(fn, cst.FunctionDef) and self._facts.repeated_step(fn)
-                        and not self._left_to_callers(node, [node]))
-            return
+            certain = isinstance(fn, cst.FunctionDef) and self._facts.repeated_step(fn) \
+                and not self._left_to_callers(node, [node]) and not self._module_method_of_callers(node)
+            if certain or not self._facts.restored_model_run(node):  # else the restored weights say more
+                self.report(node, STEP_MESSAGE, certain=certain)
+                return
         # model.eval(); att = model.inference(text); plot(att.detach().numpy()) -- inference by declaration in
         # a function that hands out nothing differentiable; or a trainer's own validate() after eval()
         declared = self._facts.eval_declared_run(node)
@@ -266,6 +269,13 @@ class EvaluationWithoutNoGrad(Rule):
         if self._facts.restored_model_run(node) and not self._grad_managed(node, node) \
                 and not self._settled_elsewhere(node):
             self.report(node, RESTORED_MESSAGE)
+
+    def _module_method_of_callers(self, node: cst.CSTNode) -> bool:
+        """``node`` is in a method of a module class that does not train itself: a framework runs such
+        methods (``predict_class``) from its own evaluation, often under ``no_grad``."""
+        found = self.model.fact(ModuleFacts).module_method(node)
+        return found is not None and not any(
+            e.kind in (BACKWARD, STEP) for e in self.model.training.events_within(found[1]))
 
     def _reported_at_caller(self, call: cst.Call) -> bool:
         """The function of ``call`` is a helper of an evaluation loop of this file (``for batch in loader:

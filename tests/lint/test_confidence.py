@@ -247,6 +247,16 @@ POSSIBLE_SHAPES = {
                 tokens = torch.cat([tokens, logits[:, -1].argmax(-1, keepdim=True)], dim=1)
             return tokens, steps
         """),
+    "an inference loop in a method of a module class a framework calls": ("TRN601", """
+        import torch
+        from torch import nn
+        class Ranker(nn.Module):
+            def rank_candidates(self, image, candidates):
+                scores = []
+                for k in range(len(candidates)):
+                    scores.append(self(image, candidates[k]).item())
+                return sorted(range(len(scores)), key=scores.__getitem__)
+        """),
     "a one-off prediction that hands out a label": ("TRN601", """
         import torch
         def predict_sentiment(net, vocab, sentence):
