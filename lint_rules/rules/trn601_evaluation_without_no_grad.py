@@ -83,7 +83,8 @@ class EvaluationWithoutNoGrad(Rule):
     model what its target picks (`chunk = audio[i:i + n]; p = vad(chunk).item()`) or the
     model's own output: no caller can train on what such a function hands out, so every
     graph it records is waste (possible when the model is a parameter and nothing in the
-    project is seen calling the function: its callers decide). So is a single model call, outside loops, of a function named
+    project is seen calling the function, or in a method of a module class that does not
+    train itself: its callers decide). So is a single model call, outside loops, of a function named
     for evaluating (`evaluate_batch`, `validation_step`) that feeds the model a batch it is
     handed and hands out only such values (possible for a one-off prediction: a function
     not named for evaluating that no loop of its file calls); one after its function put that model in eval
