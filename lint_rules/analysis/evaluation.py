@@ -13,7 +13,7 @@ import libcst as cst
 
 from lint_rules.analysis.kinds import DISTRIBUTED_OPTIMIZER, LOADER, LOSS, MODULE, OPTIMIZER, SCALER, TENSOR_METHODS
 from lint_rules.analysis.modules import ModuleFacts
-from lint_rules.analysis.scopes import bind_arguments, dotted
+from lint_rules.analysis.scopes import IMPORT, bind_arguments, dotted
 from lint_rules.analysis.summaries import BACKWARD, CLEAR, EVAL, STEP, TRAIN, Summaries  # noqa: F401
 from lint_rules.analysis.summaries import mode_of_call as mode_call
 
@@ -37,6 +37,18 @@ _STEPPERS = frozenset({OPTIMIZER, DISTRIBUTED_OPTIMIZER, SCALER})
 _FETCH_NAME = re.compile(r"(^|_)(batch|batches|sample)$|^next$", re.I)
 # Data held out for measuring: `testdataloader`, `val_loader`, `loaders["dev"]`, `eval_iter`.
 _HELD_OUT_NAME = re.compile(r"(^|_)(val|dev|eval)|test|valid", re.I)
+# A step of a pass over held-out data, by its name: `evaluate_batch`, `validation_step`, `test_step`.
+_EVALUATING_NAME = re.compile(r"^_*(evaluat|valid|val_|eval_|test_)|(^|_)(val|eval|test)_?step$", re.I)
+# Methods of a module that run it on data (see FileFacts.runs_module_method).
+_RUNNING_METHOD = re.compile(r"^_*(predict|infer|inference|encode|decode|detect|embed|extract_feat|val_step"
+                             r"|validation_step|test_step|eval_step|forward_)", re.I)
+# A trainer's own evaluation pass: `validate`, `val`, `validation_step`, `evaluate_epoch`, `test`.
+_EVALUATION_METHOD_NAME = re.compile(r"^_*(val|valid|validate|validation|evaluate|evaluation|eval|test)"
+                                     r"(_step|_epoch|_batch|_iter|_one_epoch|_model)?$", re.I)
+# A function named for one evaluation step: `evaluate_batch`, `validation_step`, `EvaluatingModel`, `test_step`,
+# or for one inference: `predict_one`, `detect_image`.
+_EVALUATION_STEP_NAME = re.compile(r"^_*(evaluat|valid|val_|eval_|test_|predict|infer|detect)"
+                                   r"|(^|_)(val|eval|test)_?step$", re.I)
 # A context manager defined elsewhere, named for switching to eval mode: `eval_mode(model)`,
 # `model_eval_mode(model)`, `evaluating(net)`.
 _EVAL_CONTEXT = re.compile(r"(^|_)eval(_mode)?$|eval_mode|^evaluating$", re.I)
@@ -96,6 +108,7 @@ class FileFacts:
         self._no_eval: bool | None = None
         self._trains: bool | None = None
         self._restored: list[tuple[int, cst.CSTNode | None, str, bool]] | None = None
+        self._handed_out: dict[int, bool | None] = {}
 
     # ------------------------------------------------------- structure
     def body_nodes(self, container: cst.CSTNode) -> list[cst.CSTNode]:
@@ -380,6 +393,198 @@ class FileFacts:
             self._trains = any(e.kind in (BACKWARD, STEP) for e in model.training.events) \
                 or any(model.kind_of(c) in _STEPPERS for c in model.nodes(cst.Call))
         return self._trains
+
+    # ------------------------------------------------- what a function hands out
+    def hands_out_gradient(self, fn: cst.CSTNode | None) -> bool | None:
+        """Whether what ``fn`` hands out may carry a gradient from its own model calls: False when
+        nothing computed from their outputs leaves the function with its graph (it returns, yields
+        or stores only numbers, indices, strings, detached copies: ``.item()``, ``.tolist()``,
+        ``argmax``, ``float(...)``) and it reads some output as such a value; True when an output
+        may leave it with its graph (returned, yielded, stored on ``self``, a parameter or a global,
+        or handed to a call that may keep it: ``self.log("val_loss", loss)``); None when it cannot
+        tell: no model call, outputs read only for their shape (a probe), or an output turned into
+        an array with ``.numpy()`` (which raises on a tensor that records a graph, so grad is off
+        where it runs). A function that hands out nothing differentiable cannot be trained on by
+        any caller: with autograd on, the graphs of its model calls are recorded for nothing."""
+        if not isinstance(fn, cst.FunctionDef):
+            return None
+        key = id(fn)
+        if key not in self._handed_out:
+            self._handed_out[key] = _hands_out(self, fn)
+        return self._handed_out[key]
+
+    def inference_loop_calls(self, loop: cst.CSTNode) -> list[cst.Call]:
+        """The model calls of a loop that runs the model over what its target picks (``chunk = audio[i:i +
+        n]; model(chunk).item()``) or over its own output (a generation loop, see :meth:`generation_calls`)
+        in a function that hands out nothing differentiable (:meth:`hands_out_gradient` is False) and
+        trains nothing: every graph the loop records is thrown away. Empty otherwise."""
+        model = self.model
+        if not isinstance(loop, (cst.For, cst.While)):
+            return []
+        fn = model.enclosing_function(loop)
+        calls = [node for node in self.body_nodes(loop) if type(node) is cst.Call and self.is_model_call(node)
+                 and model.enclosing_loops(node)[:1] == [loop]]
+        if not calls or not isinstance(fn, cst.FunctionDef) or fn.name.value in ("forward", "__init__"):
+            return []
+        if any(e.kind in (BACKWARD, STEP) for e in model.training.function_events(fn)) \
+                or any(model.enclosing_function(c) is fn and any(e.kind in (BACKWARD, STEP) for e in events)
+                       for c, events in model.fact(Summaries).helper_calls()) \
+                or not self._is_evaluation(loop) or self.hands_out_gradient(fn) is not False:
+            return []
+        generated = {id(c) for c, _ in self.generation_calls(loop)}
+        rebuilt = {n for node in self.body_nodes(loop) if isinstance(node, cst.Assign)
+                   for t in node.targets for n in _bound(t.target)}
+        # a model built anew in each iteration (`for arch in names: model = build(arch); model(img)`) runs
+        # once: a one-off per model, not an inference loop
+        return [c for c in calls if (id(c) in generated or isinstance(loop, cst.For) and self._indexed_by(c, loop))
+                and self._runs_a_module(c) and _root_name(forward_target(c.func)) not in rebuilt]
+
+    def _runs_a_module(self, call: cst.Call) -> bool:
+        """A model call whose callee is no function imported or defined under a model's name
+        (``query_chat_model(...)``, ``load_model(path)``): a value, not a ``def``."""
+        func = forward_target(call.func)
+        if not isinstance(func, cst.Name):
+            return True
+        bindings = self.model.lookup(func.value, self.model.scope_at(func)) or []
+        return not any(b.kind == IMPORT or isinstance(b.node, (cst.FunctionDef, cst.ClassDef)) for b in bindings)
+
+    def evaluation_step_call(self, call: cst.Call) -> bool:
+        """``call`` runs the model once, outside loops, in a function named for evaluating
+        (``evaluate_batch``, ``validation_step``, ``EvaluatingModel``) that trains nothing, feeds the model
+        what a parameter hands it (a batch, not a constant: a shape probe), and hands out nothing
+        differentiable (:meth:`hands_out_gradient` is False): an evaluation step whose graph no caller
+        can use."""
+        model = self.model
+        if not call.args or model.enclosing_loops(call) or not self.is_model_call(call) \
+                or not self._runs_a_module(call):
+            return False
+        fn = model.enclosing_function(call)
+        if not isinstance(fn, cst.FunctionDef) or not _EVALUATION_STEP_NAME.search(fn.name.value):
+            return False
+        if any(e.kind in (BACKWARD, STEP) for e in model.training.function_events(fn)) \
+                or any(model.enclosing_function(c) is fn and any(e.kind in (BACKWARD, STEP) for e in events)
+                       for c, events in model.fact(Summaries).helper_calls()) \
+                or not self._is_evaluation(fn) or self.hands_out_gradient(fn) is not False:
+            return False
+        params = {p.name.value for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)}
+        params.discard("self")
+        return bool(self._inputs_of(call, fn) & params)
+
+    def runs_module_method(self, call: cst.Call) -> bool:
+        """``call`` runs a module through a method named for running it on data: ``model.inference(text)``,
+        ``self.model.val_step(batch)``, ``codec.decode(codes)``, ``tagger._predict_scores(batch)`` (not
+        ``generate``: a library's generate turns grad off itself). Methods of this file's own classes
+        called on ``self`` are helpers, not this."""
+        func = call.func
+        if not call.args or not isinstance(func, cst.Attribute) or not _RUNNING_METHOD.match(func.attr.value):
+            return False
+        receiver = func.value
+        if isinstance(receiver, cst.Name) and receiver.value in ("self", "cls"):
+            return False
+        return isinstance(receiver, (cst.Name, cst.Attribute)) and self.holds_module(receiver) \
+            and self.model.local_function(func) is None
+
+    def eval_declared_run(self, call: cst.Call) -> bool:
+        """``call`` runs a module (a call of it, or :meth:`runs_module_method`) outside loops, after its
+        function put that module in eval mode (``model.eval(); _, _, att = model.inference(text)``), in a
+        function that trains nothing and hands out nothing differentiable (:meth:`hands_out_gradient` is
+        False: it plots, prints or returns numbers). The eval() declares an inference and no caller can
+        train on what it hands out."""
+        model = self.model
+        if model.enclosing_loops(call) or not (self.is_model_call(call) or self.runs_module_method(call)):
+            return False
+        fn = model.enclosing_function(call)
+        if not isinstance(fn, cst.FunctionDef) or fn.name.value in ("forward", "__init__"):
+            return False
+        target = forward_target(call.func) if self.is_model_call(call) else call.func.value
+        if dotted(target) not in self.eval_receivers(call) or self._trains_in(fn):
+            return False
+        return self.hands_out_gradient(fn) is False
+
+    def evaluation_method_run(self, call: cst.Call) -> bool:
+        """``call`` runs a module once, outside loops, in a method named for evaluating (``validate``,
+        ``val``, ``validation_step``, ``evaluate``) of a class whose other methods train (a backward, an
+        optimizer step, an optimizer handed to a call), after the method put that module in eval mode
+        (``self.module_.eval()``): directly, through a method of the module (:meth:`runs_module_method`) or
+        through a method of this class that calls it (``self.infer(x)``). The trainer's own evaluation
+        pass, whatever it hands back, runs with autograd on."""
+        model = self.model
+        if model.enclosing_loops(call) or not call.args:
+            return False
+        fn = model.enclosing_function(call)
+        if not isinstance(fn, cst.FunctionDef) or not _EVALUATION_METHOD_NAME.match(fn.name.value):
+            return False
+        owner = self._class_of(fn)
+        if owner is None:
+            return False
+        switched = self.eval_receivers(call)
+        if not switched:
+            return False
+        if self.is_model_call(call):
+            targets = [forward_target(call.func)]
+        elif self.runs_module_method(call):
+            targets = [call.func.value]
+        else:
+            helper = self.model.fact(Summaries).local_function(call.func) \
+                if isinstance(call.func, (cst.Name, cst.Attribute)) else None
+            if helper is None or helper is fn or self._class_of(helper) is not owner:
+                return False
+            targets = [forward_target(c.func) for c in self._helper_model_calls(helper)]
+        if not any(dotted(t) in switched for t in targets) or self._trains_in(fn):
+            return False
+        return any(self._trains_in(other) for other in model.within(cst.FunctionDef, owner)
+                   if other is not fn and self._class_of(other) is owner)
+
+    def _trains_in(self, fn: cst.FunctionDef) -> bool:
+        """``fn`` trains: a backward or an optimizer step of its own or of a helper it calls, or an optimizer
+        handed to a call (``self.model.train_step(batch, self.optimizer)``)."""
+        model = self.model
+        if any(e.kind in (BACKWARD, STEP) for e in model.training.function_events(fn)) \
+                or any(model.enclosing_function(c) is fn and any(e.kind in (BACKWARD, STEP) for e in events)
+                       for c, events in model.fact(Summaries).helper_calls()):
+            return True
+        return any(model.enclosing_function(c) is fn and any(
+            isinstance(a.value, (cst.Name, cst.Attribute)) and model.kind_of(a.value) in _STEPPERS for a in c.args)
+            for c in model.within(cst.Call, fn))
+
+    def repeated_step(self, fn: cst.FunctionDef) -> bool:
+        """``fn`` is a step that runs once per item: named for evaluating (``evaluate_batch``,
+        ``validation_step``: one batch of a pass over held-out data), or called from inside a loop of this
+        file (``for path in images: finder.detect_image(path)``). A one-off prediction (``predict(net,
+        sentence)`` in a tutorial) records one small graph: worth little."""
+        if _EVALUATING_NAME.match(fn.name.value):
+            return True
+        model = self.model
+        return any(model.enclosing_loops(site) for site in (*self.call_sites(fn), *self.instance_call_sites(fn)))
+
+    def _inputs_of(self, call: cst.Call, fn: cst.FunctionDef) -> set[str]:
+        """The names an argument of ``call`` is computed from, through the assignments and loops of ``fn``."""
+        values: dict[str, list[cst.CSTNode]] = {}
+        for node in self.body_nodes(fn):
+            if isinstance(node, cst.Assign):
+                for t in node.targets:
+                    for name in names_in(t.target):
+                        values.setdefault(name, []).append(node.value)
+            elif isinstance(node, (cst.AugAssign, cst.AnnAssign)) and node.value is not None:
+                for name in names_in(node.target):
+                    values.setdefault(name, []).append(node.value)
+            elif isinstance(node, cst.For):
+                for name in names_in(node.target):
+                    values.setdefault(name, []).append(node.iter)
+            elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                    and node.func.attr.value in _STORING_METHODS and node.args:
+                for name in _bound(node.func.value):  # images.append(photo)
+                    values.setdefault(name, []).extend(a.value for a in node.args)
+        todo = [n for a in call.args for n in names_in(a.value)]
+        seen: set[str] = set()
+        while todo and len(seen) < 64:
+            name = todo.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            for value in values.get(name, ()):
+                todo.extend(names_in(value))
+        return seen
 
     # ---------------------------------------------------- generation loops
     def generation_calls(self, loop: cst.CSTNode) -> list[tuple[cst.Call, bool]]:
@@ -1404,3 +1609,319 @@ def _call_of(entry: tuple[int, cst.Call, str]) -> cst.CSTNode:
 
 def _index_of(entry: tuple[int, cst.Call, str]) -> int:
     return entry[0]
+
+
+# ------------------------------------------------------- what a function hands out
+# Steps whose result carries no gradient from their operand: a Python number or list, an index, a mask,
+# a detached copy. `size()`/`dim()` only read the shape (see _SHAPE_ONLY).
+_SEVERING_METHODS = frozenset({"item", "tolist", "detach", "argmax", "argmin", "argsort", "size", "dim", "numel",
+                               "nelement", "nonzero", "long", "int", "bool", "byte", "eq", "ne", "lt", "le", "gt",
+                               "ge", "isnan", "isinf", "isfinite", "multinomial", "data_ptr", "tobytes",
+                               "equal", "allclose"})
+_SEVERING_BUILTINS = frozenset({"float", "int", "bool", "str", "len", "repr", "isinstance", "print", "format",
+                                "hash", "id", "type", "round"})
+_SEVERING_TORCH = frozenset({"argmax", "argmin", "argsort", "multinomial", "nonzero", "eq", "ne", "lt", "le", "gt",
+                             "ge", "isnan", "isinf", "isfinite", "equal", "allclose", "searchsorted", "bucketize",
+                             "count_nonzero"})
+_SEVERED_ATTRIBUTES = frozenset({"data", "shape", "dtype", "device", "is_cuda", "indices", "requires_grad", "ndim"})
+# Reading only the shape of an output is a probe (`self.backbone(dummy).shape[-1]` in a constructor),
+# not a use of its values.
+_SHAPE_ONLY = frozenset({"size", "dim", "numel", "nelement", "shape", "dtype", "device", "is_cuda", "ndim",
+                         "requires_grad", "data_ptr"})
+# `values, indices = x.topk(k)`, `x.max(1)[1]`: the second item of these is an index.
+_VALUES_INDICES = frozenset({"max", "min", "sort", "topk", "kthvalue", "mode", "median"})
+# Calls that store their argument in their receiver.
+_STORING_METHODS = frozenset({"append", "extend", "insert", "add", "update", "put", "put_nowait", "setdefault",
+                              "appendleft", "__setitem__"})
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
+
+
+class _GradientFlow:
+    """Which values of one function carry a gradient from its own model calls, and whether any leaves the
+    function (see :meth:`FileFacts.hands_out_gradient`)."""
+
+    def __init__(self, facts: "FileFacts", fn: cst.FunctionDef) -> None:
+        self.facts = facts
+        self.model = facts.model
+        self.fn = fn
+        self.carry: set[str] = set()
+        self.consumed = False  # a model output was read as a value (a number, an index), not only its shape
+        self.contradiction = False  # `.numpy()` on a model output: grad must be off where this runs
+        self.escapes = False
+        self.sources = 0
+        params = fn.params
+        # `*args` and `**kwargs` are fresh containers of this call: storing in them hands out nothing
+        self.params = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+
+    # ------------------------------------------------------------------ values
+    def carries(self, expr: cst.CSTNode, extra: frozenset[str] = frozenset()) -> bool:
+        """``expr`` may hold a tensor whose graph reaches a model call of the function."""
+        model = self.model
+        if isinstance(expr, cst.Name):
+            return expr.value in self.carry or expr.value in extra
+        if isinstance(expr, cst.Attribute):
+            if expr.attr.value in _SEVERED_ATTRIBUTES:
+                self._severed(expr.value, expr.attr.value, extra)
+                return False
+            return self.carries(expr.value, extra)
+        if isinstance(expr, cst.Subscript):
+            value = expr.value
+            if isinstance(value, cst.Call) and self._picks_indices(value, expr):
+                self._severed(value, "indices", extra)
+                return False
+            return self.carries(value, extra)
+        if isinstance(expr, cst.Call):
+            return self._call_carries(expr, extra)
+        if isinstance(expr, (cst.Comparison, cst.FormattedString, cst.SimpleString, cst.ConcatenatedString,
+                             cst.Integer, cst.Float, cst.Imaginary, cst.Lambda)):
+            if isinstance(expr, cst.Comparison) and any(
+                    self.carries(n, extra) for n in (expr.left, *(c.comparator for c in expr.comparisons))):
+                self.consumed = True
+            elif isinstance(expr, cst.FormattedString) and any(self.carries(n, extra) for n in expr.parts):
+                self.consumed = True
+            return False
+        if isinstance(expr, cst.FormattedStringExpression):
+            return self.carries(expr.expression, extra)
+        if isinstance(expr, cst.UnaryOperation):
+            inner = self.carries(expr.expression, extra)
+            if isinstance(expr.operator, cst.Not):
+                self.consumed = self.consumed or inner
+                return False
+            return inner
+        if isinstance(expr, _COMPREHENSIONS):
+            return self._comprehension_carries(expr, extra)
+        if isinstance(expr, (cst.Yield, cst.Await)):
+            return expr.value is not None and not isinstance(expr.value, cst.From) \
+                and self.carries(expr.value, extra) if isinstance(expr, cst.Yield) else self.carries(expr.expression, extra)
+        found = False
+        for child in expr.children:  # operators, containers, conditional expressions, starred items
+            if isinstance(child, cst.CSTNode) and self.carries(child, extra):
+                found = True
+        return found
+
+    def _call_carries(self, call: cst.Call, extra: frozenset[str]) -> bool:
+        facts, model = self.facts, self.model
+        func = call.func
+        if facts.is_model_call(call) and facts._runs_a_module(call) or facts.runs_module_method(call):
+            self.sources += 1
+            return True
+        args = [a.value for a in call.args]
+        if isinstance(func, cst.Attribute):
+            method = func.attr.value
+            receiver = self.carries(func.value, extra)
+            if method == "numpy" and receiver:
+                self.contradiction = True  # a tensor that records a graph cannot become an array
+                return False
+            if method in _SEVERING_METHODS or method == "sample" and not call.args:
+                if receiver or any(self.carries(a, extra) for a in args):
+                    self._severed(None, method, extra)
+                return False
+            q = model.qualified_name(func) or ""
+            if q.startswith("numpy."):
+                if any(self.carries(a, extra) for a in args):
+                    self.consumed = True
+                return False
+            if q.startswith("torch.") and q.rsplit(".", 1)[-1] in _SEVERING_TORCH:
+                if any(self.carries(a, extra) for a in args):
+                    self.consumed = True
+                return False
+            return any([receiver, *(self.carries(a, extra) for a in args)])
+        if isinstance(func, cst.Name):
+            q = model.qualified_name(func) or ""
+            leaf = q.rsplit(".", 1)[-1] if q else func.value
+            if q.startswith("builtins.") and leaf in _SEVERING_BUILTINS or q.startswith("numpy.") \
+                    or q.startswith("torch.") and leaf in _SEVERING_TORCH:
+                if any(self.carries(a, extra) for a in args):
+                    self.consumed = True
+                return False
+        return any([self.carries(func, extra), *(self.carries(a, extra) for a in args)])
+
+    def _severed(self, value: cst.CSTNode | None, step: str, extra: frozenset[str]) -> None:
+        """A value step cuts the graph: a model output read as a value counts as consumed."""
+        if step in _SHAPE_ONLY:
+            if value is not None:
+                self.carries(value, extra)  # count the sources it reads, nothing more
+            return
+        if value is None or self.carries(value, extra):
+            self.consumed = True
+
+    @staticmethod
+    def _picks_indices(call: cst.Call, sub: cst.Subscript) -> bool:
+        """``x.max(1)[1]``, ``torch.topk(x, k)[1]``: the index half of a (values, indices) pair."""
+        func = call.func
+        leaf = func.attr.value if isinstance(func, cst.Attribute) else None
+        index = sub.slice[0].slice if len(sub.slice) == 1 else None
+        return leaf in _VALUES_INDICES and isinstance(index, cst.Index) \
+            and isinstance(index.value, cst.Integer) and index.value.value == "1"
+
+    def _comprehension_carries(self, comp: cst.CSTNode, extra: frozenset[str]) -> bool:
+        inner = set(extra)
+        node = comp.for_in
+        while node is not None:
+            if self.carries(node.iter, frozenset(inner)):
+                inner |= names_in(node.target)
+            node = node.inner_for_in
+        frozen_inner = frozenset(inner)
+        parts = [comp.key, comp.value] if isinstance(comp, cst.DictComp) else [comp.elt]
+        return any([self.carries(p, frozen_inner) for p in parts])
+
+    # ------------------------------------------------------------- statements
+    def run(self) -> None:
+        nodes = list(_own_statements(self.fn))
+        # in order, a few times over: a pass starts with what the last one ended with, as a loop's next
+        # iteration does
+        for _ in range(4):
+            before = (set(self.carry), self.escapes)
+            for node in nodes:
+                self._step(node)
+            if (self.carry, self.escapes) == before:
+                break
+
+    def _step(self, node: cst.CSTNode) -> None:
+        if isinstance(node, cst.Assign):
+            if self.carries(node.value):
+                for t in node.targets:
+                    self._bind(t.target, node.value)
+            elif self._unconditional(node):
+                # `scores = torch.log(scores.detach())`: the name holds no graph from here on
+                for t in node.targets:
+                    if isinstance(t.target, cst.Name):
+                        self.carry.discard(t.target.value)
+        elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
+            if node.value is not None and self.carries(node.value):
+                self._bind(node.target, node.value)
+        elif isinstance(node, cst.NamedExpr):
+            if self.carries(node.value):
+                self._bind(node.target, node.value)
+        elif isinstance(node, cst.For):
+            if self.carries(node.iter):
+                self._bind(node.target, node.iter)
+        elif isinstance(node, cst.With):
+            for item in node.items:
+                if item.asname is not None and self.carries(item.item):
+                    self._bind(item.asname.name, item.item)
+        elif isinstance(node, cst.Return):
+            if node.value is not None and self.carries(node.value):
+                self.escapes = True
+        elif isinstance(node, cst.Yield):
+            if node.value is not None and (isinstance(node.value, cst.From) or self.carries(node.value)):
+                self.escapes = True
+        elif isinstance(node, cst.Expr) and isinstance(node.value, cst.Call):
+            self._statement_call(node.value)
+        elif isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)) and node is not self.fn:
+            if names_in(node) & self.carry:
+                self.escapes = True  # a closure over a model output may hand it out later
+
+    def _unconditional(self, node: cst.CSTNode) -> bool:
+        """``node`` runs whenever its loop's iteration (or its function) does: no branch around it."""
+        for a in self.model.ancestors(node):
+            if a is self.fn or isinstance(a, (cst.For, cst.While)):
+                return True
+            if isinstance(a, (cst.If, cst.Try, cst.Match, cst.ExceptHandler, cst.With)):
+                return False
+        return False
+
+    def _statement_call(self, call: cst.Call) -> None:
+        """A call whose result is dropped: it keeps what it is given only by storing it somewhere."""
+        func = call.func
+        given = [a.value for a in call.args]
+        if isinstance(func, cst.Attribute) and self._own_value(func.value):
+            # a method of a value of this call's own (`kwargs.pop("cache")`, `xs.sort()`): it stays here
+            if any(self.carries(a) for a in given):
+                self._store(func.value)
+            return
+        if isinstance(func, cst.Attribute) and func.attr.value in _STORING_METHODS:
+            if any(self.carries(a) for a in given):
+                self._store(func.value)
+            return
+        if not self.carries(call) and not any(self.carries(a) for a in given):
+            return
+        q = self.model.qualified_name(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+        if q == "builtins.print":
+            self.consumed = True
+            return
+        if isinstance(func, cst.Attribute) and func.attr.value.endswith("_") and not func.attr.value.startswith("_") \
+                and self.carries(func.value):
+            return  # out.clamp_(0, 1): in place on the output itself
+        self.escapes = True  # handed to something that may keep it (`self.log("val_loss", loss)`)
+
+    def _bind(self, target: cst.CSTNode, value: cst.CSTNode) -> None:
+        if isinstance(target, cst.Name):
+            self.carry.add(target.value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            elements = [e.value for e in target.elements]
+            # values, indices = x.topk(k): the indices carry nothing
+            if len(elements) == 2 and isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
+                    and value.func.attr.value in _VALUES_INDICES:
+                elements = elements[:1]
+            for e in elements:
+                self._bind(e.value if isinstance(e, cst.StarredElement) else e, value)
+        elif isinstance(target, cst.StarredElement):
+            self._bind(target.value, value)
+        elif isinstance(target, (cst.Attribute, cst.Subscript)):
+            self._store(target.value)
+
+    def _store(self, container: cst.CSTNode) -> None:
+        """A model output stored in ``container``: a local variable carries it from now on; an attribute of
+        ``self``, a parameter or a global hands it out."""
+        root = container
+        while isinstance(root, (cst.Attribute, cst.Subscript)):
+            root = root.value
+        if isinstance(root, cst.Name) and root.value not in self.params and self._local(root):
+            self.carry.add(root.value)
+        else:
+            self.escapes = True
+
+    def _own_value(self, expr: cst.CSTNode) -> bool:
+        """``expr`` is a local name that holds a model output or a container built here (a literal, a
+        comprehension, ``list()``/``dict()``), not an alias of an object from outside."""
+        if not isinstance(expr, cst.Name) or expr.value in self.params or not self._local(expr):
+            return False
+        if expr.value in self.carry:
+            return True
+        bindings = self.model.lookup(expr.value, self.model.scope_at(expr)) or []
+        return all(isinstance(b.node, cst.Param) or isinstance(b.node, cst.Assign) and (
+            isinstance(b.node.value, (cst.List, cst.Dict, cst.Set, cst.Tuple, *_COMPREHENSIONS))
+            or isinstance(b.node.value, cst.Call) and isinstance(b.node.value.func, cst.Name)
+            and b.node.value.func.value in ("list", "dict", "set", "tuple")) for b in bindings)
+
+    def _local(self, name: cst.Name) -> bool:
+        bindings = self.model.lookup(name.value, self.model.scope_at(name))
+        # a binding in the function's own body, or its `*args`/`**kwargs` (other parameters are excluded)
+        return bool(bindings) and all(isinstance(b.node, cst.Param) and b.scope is bindings[0].scope
+                                      or self.model.enclosing_function(b.node) is self.fn for b in bindings) \
+            and not any(b.kind == IMPORT for b in bindings)
+
+
+_FLOW_NODES = (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.NamedExpr, cst.For, cst.With, cst.Return, cst.Yield,
+               cst.Expr)
+
+
+def _own_statements(fn: cst.FunctionDef) -> Iterator[cst.CSTNode]:
+    """The nodes of ``fn``'s own body that move values, in document order, and the functions, lambdas
+    and classes defined in it (not their bodies). Walked here: the file model records only some types."""
+    stack: list[cst.CSTNode] = [fn.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            yield node
+            continue
+        if isinstance(node, _FLOW_NODES):
+            yield node
+        stack.extend(reversed([c for c in node.children if isinstance(c, cst.CSTNode)]))
+
+
+def _root_name(expr: cst.CSTNode) -> str | None:
+    while isinstance(expr, (cst.Attribute, cst.Subscript)):
+        expr = expr.value
+    return expr.value if isinstance(expr, cst.Name) else None
+
+
+def _hands_out(facts: "FileFacts", fn: cst.FunctionDef) -> bool | None:
+    flow = _GradientFlow(facts, fn)
+    flow.run()
+    if flow.contradiction or not flow.sources:
+        return None
+    if flow.escapes:
+        return True
+    return None if not flow.consumed else False

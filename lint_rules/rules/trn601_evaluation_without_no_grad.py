@@ -27,6 +27,12 @@ HELD_OUT_MESSAGE = ("A held-out batch is scored after eval() with autograd on: t
                     "and its activations are kept for a backward that never comes")
 RESTORED_MESSAGE = ("Inference with restored weights runs the model with autograd on: nothing in this file "
                     "trains it, yet every call records a graph and keeps its activations")
+INFERENCE_MESSAGE = ("Inference loop runs the model with autograd on, yet its function hands out only values "
+                     "that carry no gradient (numbers, indices, strings): every graph it records is thrown away")
+STEP_MESSAGE = ("Evaluation step runs the model with autograd on, yet hands out only values that carry no "
+                "gradient: the graph of the forward and its activations are recorded for nothing")
+DECLARED_MESSAGE = ("The model runs in eval mode for an evaluation with autograd on: the graph of the forward "
+                    "and its activations are recorded for a backward that never comes")
 # Methods whose name says they evaluate: a module's own inference entry points.
 _EVALUATION_METHOD = re.compile(r"_*(predict|evaluat|eval_|valid|test|score|infer|visuali|sample|generate|decode"
                                 r"|translate|beam_search|greedy)", re.I)
@@ -69,7 +75,24 @@ class EvaluationWithoutNoGrad(Rule):
     `tokens = torch.cat([tokens, model(tokens).argmax(-1)])`), through tensor
     arithmetic, torch functions, tensor methods and the module's own calls. Such a
     finding is certain when the function put that model in eval mode first, else
-    possible (`--preview`): a caller may train on what the loop returns. `Variable(x,
+    possible (`--preview`): a caller may train on what the loop returns (certain again when
+    its function hands out nothing that can carry a gradient, see below). A loop is flagged
+    too when its function hands out nothing that can carry a gradient (it returns, yields
+    or stores only numbers, indices, strings or detached copies: `.item()`, `.tolist()`,
+    `argmax`, `float(...)`, `"".join(words)`) and trains nothing, and the loop feeds the
+    model what its target picks (`chunk = audio[i:i + n]; p = vad(chunk).item()`) or the
+    model's own output: no caller can train on what such a function hands out, so every
+    graph it records is waste (possible when the model is a parameter and nothing in the
+    project is seen calling the function, or in a method of a module class that does not
+    train itself: its callers decide). So is a single model call, outside loops, of a function named
+    for evaluating (`evaluate_batch`, `validation_step`) that feeds the model a batch it is
+    handed and hands out only such values (possible for a one-off prediction: a function
+    not named for evaluating that no loop of its file calls); one after its function put that model in eval
+    mode (`model.eval(); att = model.inference(text)`, also through a method named for
+    running on data: `inference`, `predict_*`, `encode`, `decode`, `val_step`) in a function
+    that hands out only such values; and one in a trainer's own evaluation method
+    (`validate`, `val`, `validation_step`, `evaluate`) after it put that model in eval mode,
+    in a class whose other methods train, whatever it hands back. `Variable(x,
     volatile=True)` is flagged too: PyTorch 0.4 made `volatile` a no-op, so code
     written to skip autograd with it records graphs. It is quiet
     under `torch.no_grad()`, `torch.inference_mode()` (as a block or a decorator),
@@ -91,7 +114,8 @@ class EvaluationWithoutNoGrad(Rule):
     choice to someone else: a method of a module class runs under its callers'
     grad mode (they may fine-tune through it), so its loop is *possible* unless
     the method declares an evaluation (its name: `predict`, `evaluate`, `test_*`,
-    `sample`, `generate`, ...; `volatile=True`; or a class that trains itself), and
+    `sample`, `generate`, ...; `volatile=True`; a class that trains itself; or a method
+    that hands out nothing that can carry a gradient), and
     quiet when this file calls it on an instance under `no_grad()`; a function of an importable package (a library
     module) that evaluates a model its caller hands it leaves grad mode to that
     caller, so its loop is *possible* (`--preview`) unless a caller in the same
@@ -181,14 +205,25 @@ class EvaluationWithoutNoGrad(Rule):
         # with no eval() is a recurrent forward pass as often as a sampler: left alone.
         switched = facts.eval_receivers(node)
         certain = possible = False
+        # what its function hands out carries no gradient (tokens, strings, numbers): no caller can train on it
+        inference = {id(call) for call in facts.inference_loop_calls(node)}
         for call, chosen in facts.generation_calls(node):
             if self._grad_managed(call, node) or frozen(self.model, forward_target(call.func)):
                 continue
-            if dotted(forward_target(call.func)) in switched:
+            if dotted(forward_target(call.func)) in switched or id(call) in inference:
                 certain = True
             possible = possible or chosen
         if certain or possible:
             self.report(node, GENERATION_MESSAGE, certain=certain)
+            return
+        # for i in range(0, n, step): p = model(audio[i:i + step]).item() -- in a function that hands out
+        # only numbers, indices or strings: an inference loop whatever its function is called
+        inferring = [call for call in facts.inference_loop_calls(node)
+                     if not self._grad_managed(call, node) and not frozen(self.model, forward_target(call.func))]
+        if inferring:
+            # a library helper running the model its caller hands it leaves grad mode to that caller
+            self.report(node, INFERENCE_MESSAGE, certain=not self._left_to_callers(node, inferring, anywhere=True)
+                        and not self._module_method_of_callers(node))
 
     visit_While = visit_For
 
@@ -208,11 +243,49 @@ class EvaluationWithoutNoGrad(Rule):
             if not self._settled_elsewhere(node):
                 self.report(node, HELD_OUT_MESSAGE)
             return
+        # def evaluate_batch(model, batch): out = model(batch.x); return float(loss_fn(out, batch.y)) -- an
+        # evaluation step that hands out only numbers: the graph of its forward is recorded for nothing
+        if self._facts.evaluation_step_call(node) and not self._grad_managed(node, node) \
+                and not self._settled_elsewhere(node) and not self._reported_at_caller(node):
+            # certain for a step that runs once per batch or item; a one-off prediction is possible
+            fn = self.model.enclosing_function(node)
+            certain = isinstance(fn, cst.FunctionDef) and self._facts.repeated_step(fn) \
+                and not self._left_to_callers(node, [node]) and not self._module_method_of_callers(node)
+            if certain or not self._facts.restored_model_run(node):  # else the restored weights say more
+                self.report(node, STEP_MESSAGE, certain=certain)
+                return
+        # model.eval(); att = model.inference(text); plot(att.detach().numpy()) -- inference by declaration in
+        # a function that hands out nothing differentiable; or a trainer's own validate() after eval()
+        declared = self._facts.eval_declared_run(node)
+        if (declared or self._facts.evaluation_method_run(node)) \
+                and not self._grad_managed(node, node) and not self._settled_elsewhere(node) \
+                and not self._reported_at_caller(node):
+            # a trainer's validate() runs once per pass; an eval()-declared one-off run is possible
+            fn = self.model.enclosing_function(node)
+            self.report(node, DECLARED_MESSAGE, certain=self._facts.evaluation_method_run(node)
+                        or isinstance(fn, cst.FunctionDef) and self._facts.repeated_step(fn))
+            return
         # an inference wrapper: weights restored in this file, which trains nothing, then the model run once
         # per call with autograd on (`self.net.load_state_dict(...)` ... `boxes = self.net(image)`)
         if self._facts.restored_model_run(node) and not self._grad_managed(node, node) \
                 and not self._settled_elsewhere(node):
             self.report(node, RESTORED_MESSAGE)
+
+    def _module_method_of_callers(self, node: cst.CSTNode) -> bool:
+        """``node`` is in a method of a module class that does not train itself: a framework runs such
+        methods (``predict_class``) from its own evaluation, often under ``no_grad``."""
+        found = self.model.fact(ModuleFacts).module_method(node)
+        return found is not None and not any(
+            e.kind in (BACKWARD, STEP) for e in self.model.training.events_within(found[1]))
+
+    def _reported_at_caller(self, call: cst.Call) -> bool:
+        """The function of ``call`` is a helper of an evaluation loop of this file (``for batch in loader:
+        self.eval_step(batch)``): the loop's finding covers it."""
+        model, facts = self.model, self._facts
+        fn = model.enclosing_function(call)
+        return isinstance(fn, cst.FunctionDef) and any(
+            any(site is s for lp in model.enclosing_loops(site) for s, _ in facts.evaluation_helper_calls(lp))
+            for site in facts.call_sites(fn))
 
     def _settled_elsewhere(self, call: cst.Call) -> bool:
         """Test code, or a model the file froze: no finding (asked last, once a finding is due)."""
@@ -236,18 +309,21 @@ class EvaluationWithoutNoGrad(Rule):
         if certain is not False and message != VOLATILE_MESSAGE:
             found = self.model.fact(ModuleFacts).module_method(node)
             if found is not None and not _EVALUATION_METHOD.match(found[0].name.value) \
-                    and not any(e.kind in (BACKWARD, STEP) for e in self.model.training.events_within(found[1])):
+                    and not any(e.kind in (BACKWARD, STEP) for e in self.model.training.events_within(found[1])) \
+                    and self._facts.hands_out_gradient(found[0]) is not False:  # a string or tokens: none to tune
                 certain = False
         super().report(node, message, severity, fix, certain)
 
-    def _left_to_callers(self, loop: cst.CSTNode, bare: list[cst.Call]) -> bool:
+    def _left_to_callers(self, loop: cst.CSTNode, bare: list[cst.Call], anywhere: bool = False) -> bool:
         """A library function that evaluates the model its caller hands it leaves grad mode to that
         caller (:func:`~lint_rules.analysis.context.hands_over_its_model`): possible, unless the
         project's own callers are known, and none of them turned grad off (they got it wrong:
-        certain)."""
+        certain). With ``anywhere``, a function of any module counts (a helper of an application's
+        ``utils`` that many files import)."""
         model = self.model
         fn = model.enclosing_function(loop)
-        if not bare or not all(hands_over_its_model(model, fn, forward_target(call.func)) for call in bare):
+        if not bare or not all(hands_over_its_model(model, fn, forward_target(call.func))
+                               or anywhere and _handed(model, fn, forward_target(call.func)) for call in bare):
             return False
         return not (self._facts.call_sites(fn) or self._facts.caller_contexts(fn))
 
@@ -271,3 +347,13 @@ class EvaluationWithoutNoGrad(Rule):
             # a caller in another file of the project calls it under no_grad
             return self._facts.called_with_grad_off(fn)
         return False
+
+
+def _handed(model: "FileModel", fn: cst.CSTNode | None, receiver: cst.CSTNode) -> bool:
+    """``receiver`` (the model a call runs) is reached from a parameter of ``fn`` other than ``self``."""
+    while isinstance(receiver, (cst.Attribute, cst.Subscript)):
+        receiver = receiver.value
+    if not isinstance(fn, cst.FunctionDef) or not isinstance(receiver, cst.Name) or receiver.value in ("self", "cls"):
+        return False
+    bindings = model.bindings_of(receiver)
+    return bool(bindings) and all(isinstance(b.node, cst.Param) and b.value is fn for b in bindings)

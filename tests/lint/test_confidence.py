@@ -249,12 +249,43 @@ POSSIBLE_SHAPES = {
     "a generation loop whose function sets no eval mode": ("TRN601", """
         import torch
         def decode(model, tokens, n):
+            steps = []
             for _ in range(n):
-                logits = model(tokens)               # the caller may train on what comes back
+                logits = model(tokens)               # the caller may train on the logits that come back
+                steps.append(logits[:, -1])
                 tokens = torch.cat([tokens, logits[:, -1].argmax(-1, keepdim=True)], dim=1)
-            return tokens
+            return tokens, steps
+        """),
+    "an inference loop in a method of a module class a framework calls": ("TRN601", """
+        import torch
+        from torch import nn
+        class Ranker(nn.Module):
+            def rank_candidates(self, image, candidates):
+                scores = []
+                for k in range(len(candidates)):
+                    scores.append(self(image, candidates[k]).item())
+                return sorted(range(len(scores)), key=scores.__getitem__)
+        """),
+    "a one-off prediction that hands out a label": ("TRN601", """
+        import torch
+        def predict_sentiment(net, vocab, sentence):
+            ids = torch.tensor(vocab[sentence.split()])
+            return "positive" if torch.argmax(net(ids[None]), dim=1) == 1 else "negative"
         """),
 }
+
+
+def test_a_generation_loop_that_hands_back_only_token_ids_is_certain() -> None:
+    # token ids chosen by argmax carry no gradient: no caller can train on what the loop hands back
+    source = """
+        import torch
+        def decode(model, tokens, n):
+            for _ in range(n):
+                logits = model(tokens)
+                tokens = torch.cat([tokens, logits[:, -1].argmax(-1, keepdim=True)], dim=1)
+            return tokens
+        """
+    assert [c for _, c in _findings(source, "TRN601")] == ["certain"]
 
 
 @pytest.mark.parametrize("shape", sorted(POSSIBLE_SHAPES))
@@ -792,9 +823,20 @@ class Tagger(nn.Module):
         self.eval()
         out = []
         for tokens, tags in batches:
-            out.append(self(tokens).argmax(-1))
+            out.append(self(tokens).softmax(-1))
         return out
 {tail}"""
+
+
+def test_a_module_method_that_hands_out_only_token_ids_is_certain() -> None:
+    # nothing it hands out carries a gradient: no caller can fine-tune through it
+    from lint_rules.api import Settings, lint_text
+
+    source = MODULE_METHOD_EVALUATION.format(method="token_features", tail="").replace(
+        "self(tokens).softmax(-1)", "self(tokens).argmax(-1).tolist()")
+    settings = Settings.resolve(select=["TRN601"], preview=True)
+    found = [(f.line, f.confidence) for f in lint_text(source, "tagger.py", settings).findings if f.code == "TRN601"]
+    assert found == [(8, "certain")]
 
 
 @pytest.mark.parametrize(("method", "tail", "expected"), [

@@ -353,6 +353,31 @@ VALID = [
             b = Variable(torch.ones(1), volatile=True)
         """
     ),
+    Valid(
+        """
+        # the loop hands its outputs back (a caller may train on them), or reads only their shapes
+        import torch
+        def embed_all(encoder_net, chunks):
+            out = []
+            for i in range(len(chunks)):
+                out.append(encoder_net(chunks[i]))
+            return out
+        def probe_width(backbone_model):
+            return backbone_model(torch.zeros(1, 3, 64, 64)).shape[-1]
+        def evaluate_loss(model, batch, criterion):
+            return criterion(model(batch[0]), batch[1])
+        """
+    ),
+    Valid(
+        """
+        # a validation step that hands its loss back: called under no_grad by the framework that runs it
+        import torch
+        class Classifier(torch.nn.Module):
+            def validation_step(self, batch, batch_idx):
+                x, y = batch
+                return torch.nn.functional.cross_entropy(self(x), y)
+        """
+    ),
 ]
 
 
@@ -611,6 +636,73 @@ INVALID = [
             views = [lowres, lowres.flip(-1), lowres.transpose(-1, -2)]
             outs = [net(v) for v in views]  # BUG
             return torch.stack(outs).mean(0)
+        """
+    ),
+    Invalid(
+        """
+        # an inference loop whose function hands out only numbers: no caller can train on them
+        import torch
+        def voice_activity(signal, vad_model, width=512):
+            probs = []
+            for start in range(0, len(signal), width):  # BUG
+                probs.append(vad_model(signal[start:start + width]).item())
+            return [p > 0.5 for p in probs]
+        speech = voice_activity(load_wave(path), torch.jit.load("vad.pt"))
+        """
+    ),
+    Invalid(
+        """
+        # a sampler that hands back a string: its graph is recorded for nothing
+        import torch
+        class CharLM(torch.nn.Module):
+            def write(self, vocab, n):
+                token = torch.zeros(1, 1).long()
+                chars = []
+                while len(chars) < n:  # BUG
+                    logits = self(token)
+                    token = torch.multinomial(logits[0, -1].softmax(-1), 1)[None]
+                    chars.append(vocab[token.item()])
+                return "".join(chars)
+        """
+    ),
+    Invalid(
+        """
+        # an evaluation step that hands out only floats
+        import torch
+        def ValidateBatch(net, batch, loss_fn):
+            images, labels = batch
+            logits = net(images.cuda())  # BUG
+            return float(loss_fn(logits, labels)), (logits.argmax(1) == labels).sum().item()
+        """
+    ),
+    Invalid(
+        """
+        # a trainer's own validation step after eval(): its forward records a graph for nothing
+        import torch
+        class Learner:
+            def __init__(self):
+                self.net = torch.nn.Linear(16, 4)
+                self.opt = torch.optim.Adam(self.net.parameters())
+            def fit_batch(self, x, y):
+                self.net.train()
+                loss = torch.nn.functional.cross_entropy(self.net(x), y)
+                loss.backward()
+                self.opt.step()
+            def validate(self, x, y):
+                self.net.eval()
+                out = self.net(x)  # BUG
+                return {"loss": torch.nn.functional.cross_entropy(out, y), "out": out}
+        """
+    ),
+    Invalid(
+        """
+        # inference declared by eval() in a function that only draws what the model computes
+        import torch
+        def draw_alignment(acoustic_model, phones, path):
+            acoustic_model.eval()
+            _, _, align = acoustic_model.inference(phones)  # BUG
+            acoustic_model.train()
+            save_png(align.detach().cpu().numpy(), path)
         """
     ),
 ]
