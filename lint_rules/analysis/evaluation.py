@@ -56,7 +56,7 @@ _EVAL_CONTEXT = re.compile(r"(^|_)eval(_mode)?$|eval_mode|^evaluating$", re.I)
 # `evaluation_mode(net)`, `freeze_bn(model)`.
 _MODE_SWITCH_NAME = re.compile(r"(^|_)eval(uation)?_?mode|(^|_)(set_)?eval$|freeze", re.I)
 # The methods a module offers for inference: `predict`, `predict_batch`, `infer`, `inference`.
-_INFERENCE_METHOD = re.compile(r"^(predict|inference)(_\w+)?$|^infer$")
+INFERENCE_METHOD = re.compile(r"^(predict|inference)(_\w+)?$|^infer$")
 # Calls that hand a batch on as it is (or moved, reshaped): `x.cuda()`, `Variable(x)`, `x[0]`.
 _BATCH_DEPTH = 8
 
@@ -455,11 +455,13 @@ class FileFacts:
         differentiable (:meth:`hands_out_gradient` is False): an evaluation step whose graph no caller
         can use."""
         model = self.model
-        if not call.args or model.enclosing_loops(call) or not self.is_model_call(call) \
-                or not self._runs_a_module(call):
+        if not call.args:
             return False
+        # the function's name first: it is asked of every call of the file, and most functions are not steps
         fn = model.enclosing_function(call)
         if not isinstance(fn, cst.FunctionDef) or not _EVALUATION_STEP_NAME.search(fn.name.value):
+            return False
+        if model.enclosing_loops(call) or not self.is_model_call(call) or not self._runs_a_module(call):
             return False
         if any(e.kind in (BACKWARD, STEP) for e in model.training.function_events(fn)) \
                 or any(model.enclosing_function(c) is fn and any(e.kind in (BACKWARD, STEP) for e in events)
@@ -491,10 +493,11 @@ class FileFacts:
         False: it plots, prints or returns numbers). The eval() declares an inference and no caller can
         train on what it hands out."""
         model = self.model
-        if model.enclosing_loops(call) or not (self.is_model_call(call) or self.runs_module_method(call)):
-            return False
         fn = model.enclosing_function(call)
-        if not isinstance(fn, cst.FunctionDef) or fn.name.value in ("forward", "__init__"):
+        if not isinstance(fn, cst.FunctionDef) or fn.name.value in ("forward", "__init__") \
+                or not self.eval_receivers(call):
+            return False  # cheap first: most calls sit in no function that put a module in eval mode
+        if model.enclosing_loops(call) or not (self.is_model_call(call) or self.runs_module_method(call)):
             return False
         target = forward_target(call.func) if self.is_model_call(call) else call.func.value
         if dotted(target) not in self.eval_receivers(call) or self._trains_in(fn):
@@ -907,7 +910,7 @@ class FileFacts:
         in whatever mode the module was left in (training mode after training)."""
         model = self.model
         modules = model.fact(ModuleFacts)
-        if not _INFERENCE_METHOD.match(fn.name.value):
+        if not INFERENCE_METHOD.match(fn.name.value):
             return []
         parent = model.parent(model.parent(fn))
         if not isinstance(parent, cst.ClassDef) or not modules.is_module_class(parent):

@@ -124,10 +124,10 @@ class HandedModels:
         ``model.generate(ids)``; empty when it trains or sets a mode itself, or a caller of this file
         switches to eval mode before calling it. The parameter must be known as a module (by its
         annotation or spelling). It runs the model in whatever mode its caller left it in."""
-        from lint_rules.analysis.evaluation import _INFERENCE_METHOD, FileFacts
+        from lint_rules.analysis.evaluation import INFERENCE_METHOD, FileFacts
 
         model = self.model
-        if not _INFERENCE_METHOD.match(fn.name.value) or not isinstance(model.parent(fn), cst.Module):
+        if not INFERENCE_METHOD.match(fn.name.value) or not isinstance(model.parent(fn), cst.Module):
             return []
         helpers = model.fact(Summaries)
         params = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)]
