@@ -578,16 +578,7 @@ class FileFacts:
                     and node.func.attr.value in _STORING_METHODS and node.args:
                 for name in _bound(node.func.value):  # images.append(photo)
                     values.setdefault(name, []).extend(a.value for a in node.args)
-        todo = [n for a in call.args for n in names_in(a.value)]
-        seen: set[str] = set()
-        while todo and len(seen) < 64:
-            name = todo.pop()
-            if name in seen:
-                continue
-            seen.add(name)
-            for value in values.get(name, ()):
-                todo.extend(names_in(value))
-        return seen
+        return _names_behind(call, lambda name: values.get(name, ()))
 
     # ---------------------------------------------------- generation loops
     def generation_calls(self, loop: cst.CSTNode) -> list[tuple[cst.Call, bool]]:
@@ -658,17 +649,7 @@ class FileFacts:
 
     def _call_inputs(self, call: cst.Call, flows: list[tuple[set[str], cst.CSTNode]]) -> set[str]:
         """The names an argument of ``call`` is computed from, through the loop's assignments."""
-        todo = [n for a in call.args for n in names_in(a.value)]
-        seen: set[str] = set()
-        while todo and len(seen) < 64:
-            name = todo.pop()
-            if name in seen:
-                continue
-            seen.add(name)
-            for bound, value in flows:
-                if name in bound:
-                    todo.extend(names_in(value))
-        return seen
+        return _names_behind(call, lambda name: [value for bound, value in flows if name in bound])
 
     def _tensor_reads(self, expr: cst.CSTNode) -> set[str]:
         """The names whose tensors ``expr`` computes with: operands, subscripts, the receiver of a
@@ -1899,6 +1880,20 @@ class _GradientFlow:
 _FLOW_NODES = (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.NamedExpr, cst.For, cst.With, cst.Return, cst.Yield,
                cst.Expr)
 
+
+def _names_behind(call: cst.Call, values_of) -> set[str]:
+    """The names ``call``'s arguments are computed from, following ``values_of(name)`` (the values a
+    name was assigned) back up to 64 names."""
+    todo = [n for a in call.args for n in names_in(a.value)]
+    seen: set[str] = set()
+    while todo and len(seen) < 64:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for value in values_of(name):
+            todo.extend(names_in(value))
+    return seen
 
 def _own_statements(fn: cst.FunctionDef) -> Iterator[cst.CSTNode]:
     """The nodes of ``fn``'s own body that move values, in document order, and the functions, lambdas
